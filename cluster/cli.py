@@ -1,0 +1,185 @@
+"""The ``memlane`` command line. Bad input exits with code 2 and one line naming the problem."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Memlane: agent memory with retain, recall and reflect.")
+eval_app = typer.Typer(no_args_is_help=True, help="Measure recall quality on public benchmarks.")
+bench_app = typer.Typer(no_args_is_help=True, help="Speed benchmarks (figures beside baselines).")
+app.add_typer(eval_app, name="eval")
+app.add_typer(bench_app, name="bench")
+
+DataDir = typer.Option(None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane).")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn the engine's input errors into exit code 2 with one line."""
+    from pydantic import ValidationError
+
+    from memlane.errors import MemlaneError
+
+    try:
+        yield
+    except (MemlaneError, ValueError, ValidationError, FileNotFoundError, IsADirectoryError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        _fail(text)
+
+
+def _memory(data_dir: Optional[Path]):
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    settings = Settings(data_dir=data_dir) if data_dir else Settings()
+    return Memory(settings)
+
+
+@app.command()
+def retain(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speaker, text, timestamp, session_id}."),
+           bank: str = typer.Option(..., "--bank", help="Bank id (created when missing)."),
+           format: str = typer.Option("auto", "--format", help="auto | locomo | jsonl"),
+           tag: List[str] = typer.Option([], "--tag", help="Tag every memory (repeatable)."),
+           json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+           data_dir: Optional[Path] = DataDir) -> None:
+    """Retain a conversation file into a bank (validated whole before anything is written)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with _errors():
+        from memlane.ingest import load_conversations
+        from memlane.model import check_bank_id
+
+        check_bank_id(bank)
+        if format not in ("auto", "locomo", "jsonl"):
+            raise ValueError(f"--format must be auto, locomo or jsonl, not {format!r}")
+        conversations = load_conversations(file, format=format)
+        total = sum(len(c.turns) for c in conversations)
+        with _memory(data_dir) as memory, Progress(
+                TextColumn("retain"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                transient=json_out, disable=not sys.stderr.isatty() and json_out) as bar:
+            task = bar.add_task("turns", total=total)
+            report = memory.retain(bank, [(c.document_id, c.turns) for c in conversations],
+                                   tags=tag, progress=lambda n: bar.advance(task, n))
+    out = report.as_dict()
+    if json_out:
+        typer.echo(json.dumps(out))
+    else:
+        typer.echo(f"bank {bank}: {out['turns']} turns -> {out['units']} memories, "
+                   f"{out['chunks']} chunks, {out['entities']} entities touched, "
+                   f"{out['links']} stored links in {out['seconds']:.1f}s")
+
+
+@app.command()
+def recall(query: str = typer.Argument(..., help="What to remember."),
+           bank: str = typer.Option(..., "--bank"),
+           max_tokens: int = typer.Option(1024, "--max-tokens"),
+           budget: str = typer.Option("mid", "--budget", help="low | mid | high"),
+           type: List[str] = typer.Option([], "--type", help="world | experience | opinion | observation"),
+           tag: List[str] = typer.Option([], "--tag"),
+           include_chunks: bool = typer.Option(False, "--chunks"),
+           trace: bool = typer.Option(False, "--trace"),
+           json_out: bool = typer.Option(False, "--json"),
+           data_dir: Optional[Path] = DataDir) -> None:
+    """Recall memories for a query, packed to a token budget."""
+    with _errors():
+        with _memory(data_dir) as memory:
+            result = memory.recall(bank, query, max_tokens=max_tokens, budget=budget,
+                                   types=type or None, tags=tag or None,
+                                   include_chunks=include_chunks, trace=trace)
+    if json_out:
+        typer.echo(result.model_dump_json(exclude={"memories": {"__all__": {"unit": {"embedding"}}}}))
+        return
+    for m in result.memories:
+        u = m.unit
+        when = (u.occurred_start or u.mentioned_at).date().isoformat()
+        typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}")
+    for c in result.chunks:
+        typer.echo(f"--- chunk {c.document_id}/{c.session_id}#{c.index}\n{c.text}")
+    typer.echo(f"({len(result.memories)} memories, {result.tokens} tokens, "
+               f"{result.timings_ms.get('total', 0):.0f} ms)", err=True)
+
+
+@app.command()
+def banks(json_out: bool = typer.Option(False, "--json"), data_dir: Optional[Path] = DataDir) -> None:
+    """List banks with their memory counts."""
+    with _errors():
+        with _memory(data_dir) as memory:
+            rows = [{"bank_id": b.bank_id, "name": b.name,
+                     "memories": memory.store.count_units(b.bank_id)} for b in memory.list_banks()]
+    if json_out:
+        typer.echo(json.dumps(rows))
+        return
+    for r in rows:
+        typer.echo(f"{r['bank_id']}\t{r['memories']} memories\t{r['name']}")
+    if not rows:
+        typer.echo("no banks", err=True)
+
+
+@app.command()
+def delete(bank: str = typer.Option(..., "--bank"),
+           document: Optional[str] = typer.Option(None, "--document", help="Delete one document only."),
+           data_dir: Optional[Path] = DataDir) -> None:
+    """Delete a bank (or one document of it) with everything derived from it."""
+    with _errors():
+        with _memory(data_dir) as memory:
+            if document:
+                counts = memory.delete_document(bank, document)
+                typer.echo(f"deleted document {document} of bank {bank}: {counts}")
+            else:
+                memory.delete_bank(bank)
+                typer.echo(f"deleted bank {bank}")
+
+
+@eval_app.command("locomo")
+def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json (default: ../shared/data/locomo10.json)."),
+                k: List[int] = typer.Option([5, 10], "--k", help="Cut-offs (repeatable)."),
+                limit: Optional[int] = typer.Option(None, "--limit", help="First N conversations only."),
+                json_out: bool = typer.Option(False, "--json"),
+                data_dir: Optional[Path] = typer.Option(Path(".memlane-eval"), "--data-dir",
+                                                        help="Where the eval's banks live.")) -> None:
+    """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines."""
+    from memlane.eval.locomo import default_locomo_path, format_report, run_locomo
+
+    with _errors():
+        target = path or default_locomo_path()
+        if not target.exists():
+            raise FileNotFoundError(f"LoCoMo file not found: {target}")
+        if any(x < 1 for x in k):
+            raise ValueError("--k must be >= 1")
+        with _memory(data_dir) as memory:
+            report = run_locomo(memory, target, ks=sorted(set(k)), limit=limit, progress=not json_out)
+    typer.echo(json.dumps(report) if json_out else format_report(report))
+
+
+@bench_app.command("engine")
+def bench_engine(sizes: List[int] = typer.Option([1000, 10000, 100000], "--size"),
+                 queries: int = typer.Option(200, "--queries"),
+                 retain_turns: int = typer.Option(1500, "--retain-turns"),
+                 json_out: bool = typer.Option(False, "--json"),
+                 data_dir: Optional[Path] = typer.Option(Path(".memlane-bench"), "--data-dir")) -> None:
+    """Recall latency by bank size, and retain throughput beside raw embedding throughput."""
+    from memlane.bench import format_bench, run_engine_bench
+
+    with _errors():
+        report = run_engine_bench(data_dir, sizes=sizes, queries=queries, retain_turns=retain_turns)
+    typer.echo(json.dumps(report) if json_out else format_bench(report))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

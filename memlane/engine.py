@@ -1,0 +1,262 @@
+"""The engine facade: banks, retain, recall, invalidation and deletion over the configured
+backends. Plain Python; the Ray layers wrap it, never the other way round."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from pydantic import ValidationError
+
+from memlane.errors import BankNotFound, ConfigError, InvalidInput
+from memlane.model import Bank, Disposition, RecallRequest, RecallResult, Turn, check_bank_id, now_utc, utc
+from memlane.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def _invalid(exc: ValidationError) -> InvalidInput:
+    """One line that names each bad field."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err["loc"]) or "input"
+        parts.append(f"{where}: {err['msg']}")
+    return InvalidInput("; ".join(parts))
+
+
+class Memory:
+    """A Memlane memory engine. Backends are built lazily from ``settings`` unless given."""
+
+    def __init__(self, settings: Settings | None = None, *, store=None, graph=None,
+                 embedder=None, reranker=None, extractor=None) -> None:
+        self.settings = settings or Settings()
+        self._store, self._graph = store, graph
+        self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
+        self._retainer = self._recaller = None
+
+    # backends -----------------------------------------------------------------------------
+    @property
+    def store(self):
+        if self._store is None:
+            from memlane.stores.milvus import MilvusStore
+
+            self._store = MilvusStore(self.settings, dim=self.settings.embedding_dim)
+        return self._store
+
+    @property
+    def graph(self):
+        if self._graph is None:
+            from memlane.stores.graph import IGraphStore
+
+            self._graph = IGraphStore(self.settings.graph_dir,
+                                      temporal_sigma_hours=self.settings.temporal_link_sigma_hours,
+                                      temporal_neighbors=self.settings.temporal_link_neighbors)
+        return self._graph
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from memlane.models.embedder import build_embedder
+
+            self._embedder = build_embedder(self.settings)
+        if self._embedder.dim != self.settings.embedding_dim:
+            raise ConfigError(f"embedder produces {self._embedder.dim}-d vectors but "
+                              f"MEMLANE_EMBEDDING_DIM is {self.settings.embedding_dim}")
+        return self._embedder
+
+    @property
+    def reranker(self):
+        if self._reranker is None:
+            from memlane.models.reranker import build_reranker
+
+            self._reranker = build_reranker(self.settings)
+        return self._reranker
+
+    @property
+    def extractor(self):
+        if self._extractor is None:
+            if self.settings.extractor != "rules":
+                raise ConfigError(f"unknown extractor {self.settings.extractor!r} (available: rules)")
+            from memlane.retain.extract_rules import RuleExtractor
+            from memlane.retain.ner import SpacyNER
+
+            self._extractor = RuleExtractor(SpacyNER(self.settings.spacy_model))
+        return self._extractor
+
+    @property
+    def retainer(self):
+        if self._retainer is None:
+            from memlane.retain.pipeline import Retainer
+
+            self._retainer = Retainer(self.settings, self.store, self.graph, self.embedder,
+                                      self.extractor)
+        return self._retainer
+
+    @property
+    def recaller(self):
+        if self._recaller is None:
+            from memlane.recall.pipeline import Recaller
+
+            self._recaller = Recaller(self.settings, self.store, self.graph, self.embedder,
+                                      self.reranker)
+        return self._recaller
+
+    # banks --------------------------------------------------------------------------------
+    def create_bank(self, bank_id: str, *, name: str | None = None, background: str | None = None,
+                    disposition: Disposition | dict | None = None) -> Bank:
+        """Create a bank, or update the given profile fields of an existing one."""
+        try:
+            check_bank_id(bank_id)
+            current = self.store.get_bank(bank_id)
+            data: dict[str, Any] = current.model_dump() if current else {"bank_id": bank_id, "name": bank_id}
+            if name is not None:
+                data["name"] = name
+            if background is not None:
+                data["background"] = background
+            if disposition is not None:
+                data["disposition"] = (disposition.model_dump() if isinstance(disposition, Disposition)
+                                       else disposition)
+            data["updated_at"] = now_utc()
+            bank = Bank.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        self.store.upsert_bank(bank)
+        return bank
+
+    def get_bank(self, bank_id: str) -> Bank:
+        try:
+            check_bank_id(bank_id)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        bank = self.store.get_bank(bank_id)
+        if bank is None:
+            raise BankNotFound(bank_id)
+        return bank
+
+    def list_banks(self) -> list[Bank]:
+        return sorted(self.store.list_banks(), key=lambda b: b.bank_id)
+
+    def delete_bank(self, bank_id: str) -> None:
+        """Delete a bank with everything in it: units, chunks, entities, its graph."""
+        self.get_bank(bank_id)
+        self.store.delete_bank(bank_id)
+        self.graph.drop_bank(bank_id)
+
+    def stats(self, bank_id: str) -> dict[str, Any]:
+        self.get_bank(bank_id)
+        self._ensure_graph(bank_id)
+        return {"bank_id": bank_id, "units": self.store.count_units(bank_id),
+                "chunks": self.store.count_chunks(bank_id),
+                "entities": len(self.store.list_entities(bank_id)),
+                "graph": self.graph.stats(bank_id)}
+
+    # retain -------------------------------------------------------------------------------
+    def retain(self, bank_id: str, conversations: Sequence[tuple[str, Sequence[Turn]]], *,
+               tags: Sequence[str] = (), create_bank: bool = True,
+               progress: Callable[[int], None] | None = None):
+        """Retain ``(document_id, turns)`` pairs. Creates the bank when missing unless
+        ``create_bank`` is False. Returns a :class:`~memlane.retain.pipeline.RetainReport`."""
+        try:
+            bank = self.get_bank(bank_id)
+        except BankNotFound:
+            if not create_bank:
+                raise
+            bank = self.create_bank(bank_id)
+        for tag in tags:
+            if not isinstance(tag, str) or not tag.strip():
+                raise InvalidInput(f"tags: invalid tag {tag!r}")
+        self._ensure_graph(bank_id)
+        report = self.retainer.retain(bank, conversations, tags=tags, progress=progress)
+        self.graph.snapshot(bank_id)
+        return report
+
+    def retain_file(self, bank_id: str, path: str | Path, *, format: str = "auto",
+                    tags: Sequence[str] = (), progress: Callable[[int], None] | None = None):
+        """Load a LoCoMo JSON or JSONL file (validated whole before anything is written) and
+        retain it."""
+        from memlane.ingest import load_conversations
+
+        check = self._check_bank_id(bank_id)
+        conversations = load_conversations(Path(path), format=format)
+        return self.retain(check, [(c.document_id, c.turns) for c in conversations], tags=tags,
+                           progress=progress)
+
+    # recall -------------------------------------------------------------------------------
+    def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
+        """Recall memories for ``query``; ``options`` are the fields of RecallRequest."""
+        try:
+            req = query if isinstance(query, RecallRequest) else RecallRequest(query=query, **options)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        self.get_bank(bank_id)
+        self._ensure_graph(bank_id)
+        return self.recaller.recall(bank_id, req)
+
+    # invalidation and deletion --------------------------------------------------------------
+    def invalidate(self, bank_id: str, unit_id: str, *, superseded_by: str | None = None,
+                   at: datetime | None = None) -> None:
+        """Mark a unit no longer valid from ``at`` (default now): it stays stored and answers
+        ``as_of`` questions about the time before (Engram: invalidate, never delete)."""
+        self.get_bank(bank_id)
+        units = self.store.get_units(bank_id, [unit_id], with_embedding=True)
+        if not units:
+            raise InvalidInput(f"unit {unit_id!r} is not in bank {bank_id!r}")
+        unit = units[0]
+        unit.invalid_at = utc(at) if at else now_utc()
+        unit.superseded_by = superseded_by
+        self.store.upsert_units(bank_id, [unit])
+
+    def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
+        """Delete a document's units and chunks, then rebuild the bank's graph and drop entities
+        nothing mentions any more."""
+        self.get_bank(bank_id)
+        counts = self.store.delete_document(bank_id, document_id)
+        self.graph.drop_bank(bank_id)
+        self._ensure_graph(bank_id)
+        entities = self.store.list_entities(bank_id)
+        degrees = self.graph.entity_degrees(bank_id, [e.entity_id for e in entities])
+        orphans = [e.entity_id for e in entities if degrees.get(e.entity_id, 0) == 0]
+        counts["entities"] = self.store.delete_entities(bank_id, orphans) if orphans else 0
+        changed = [e.model_copy(update={"mention_count": degrees[e.entity_id]}) for e in entities
+                   if degrees.get(e.entity_id, 0) and degrees[e.entity_id] != e.mention_count]
+        if changed:
+            self.store.upsert_entities(bank_id, changed)
+        self.graph.snapshot(bank_id)
+        return counts
+
+    def close(self) -> None:
+        if self._recaller is not None:
+            self._recaller.close()
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # internals ----------------------------------------------------------------------------
+    def _check_bank_id(self, bank_id: str) -> str:
+        try:
+            return check_bank_id(bank_id)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def _ensure_graph(self, bank_id: str) -> None:
+        """Load the bank's graph: from its Parquet snapshot when it matches the store's unit
+        count, else rebuilt from the units in Milvus (the graph is derived data)."""
+        if self.graph.has_bank(bank_id):
+            return
+        count = self.store.count_units(bank_id)
+        if self.graph.load(bank_id) and self.graph.stats(bank_id).get("units") == count:
+            return
+        from memlane.retain.pipeline import node_of
+
+        nodes = [node_of(u) for batch in self.store.iter_units(bank_id) for u in batch]
+        self.graph.rebuild(bank_id, nodes)
+        log.info("rebuilt graph of bank %s from %d units", bank_id, len(nodes))

@@ -1,0 +1,154 @@
+"""The engine's narrow interfaces. Each backend is one small class implementing one of these.
+
+Times that cross the store boundary inside search hits are epoch seconds (int) or None, so the
+hot recall path does not build pydantic objects for candidates it will drop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from memlane.model import Bank, Chunk, Entity, FactType, Link, MemoryUnit
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors and counts tokens with the same tokenizer."""
+
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 array of shape (len(texts), dim), rows L2-normalised."""
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher is more relevant."""
+
+    name: str
+
+    def rerank(self, query: str, passages: Sequence[str], prior_ranks: Sequence[int]) -> list[float]:
+        """Scores in [0, 1] for each passage; ``prior_ranks`` (0 = best) lets a fallback keep the
+        fused order."""
+        ...
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model. Backends (OpenAI-compatible HTTP, vLLM) come with the LLM layer."""
+
+    def complete(self, messages: list[dict[str, str]], *, json_schema: dict | None = None,
+                 max_tokens: int = 1024, temperature: float = 0.0) -> str: ...
+
+
+@dataclass(slots=True)
+class UnitFilter:
+    """Restricts a search to some units of a bank. Empty fields mean no restriction."""
+
+    fact_types: list[FactType] | None = None
+    tags: list[str] | None = None
+    tags_match: str = "any"  # "any" | "all"
+    as_of: datetime | None = None  # only units mentioned by then and still valid then
+    only_valid: bool = True  # hide invalidated (superseded) units when as_of is None
+    document_id: str | None = None
+
+
+@dataclass(slots=True)
+class Hit:
+    """A search hit: the unit id, the channel's score (higher is better) and its scalar fields
+    (everything but the vector; times as epoch seconds or None)."""
+
+    id: str
+    score: float
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """The store of record (Milvus): banks, units, chunks and entities, with dense, BM25 and
+    time-range search. Writes are upserts keyed by deterministic ids."""
+
+    # banks
+    def upsert_bank(self, bank: Bank) -> None: ...
+    def get_bank(self, bank_id: str) -> Bank | None: ...
+    def list_banks(self) -> list[Bank]: ...
+    def delete_bank(self, bank_id: str) -> None:
+        """Remove the bank and everything in it (units, chunks, entities)."""
+        ...
+
+    # units
+    def upsert_units(self, bank_id: str, units: Sequence[MemoryUnit]) -> None: ...
+    def get_units(self, bank_id: str, ids: Sequence[str], *, with_embedding: bool = False) -> list[MemoryUnit]: ...
+    def iter_units(self, bank_id: str, *, with_embedding: bool = False, batch_size: int = 2000) -> Iterator[list[MemoryUnit]]: ...
+    def count_units(self, bank_id: str) -> int: ...
+    def delete_units(self, bank_id: str, ids: Sequence[str]) -> int: ...
+    def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
+        """Delete a document's units and chunks; returns counts removed per kind."""
+        ...
+
+    # chunks
+    def upsert_chunks(self, bank_id: str, chunks: Sequence[Chunk]) -> None: ...
+    def get_chunks(self, bank_id: str, ids: Sequence[str]) -> list[Chunk]: ...
+    def count_chunks(self, bank_id: str) -> int: ...
+
+    # entities
+    def upsert_entities(self, bank_id: str, entities: Sequence[Entity]) -> None: ...
+    def list_entities(self, bank_id: str) -> list[Entity]: ...
+    def delete_entities(self, bank_id: str, ids: Sequence[str]) -> int: ...
+
+    # search
+    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int, flt: UnitFilter | None = None) -> list[list[Hit]]:
+        """COSINE search; one hit list per query vector, best first."""
+        ...
+
+    def search_lexical(self, bank_id: str, text: str, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
+        """BM25 over unit text; scores positive, best first."""
+        ...
+
+    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
+        """Units whose occurrence interval overlaps [start, end]; score 0 (the caller scores
+        proximity)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class GraphNode:
+    """What the graph needs of a unit; all of it is persisted on the unit in the store."""
+
+    id: str
+    entity_ids: list[str]
+    timestamp: float  # epoch seconds of occurred_start, else mentioned_at
+    links: list[Link] = field(default_factory=list)  # stored semantic and causal links
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """One memory graph per bank, derived from the store of record."""
+
+    def add_nodes(self, bank_id: str, nodes: Sequence[GraphNode]) -> None: ...
+    def remove_nodes(self, bank_id: str, ids: Sequence[str]) -> None: ...
+    def drop_bank(self, bank_id: str) -> None: ...
+    def has_bank(self, bank_id: str) -> bool: ...
+    def rebuild(self, bank_id: str, nodes: Iterable[GraphNode]) -> None: ...
+    def spread(self, bank_id: str, seeds: dict[str, float], *, hops: int, decay: float,
+               limit: int) -> list[tuple[str, float]]:
+        """Spreading activation from seeds; unit ids (seeds excluded) by activation."""
+        ...
+
+    def entity_degrees(self, bank_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        """Units mentioning each entity: the mention count, derived like the rest."""
+        ...
+
+    def stats(self, bank_id: str) -> dict[str, int]: ...
+    def snapshot(self, bank_id: str) -> Path: ...
+    def load(self, bank_id: str) -> bool: ...

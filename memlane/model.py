@@ -1,0 +1,243 @@
+"""The memory model: banks, turns, chunks, entities, links and memory units.
+
+Everything that crosses the engine's boundary is one of these pydantic models, so a bad value
+is rejected with an error that names the field before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+BANK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+_BANK_ID_RE = re.compile(BANK_ID_PATTERN)
+
+
+def utc(dt: datetime) -> datetime:
+    """Return ``dt`` as an aware UTC datetime (naive values are taken to be UTC)."""
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def check_bank_id(bank_id: str) -> str:
+    """Validate a bank id: 1-128 chars of letters, digits, '_', '.', '-', not starting with a symbol."""
+    if not isinstance(bank_id, str) or not _BANK_ID_RE.match(bank_id):
+        raise ValueError(
+            f"invalid bank id {bank_id!r}: use 1-128 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+    return bank_id
+
+
+class FactType(str, Enum):
+    """The four memory networks of Hindsight."""
+
+    world = "world"  # objective, third-person facts
+    experience = "experience"  # the bank owner's own actions, first person
+    opinion = "opinion"  # beliefs with a confidence that changes with evidence
+    observation = "observation"  # preference-neutral entity summaries
+
+
+class LinkType(str, Enum):
+    entity = "entity"
+    temporal = "temporal"
+    semantic = "semantic"
+    causes = "causes"
+    caused_by = "caused_by"
+    enables = "enables"
+    prevents = "prevents"
+
+
+CAUSAL_LINK_TYPES = frozenset(
+    {LinkType.causes, LinkType.caused_by, LinkType.enables, LinkType.prevents}
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Disposition(_Strict):
+    """CARA disposition: how skeptical, literal and empathetic the bank reasons, and how strongly."""
+
+    skepticism: int = Field(3, ge=1, le=5)
+    literalism: int = Field(3, ge=1, le=5)
+    empathy: int = Field(3, ge=1, le=5)
+    bias_strength: float = Field(0.5, ge=0.0, le=1.0)
+
+
+class Bank(_Strict):
+    """A named memory container plus the profile reflect speaks with."""
+
+    bank_id: str
+    name: str = ""
+    background: str = ""
+    disposition: Disposition = Field(default_factory=Disposition)
+    created_at: datetime = Field(default_factory=now_utc)
+    updated_at: datetime = Field(default_factory=now_utc)
+
+    @field_validator("bank_id")
+    @classmethod
+    def _check_id(cls, v: str) -> str:
+        return check_bank_id(v)
+
+
+class Turn(_Strict):
+    """One utterance of a conversation, as read from an input file."""
+
+    document_id: str = Field(min_length=1)
+    session_id: str = Field(min_length=1)
+    turn_id: str = Field(min_length=1)
+    index: int = Field(ge=0)  # position within the session
+    speaker: str = Field(min_length=1)
+    text: str
+    timestamp: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return utc(v)
+
+
+class Chunk(_Strict):
+    """Raw source text kept losslessly; every memory unit names the chunk it came from."""
+
+    chunk_id: str
+    bank_id: str
+    document_id: str
+    session_id: str
+    index: int = Field(ge=0)
+    text: str
+    turn_ids: list[str] = Field(default_factory=list)
+    started_at: datetime
+    tags: list[str] = Field(default_factory=list)
+
+
+class Entity(_Strict):
+    """A canonical entity of one bank; mentions resolve to it."""
+
+    entity_id: str
+    bank_id: str
+    name: str = Field(min_length=1)
+    type: str = "OTHER"
+    aliases: list[str] = Field(default_factory=list)
+    mention_count: int = Field(0, ge=0)
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class Link(_Strict):
+    """A directed edge of the memory graph, stored on its source unit."""
+
+    target_id: str
+    type: LinkType
+    weight: float = Field(1.0, ge=0.0, le=1.0)
+
+
+class OpinionChange(_Strict):
+    at: datetime
+    confidence: float = Field(ge=0.0, le=1.0)
+    reason: str = ""
+    evidence_id: str | None = None
+
+
+class MemoryUnit(_Strict):
+    """A memory: one narrative fact of one network, with its time, provenance and links."""
+
+    id: str
+    bank_id: str
+    text: str = Field(min_length=1)
+    fact_type: FactType = FactType.world
+    embedding: list[float] | None = None
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    mentioned_at: datetime
+    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    document_id: str = ""
+    chunk_id: str = ""
+    source_turns: list[str] = Field(default_factory=list)
+    entity_ids: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    links: list[Link] = Field(default_factory=list)
+    proof_count: int = Field(1, ge=0)
+    source_fact_ids: list[str] = Field(default_factory=list)
+    history: list[OpinionChange] = Field(default_factory=list)
+    # Engram bi-temporal validity: a superseded fact is invalidated, never deleted.
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else utc(v)
+
+    def is_valid_at(self, when: datetime) -> bool:
+        """True when the unit was known and not yet superseded at ``when``."""
+        start = self.valid_from or self.mentioned_at
+        return start <= when and (self.invalid_at is None or self.invalid_at > when)
+
+
+Budget = Literal["low", "mid", "high"]
+
+
+class RecallRequest(_Strict):
+    """What recall takes. ``budget`` sets how deep each channel searches."""
+
+    query: str
+    max_tokens: int = Field(4096, gt=0, le=1_000_000)
+    budget: Budget = "mid"
+    types: list[FactType] | None = None
+    tags: list[str] | None = None
+    tags_match: Literal["any", "all"] = "any"
+    as_of: datetime | None = None
+    include_chunks: bool = False
+    max_chunk_tokens: int = Field(2048, gt=0, le=1_000_000)
+    trace: bool = False
+    channels: list[Literal["semantic", "lexical", "graph", "temporal"]] | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("query must not be empty")
+        return v
+
+    @field_validator("as_of")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else utc(v)
+
+
+class ChannelHit(BaseModel):
+    rank: int
+    score: float
+
+
+class RecalledMemory(BaseModel):
+    """One recall result: the unit (without its vector), its final score and, on request, a trace."""
+
+    unit: MemoryUnit
+    score: float
+    tokens: int
+    trace: dict[str, Any] | None = None
+
+
+class RecallResult(BaseModel):
+    memories: list[RecalledMemory]
+    chunks: list[Chunk] = Field(default_factory=list)
+    tokens: int = 0
+    chunk_tokens: int = 0
+    query_interval: tuple[datetime, datetime] | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)

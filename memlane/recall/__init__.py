@@ -1,0 +1,1 @@
+"""Recall: four channels, reciprocal rank fusion, rerank, boosts, token-budget packing."""

@@ -1,0 +1,222 @@
+"""TEMPR recall: semantic, lexical, graph and temporal channels -> RRF -> rerank -> boosts ->
+greedy packing to the token budget.
+
+Channels run concurrently on a small thread pool: the store's searches and the graph's sparse
+products release the GIL in FAISS/NumPy, so they overlap. The graph channel waits for the
+semantic one, whose top hits are its seeds.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+from memlane.interfaces import Embedder, GraphStore, Hit, Reranker, UnitFilter, VectorStore
+from memlane.model import (Chunk, MemoryUnit, RecallRequest, RecallResult, RecalledMemory,
+                           now_utc)
+from memlane.recall import boosts
+from memlane.recall.filters import matches
+from memlane.recall.fusion import rrf
+from memlane.recall.packing import pack
+from memlane.settings import BUDGET_DEPTH, Settings
+
+CHANNELS = ("semantic", "lexical", "graph", "temporal")
+_TIME_FIELDS = ("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at")
+
+
+def unit_from_fields(bank_id: str, unit_id: str, fields: dict[str, Any]) -> MemoryUnit:
+    """Build a MemoryUnit from a hit's fields (times as epoch seconds or None)."""
+    data = {k: v for k, v in fields.items() if k in MemoryUnit.model_fields}
+    for key in _TIME_FIELDS:
+        if data.get(key) is not None:
+            data[key] = datetime.fromtimestamp(data[key], tz=now_utc().tzinfo)
+    data.pop("embedding", None)
+    data["id"], data["bank_id"] = unit_id, bank_id
+    return MemoryUnit.model_validate(data)
+
+
+def fields_of(unit: MemoryUnit) -> dict[str, Any]:
+    """The inverse of :func:`unit_from_fields`, for units fetched by id."""
+    data = unit.model_dump(mode="python", exclude={"embedding", "id", "bank_id"})
+    for key in _TIME_FIELDS:
+        if data.get(key) is not None:
+            data[key] = int(data[key].timestamp())
+    data["links"] = [link.model_dump(mode="json") for link in unit.links]
+    return data
+
+
+class Recaller:
+    """Runs recall for a bank against the configured backends."""
+
+    def __init__(self, settings: Settings, store: VectorStore, graph: GraphStore,
+                 embedder: Embedder, reranker: Reranker) -> None:
+        self.settings = settings
+        self.store = store
+        self.graph = graph
+        self.embedder = embedder
+        self.reranker = reranker
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memlane-recall")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def recall(self, bank_id: str, req: RecallRequest) -> RecallResult:
+        from memlane.temporal import proximity, query_interval
+
+        s = self.settings
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        depth = BUDGET_DEPTH[req.budget]
+        channels = set(req.channels or CHANNELS)
+        flt = UnitFilter(fact_types=req.types, tags=req.tags, tags_match=req.tags_match,
+                         as_of=req.as_of)
+        reference = req.as_of or now_utc()
+        interval = query_interval(req.query, reference) if "temporal" in channels else None
+
+        vector = self.embedder.embed([req.query]) if channels & {"semantic", "graph"} else None
+        timings["embed"] = _ms(t0)
+
+        def timed(name, fn, *args):
+            start = time.perf_counter()
+            out = fn(*args)
+            timings[name] = _ms(start)
+            return out
+
+        futures = {}
+        if channels & {"semantic", "graph"}:
+            futures["semantic"] = self._pool.submit(
+                timed, "semantic", lambda: self.store.search_dense(bank_id, vector, depth, flt)[0])
+        if "lexical" in channels:
+            futures["lexical"] = self._pool.submit(
+                timed, "lexical", self.store.search_lexical, bank_id, req.query, depth, flt)
+        if interval is not None:
+            futures["temporal"] = self._pool.submit(
+                timed, "temporal", self._temporal, bank_id, interval, depth, flt, proximity)
+        hits: dict[str, list[Hit]] = {name: f.result() for name, f in futures.items()}
+        if "graph" in channels:
+            hits["graph"] = timed("graph", self._graph, bank_id, hits.get("semantic", []), depth)
+        if "semantic" not in channels:
+            hits.pop("semantic", None)
+
+        fields: dict[str, dict[str, Any]] = {}
+        for name in ("semantic", "lexical", "temporal"):
+            for h in hits.get(name, ()):
+                fields.setdefault(h.id, h.fields)
+        fused = rrf({name: [h.id for h in hs] for name, hs in hits.items()}, s.rrf_k)
+
+        # Candidates: the best fused ids; graph-only ones are fetched and filtered here.
+        start = time.perf_counter()
+        top = [doc for doc, _ in fused[: s.reranker_max_candidates * 2]]
+        missing = [doc for doc in top if doc not in fields]
+        if missing:
+            for unit in self.store.get_units(bank_id, missing):
+                f = fields_of(unit)
+                if matches(f, flt):
+                    fields[unit.id] = f
+        rrf_score = dict(fused)
+        cands = [doc for doc in top if doc in fields][: s.reranker_max_candidates]
+        timings["fetch"] = _ms(start)
+
+        start = time.perf_counter()
+        texts = [fields[c]["text"] for c in cands]
+        rerank = self.reranker.rerank(req.query, texts, list(range(len(cands))))
+        timings["rerank"] = _ms(start)
+
+        ref_s = reference.timestamp()
+        max_proof = max((fields[c].get("proof_count") or 0 for c in cands), default=0)
+        scored = []
+        for i, c in enumerate(cands):
+            f = fields[c]
+            b_rec = boosts.factor(s.recency_alpha, boosts.recency(f.get("mentioned_at"), ref_s,
+                                                                   s.recency_half_life_days))
+            b_tmp = 1.0
+            if interval is not None:
+                occ_s = f.get("occurred_start") or f.get("mentioned_at")
+                occ_e = f.get("occurred_end") or occ_s
+                b_tmp = boosts.factor(s.temporal_alpha, proximity(
+                    occ_s, occ_e, interval[0].timestamp(), interval[1].timestamp(), _scale(interval)))
+            b_prf = boosts.factor(s.proof_alpha, boosts.proof(f.get("proof_count"), max_proof))
+            scored.append((rerank[i] * b_rec * b_tmp * b_prf, i, (b_rec, b_tmp, b_prf)))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+
+        ordered = [cands[i] for _, i, _ in scored]
+        counts = self.embedder.count_tokens([fields[c]["text"] for c in ordered])
+        kept = pack(counts, req.max_tokens)
+        ranks = {name: {h.id: (r, h.score) for r, h in enumerate(hs, start=1)}
+                 for name, hs in hits.items()}
+        fused_rank = {doc: r for r, (doc, _) in enumerate(fused, start=1)}
+        memories: list[RecalledMemory] = []
+        for k in kept:
+            final, i, (b_rec, b_tmp, b_prf) = scored[k]
+            c = cands[i]
+            trace = None
+            if req.trace:
+                trace = {
+                    "channels": {name: {"rank": r[c][0], "score": r[c][1]}
+                                 for name, r in ranks.items() if c in r},
+                    "rrf": {"rank": fused_rank[c], "score": rrf_score[c]},
+                    "rerank": {"model": self.reranker.name, "score": rerank[i]},
+                    "boosts": {"recency": b_rec, "temporal": b_tmp, "proof": b_prf},
+                    "final": final,
+                }
+            memories.append(RecalledMemory(unit=unit_from_fields(bank_id, c, fields[c]),
+                                           score=final, tokens=counts[k], trace=trace))
+        result = RecallResult(memories=memories, tokens=sum(m.tokens for m in memories),
+                              query_interval=interval)
+        if req.include_chunks:
+            result.chunks, result.chunk_tokens = self._chunks(bank_id, memories, req.max_chunk_tokens)
+        timings["total"] = _ms(t0)
+        result.timings_ms = {k: round(v, 2) for k, v in timings.items()}
+        return result
+
+    def _temporal(self, bank_id, interval, depth, flt, proximity) -> list[Hit]:
+        q0, q1 = interval[0].timestamp(), interval[1].timestamp()
+        scale = _scale(interval)
+        margin = (q1 - q0) / 2 + 86400
+        found = self.store.search_time(bank_id, datetime.fromtimestamp(q0 - margin, interval[0].tzinfo),
+                                       datetime.fromtimestamp(q1 + margin, interval[0].tzinfo),
+                                       depth * 3, flt)
+        mid = (q0 + q1) / 2
+        for h in found:
+            start = h.fields.get("occurred_start") or h.fields.get("mentioned_at") or mid
+            end = h.fields.get("occurred_end") or start
+            h.score = proximity(start, end, q0, q1, scale)
+            h.fields.setdefault("_mid_gap", abs((start + end) / 2 - mid))
+        found.sort(key=lambda h: (-h.score, h.fields.pop("_mid_gap"), h.id))
+        return found[:depth]
+
+    def _graph(self, bank_id: str, semantic: list[Hit], depth: int) -> list[Hit]:
+        """Seeds keep their own activation and rank beside what they activate: leaving them
+        out made the channel vote for the neighbours of the best semantic hits but never for
+        those hits themselves, which pushed the right answer down in fusion."""
+        seeds = {h.id: max(h.score, 0.0) for h in semantic[: self.settings.graph_seeds]}
+        if not seeds:
+            return []
+        spread = self.graph.spread(bank_id, seeds, hops=self.settings.graph_hops,
+                                   decay=self.settings.graph_decay, limit=depth)
+        ranked = sorted([*seeds.items(), *spread], key=lambda kv: (-kv[1], kv[0]))[:depth]
+        return [Hit(id=i, score=a) for i, a in ranked]
+
+    def _chunks(self, bank_id: str, memories: list[RecalledMemory], budget: int) -> tuple[list[Chunk], int]:
+        ids = list(dict.fromkeys(m.unit.chunk_id for m in memories if m.unit.chunk_id))
+        if not ids:
+            return [], 0
+        by_id = {c.chunk_id: c for c in self.store.get_chunks(bank_id, ids)}
+        chunks = [by_id[i] for i in ids if i in by_id]
+        counts = self.embedder.count_tokens([c.text for c in chunks])
+        kept = pack(counts, budget)
+        return [chunks[i] for i in kept], sum(counts[i] for i in kept)
+
+
+def _scale(interval: tuple[datetime, datetime]) -> float:
+    """Proximity decay scale: half the queried period, at least a day."""
+    return max(86400.0, (interval[1] - interval[0]).total_seconds() / 2)
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0
+
+
+__all__ = ["Recaller", "unit_from_fields", "fields_of"]

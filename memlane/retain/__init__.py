@@ -1,0 +1,1 @@
+"""Retain: turn conversations into chunks, memory units, entities and links."""

@@ -1,0 +1,159 @@
+"""Entity resolution: map mentions to a bank's canonical entities.
+
+A mention joins an existing entity on an exact name or alias match; otherwise on a combined
+score of name similarity (0.6), co-occurrence with the other entities of the same chunk (0.25)
+and temporal proximity to the entity's last sighting (0.15), when the name alone is at least
+plausible. Everything else becomes a new entity whose id derives from its normalised name, so a
+re-run resolves to the same ids.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from datetime import datetime
+from difflib import SequenceMatcher
+from typing import Sequence
+
+from memlane.ids import entity_id
+from memlane.model import Entity
+from memlane.retain.facts import Mention
+
+_PUNCT = re.compile(r"[^\w\s&+'.-]")
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+_PERSONLIKE = {"PERSON", "SPEAKER"}
+NAME_FLOOR = 0.5
+ACCEPT = 0.62
+TIME_SCALE_S = 30 * 86400.0
+
+
+def normalize(name: str) -> str:
+    """Casefold, drop a leading 'the', a possessive and stray punctuation."""
+    s = " ".join(_PUNCT.sub(" ", name).split()).casefold()
+    s = _POSSESSIVE.sub("", s)
+    if s.startswith("the "):
+        s = s[4:]
+    return s.strip(" .-'")
+
+
+def name_similarity(mention: str, entity: str, label: str) -> float:
+    """1.0 for a token-subset match ('caroline' in 'caroline smith') or a person-name prefix of
+    at least 3 letters ('mel' for 'melanie'); else the difflib ratio."""
+    if not mention or not entity:
+        return 0.0
+    m_tokens, e_tokens = mention.split(), entity.split()
+    if set(m_tokens) <= set(e_tokens):
+        return 1.0
+    if label in _PERSONLIKE and len(m_tokens) == 1 and len(mention) >= 3 and e_tokens[0].startswith(mention):
+        return 0.9
+    return SequenceMatcher(None, mention, entity).ratio()
+
+
+class EntityResolver:
+    """Resolves mentions chunk by chunk against a bank's entities, updating them as it goes."""
+
+    def __init__(self, bank_id: str, existing: Sequence[Entity] = ()) -> None:
+        self.bank_id = bank_id
+        self._by_id: dict[str, Entity] = {e.entity_id: e.model_copy(deep=True) for e in existing}
+        self._by_key: dict[str, str] = {}
+        # Blocking index: 3-letter prefixes of name tokens -> entity ids, so fuzzy matching
+        # compares a mention with a handful of candidates, not with every entity of the bank.
+        self._block: dict[str, set[str]] = defaultdict(set)
+        for e in self._by_id.values():
+            for key in [normalize(e.name), *map(normalize, e.aliases)]:
+                self._by_key.setdefault(key, e.entity_id)
+                self._index(key, e.entity_id)
+        self._cooccur: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.touched: set[str] = set()
+
+    def resolve_chunk(self, mentions: Sequence[Sequence[Mention]], at: Sequence[datetime]) -> list[list[str]]:
+        """Entity ids for each fact's mentions (one list per fact, deduplicated, in order)."""
+        resolved: list[list[str]] = []
+        chunk_entities: set[str] = set()
+        # Exact matches first, so fuzzy candidates can use the chunk's known co-mentions.
+        pending: list[tuple[int, Mention, str]] = []
+        for i, fact_mentions in enumerate(mentions):
+            ids: list[str] = []
+            for m in fact_mentions:
+                key = normalize(m.surface)
+                if not key:
+                    continue
+                eid = self._by_key.get(key)
+                if eid is None:
+                    pending.append((i, m, key))
+                    continue
+                ids.append(eid)
+                chunk_entities.add(eid)
+            resolved.append(ids)
+        for i, m, key in pending:
+            eid = self._by_key.get(key) or self._fuzzy(key, m.label, chunk_entities, at[i])
+            if eid is None:
+                eid = self._create(key, m)
+            else:
+                self._add_alias(eid, m.surface, key)
+            resolved[i].append(eid)
+            chunk_entities.add(eid)
+        for i, ids in enumerate(resolved):
+            unique = list(dict.fromkeys(ids))
+            resolved[i] = unique
+            for eid in unique:
+                self._seen(eid, at[i])
+        for a in chunk_entities:
+            for b in chunk_entities:
+                if a != b:
+                    self._cooccur[a][b] += 1
+        return resolved
+
+    def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
+        keys = self.touched if ids is None else ids
+        return [self._by_id[i] for i in keys if i in self._by_id]
+
+    def _index(self, key: str, eid: str) -> None:
+        for token in key.split():
+            self._block[token[:3]].add(eid)
+
+    def _fuzzy(self, key: str, label: str, chunk_entities: set[str], at: datetime) -> str | None:
+        best, best_score = None, 0.0
+        candidates = set().union(*(self._block.get(t[:3], ()) for t in key.split()))
+        for eid in sorted(candidates):
+            ent = self._by_id[eid]
+            compatible = ent.type == label or {ent.type, label} <= _PERSONLIKE or "OTHER" in (ent.type, label)
+            if not compatible:
+                continue
+            name = max(name_similarity(key, normalize(n), label) for n in [ent.name, *ent.aliases])
+            if name < NAME_FLOOR:
+                continue
+            co = self._cooccur.get(eid, {})
+            cooc = (sum(1 for c in chunk_entities if co.get(c)) / len(chunk_entities)) if chunk_entities else 0.0
+            last = ent.last_seen or at
+            temporal = math.exp(-abs((at - last).total_seconds()) / TIME_SCALE_S)
+            score = 0.6 * name + 0.25 * cooc + 0.15 * temporal
+            if score > best_score:
+                best, best_score = eid, score
+        return best if best_score >= ACCEPT else None
+
+    def _create(self, key: str, m: Mention) -> str:
+        eid = entity_id(self.bank_id, key)
+        label = "PERSON" if m.label == "SPEAKER" else m.label
+        self._by_id[eid] = Entity(entity_id=eid, bank_id=self.bank_id, name=m.surface.strip(), type=label)
+        self._by_key[key] = eid
+        self._index(key, eid)
+        self.touched.add(eid)
+        return eid
+
+    def _add_alias(self, eid: str, surface: str, key: str) -> None:
+        ent = self._by_id[eid]
+        if key != normalize(ent.name) and all(normalize(a) != key for a in ent.aliases):
+            ent.aliases = [*ent.aliases, surface.strip()]
+            self.touched.add(eid)
+        self._by_key[key] = eid
+        self._index(key, eid)
+
+    def _seen(self, eid: str, at: datetime) -> None:
+        ent = self._by_id[eid]
+        if ent.first_seen is None or at < ent.first_seen:
+            ent.first_seen = at
+        if ent.last_seen is None or at > ent.last_seen:
+            ent.last_seen = at
+        self.touched.add(eid)

@@ -1,0 +1,56 @@
+"""The LLM-free extractor: one fact per turn, entities from spaCy plus the speaker, times from
+the session date and the time expressions in the text. Deterministic, so re-runs give the same
+ids and the same units."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from memlane.model import Bank, Chunk, FactType, Turn
+from memlane.retain.chunking import format_turn
+from memlane.retain.facts import Fact, Mention
+from memlane.retain.ner import SpacyNER
+
+
+def _norm(name: str) -> str:
+    return " ".join(name.casefold().split())
+
+
+class RuleExtractor:
+    """Facts straight from turns. A turn with neither text nor image caption yields no fact
+    (the chunk still keeps it)."""
+
+    name = "rules"
+
+    def __init__(self, ner: SpacyNER) -> None:
+        self._ner = ner
+
+    def extract(self, bank: Bank, chunks: Sequence[tuple[Chunk, Sequence[Turn]]]) -> list[list[Fact]]:
+        from memlane.temporal import find_time_expressions
+
+        turns = [t for _, ts in chunks for t in ts]
+        mentions = self._ner.entities([t.text for t in turns])
+        owner = _norm(bank.name) if bank.name else None
+        out: list[list[Fact]] = []
+        i = 0
+        for _, chunk_turns in chunks:
+            facts: list[Fact] = []
+            for turn in chunk_turns:
+                ents = mentions[i]
+                i += 1
+                if not turn.text.strip() and not turn.metadata.get("blip_caption"):
+                    continue
+                spans = find_time_expressions(turn.text, turn.timestamp) if turn.text else []
+                start, end = (spans[0].start, spans[0].end) if spans else (turn.timestamp, turn.timestamp)
+                is_owner = owner is not None and _norm(turn.speaker) == owner
+                facts.append(Fact(
+                    text=format_turn(turn),
+                    fact_type=FactType.experience if is_owner else FactType.world,
+                    mentioned_at=turn.timestamp,
+                    occurred_start=start, occurred_end=end,
+                    source_turns=[turn.turn_id],
+                    mentions=[Mention(turn.speaker, "PERSON")] + [Mention(s, l) for s, l in ents],
+                    metadata={"speaker": turn.speaker, "session_id": turn.session_id},
+                ))
+            out.append(facts)
+        return out

@@ -1,0 +1,175 @@
+"""Retain: chunk -> extract -> resolve entities -> embed -> link -> write, in bounded batches.
+
+Write order per batch: chunks, then units (the store of record), then the derived graph; entity
+records are written last with mention counts read from the graph, which is itself derived from
+the units, so a retain interrupted anywhere and run again converges to the same state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from memlane.ids import unit_id
+from memlane.interfaces import Embedder, GraphNode, GraphStore, VectorStore
+from memlane.model import Bank, Chunk, Link, MemoryUnit, Turn
+from memlane.retain.chunking import chunk_turns
+from memlane.retain.entities import EntityResolver
+from memlane.retain.facts import Extractor
+from memlane.retain.links import semantic_links
+from memlane.settings import Settings
+
+# Facts per embedding/write batch: large enough to keep MiniLM batches full (64) and Milvus
+# writes amortised, small enough to bound memory on huge documents.
+BATCH_TURNS = 512
+
+
+@dataclass
+class RetainReport:
+    """What one retain call wrote."""
+
+    bank_id: str
+    documents: int = 0
+    turns: int = 0
+    chunks: int = 0
+    units: int = 0
+    entities: int = 0
+    links: int = 0
+    seconds: float = 0.0
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def node_of(unit: MemoryUnit) -> GraphNode:
+    """The graph's view of a unit (everything it needs is stored on the unit)."""
+    at = unit.occurred_start or unit.mentioned_at
+    return GraphNode(id=unit.id, entity_ids=list(unit.entity_ids), timestamp=at.timestamp(),
+                     links=list(unit.links))
+
+
+class Retainer:
+    """Runs retain for one bank at a time against the configured backends."""
+
+    def __init__(self, settings: Settings, store: VectorStore, graph: GraphStore,
+                 embedder: Embedder, extractor: Extractor) -> None:
+        self.settings = settings
+        self.store = store
+        self.graph = graph
+        self.embedder = embedder
+        self.extractor = extractor
+
+    def retain(self, bank: Bank, conversations: Sequence[tuple[str, Sequence[Turn]]], *,
+               tags: Sequence[str] = (), progress: Callable[[int], None] | None = None) -> RetainReport:
+        """Retain ``(document_id, turns)`` pairs into ``bank``. Idempotent: ids derive from
+        bank, document, chunk and position."""
+        t0 = time.perf_counter()
+        report = RetainReport(bank_id=bank.bank_id)
+        timings: dict[str, float] = {}
+        resolver = EntityResolver(bank.bank_id, self.store.list_entities(bank.bank_id))
+        pending: list[tuple[Chunk, Sequence[Turn]]] = []
+        pending_turns = 0
+        for document_id, turns in conversations:
+            report.documents += 1
+            for chunk, chunk_turn_list in chunk_turns(bank.bank_id, document_id, turns,
+                                                      self.settings.chunk_max_turns, tags):
+                pending.append((chunk, chunk_turn_list))
+                pending_turns += len(chunk_turn_list)
+                if pending_turns >= BATCH_TURNS:
+                    self._batch(bank, pending, resolver, tags, report, timings)
+                    if progress:
+                        progress(pending_turns)
+                    pending, pending_turns = [], 0
+        if pending:
+            self._batch(bank, pending, resolver, tags, report, timings)
+            if progress:
+                progress(pending_turns)
+        tick = time.perf_counter()
+        touched = resolver.entities()
+        if touched:
+            degrees = self.graph.entity_degrees(bank.bank_id, [e.entity_id for e in touched])
+            for ent in touched:
+                ent.mention_count = degrees.get(ent.entity_id, 0)
+            self.store.upsert_entities(bank.bank_id, touched)
+        report.entities = len(touched)
+        timings["entities_write"] = time.perf_counter() - tick
+        report.seconds = time.perf_counter() - t0
+        report.timings_s = {k: round(v, 3) for k, v in timings.items()}
+        return report
+
+    def _batch(self, bank: Bank, items: list[tuple[Chunk, Sequence[Turn]]],
+               resolver: EntityResolver, tags: Sequence[str], report: RetainReport,
+               timings: dict[str, float]) -> None:
+        def lap(name: str, since: float) -> float:
+            now = time.perf_counter()
+            timings[name] = timings.get(name, 0.0) + now - since
+            return now
+
+        tick = time.perf_counter()
+        facts_per_chunk = self.extractor.extract(bank, items)
+        tick = lap("extract", tick)
+
+        drafts: list[tuple[Chunk, int, object, list[str]]] = []
+        for (chunk, _), facts in zip(items, facts_per_chunk):
+            entity_ids = resolver.resolve_chunk([f.mentions for f in facts],
+                                                [f.mentioned_at for f in facts])
+            for index, (fact, eids) in enumerate(zip(facts, entity_ids)):
+                drafts.append((chunk, index, fact, eids))
+        tick = lap("entities", tick)
+
+        texts = [f.text for _, _, f, _ in drafts]
+        vectors = self.embedder.embed(texts)
+        tick = lap("embed", tick)
+
+        ids = [unit_id(bank.bank_id, c.document_id, c.chunk_id, i) for c, i, _, _ in drafts]
+        times = [f.mentioned_at.timestamp() for _, _, f, _ in drafts]
+        links: list[list[Link]] = [[] for _ in drafts]
+        if self.settings.semantic_link_top_k and len(drafts):
+            hits = None
+            if self.store.count_units(bank.bank_id):
+                hits = self.store.search_dense(bank.bank_id, vectors,
+                                               self.settings.semantic_link_top_k * 3)
+            links = semantic_links(ids, vectors, times, hits,
+                                   threshold=self.settings.semantic_link_threshold,
+                                   top_k=self.settings.semantic_link_top_k)
+        # Causal relations point at earlier facts of the same chunk.
+        first_of_chunk: dict[str, int] = {}
+        for pos, (chunk, index, _, _) in enumerate(drafts):
+            first_of_chunk.setdefault(chunk.chunk_id, pos - index)
+        for pos, (chunk, index, fact, _) in enumerate(drafts):
+            for rel in fact.causal:
+                if 0 <= rel.target < index:
+                    target = ids[first_of_chunk[chunk.chunk_id] + rel.target]
+                    links[pos].append(Link(target_id=target, type=rel.type,
+                                           weight=min(1.0, max(0.0, rel.strength))))
+        tick = lap("links", tick)
+
+        units = [
+            MemoryUnit(
+                id=uid, bank_id=bank.bank_id, text=fact.text, fact_type=fact.fact_type,
+                embedding=vec.tolist(), occurred_start=fact.occurred_start,
+                occurred_end=fact.occurred_end, mentioned_at=fact.mentioned_at,
+                document_id=chunk.document_id, chunk_id=chunk.chunk_id,
+                source_turns=fact.source_turns, entity_ids=eids, tags=list(tags),
+                links=unit_links, valid_from=fact.mentioned_at, metadata=fact.metadata,
+            )
+            for uid, vec, unit_links, (chunk, _, fact, eids) in zip(ids, vectors, links, drafts)
+        ]
+        self.store.upsert_chunks(bank.bank_id, [c for c, _ in items])
+        self.store.upsert_units(bank.bank_id, units)
+        tick = lap("write", tick)
+        self.graph.add_nodes(bank.bank_id, [node_of(u) for u in units])
+        lap("graph", tick)
+
+        report.turns += sum(len(t) for _, t in items)
+        report.chunks += len(items)
+        report.units += len(units)
+        report.links += sum(len(x) for x in links)
+
+
+def as_vectors(units: Sequence[MemoryUnit]) -> np.ndarray:
+    return np.asarray([u.embedding for u in units], dtype=np.float32)

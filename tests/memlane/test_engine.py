@@ -1,0 +1,221 @@
+"""Integration tests of the engine on real Milvus Lite, igraph, MiniLM and spaCy."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from fixtures import locomo_fixture_data, write_jsonl_fixture, write_locomo_fixture
+from memlane.engine import Memory
+from memlane.errors import BankNotFound, InvalidInput
+from memlane.model import FactType
+
+
+def _fixture_turns(sample_id: str) -> dict[str, str]:
+    """turn id -> text of one fixture sample, read from the fixture data itself."""
+    sample = next(s for s in locomo_fixture_data() if s["sample_id"] == sample_id)
+    return {t["dia_id"]: t["text"] for k, v in sample["conversation"].items()
+            if k.startswith("session_") and isinstance(v, list) for t in v}
+
+
+def _snapshot(memory: Memory, bank: str) -> dict:
+    units = {u.id: (u.text, tuple(u.source_turns), tuple(sorted(u.entity_ids)), len(u.links))
+             for batch in memory.store.iter_units(bank) for u in batch}
+    stats = memory.stats(bank)
+    return {"units": units, "chunks": stats["chunks"], "entities": stats["entities"],
+            "graph": stats["graph"]}
+
+
+def test_retain_writes_one_memory_per_turn_and_is_idempotent(memory, tmp_path):
+    path = write_locomo_fixture(tmp_path / "fx.json")
+    report = memory.retain_file("fx", path)
+    n_turns = len(_fixture_turns("fx-1")) + len(_fixture_turns("fx-2"))
+    assert report.turns == n_turns == 20
+    assert report.units == n_turns
+    first = _snapshot(memory, "fx")
+    assert len(first["units"]) == n_turns
+    units = [u for batch in memory.store.iter_units("fx") for u in batch]
+    for doc in ("fx-1", "fx-2"):
+        assert sorted(t for u in units if u.document_id == doc for t in u.source_turns) == sorted(_fixture_turns(doc))
+    assert first["chunks"] >= 5  # one per session at least
+    assert first["entities"] >= 4  # the four speakers at least
+    assert first["graph"]["units"] == n_turns
+
+    memory.retain_file("fx", path)
+    assert _snapshot(memory, "fx") == first
+
+
+def test_entities_include_speakers_and_named_things(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    names = {e.name for e in memory.store.list_entities("fx")}
+    assert {"Noor", "Felix", "Marta", "Olu"} <= names
+    assert "Dumpling" in names or "Tartu" in names
+    noor = next(e for e in memory.store.list_entities("fx") if e.name == "Noor")
+    assert noor.mention_count >= 5  # Noor speaks 5 turns in fx-1 and is named in none of Felix's
+
+
+def test_recall_ranks_the_evidence_turn_first(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    res = memory.recall("fx", "What pet did Noor adopt?", max_tokens=500)
+    assert res.memories[0].unit.source_turns == ["D2:3"]
+    assert "Dumpling" in res.memories[0].unit.text
+    res = memory.recall("fx", "What did Marta buy at the market?", max_tokens=500)
+    top3 = [m.unit.source_turns[0] for m in res.memories[:3]]
+    assert "D2:3" in top3
+
+
+def test_recall_packs_to_the_token_budget(memory, tmp_path, embedder):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    small = memory.recall("fx", "allotment", max_tokens=40)
+    assert 0 < small.tokens <= 40
+    assert small.tokens == sum(embedder.count_tokens([m.unit.text for m in small.memories]))
+    big = memory.recall("fx", "allotment", max_tokens=5000)
+    assert len(big.memories) > len(small.memories)
+    assert big.tokens <= 5000
+
+
+def test_trace_reports_channel_ranks_and_boosts(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    res = memory.recall("fx", "Dumpling the tortoise", trace=True)
+    top = res.memories[0].trace
+    assert top["channels"]["lexical"]["rank"] == 1
+    assert "semantic" in top["channels"]
+    assert set(top["boosts"]) == {"recency", "temporal", "proof"}
+    assert top["final"] == pytest.approx(res.memories[0].score)
+    ranks = [m.trace["rrf"]["score"] for m in res.memories]
+    assert ranks[0] == max(ranks)
+
+
+def test_temporal_channel_finds_memories_in_the_queried_period(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    as_of = datetime(2024, 3, 5, tzinfo=timezone.utc)
+    res = memory.recall("fx", "What happened last week?", as_of=as_of, trace=True)
+    assert res.query_interval is not None
+    temporal = [m for m in res.memories if "temporal" in m.trace["channels"]]
+    assert temporal
+    # Last week of 5 March 2024 is 26 Feb - 3 Mar: fx-1 session 3 (2 March) lies in it.
+    assert temporal[0].unit.source_turns[0].startswith("D3:")
+    assert all(m.unit.mentioned_at <= as_of for m in res.memories)
+
+
+def test_include_chunks_returns_the_source_text(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    res = memory.recall("fx", "tortoise called Dumpling", include_chunks=True, max_chunk_tokens=400)
+    assert res.chunks
+    assert "Also, I adopted a tortoise called Dumpling." in res.chunks[0].text
+    assert res.chunk_tokens <= 400
+
+
+def test_type_and_tag_filters(memory, tmp_path):
+    rows = [{"speaker": "Memlane", "text": "I booked the dentist for Ana.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"},
+            {"speaker": "Ana", "text": "Thanks, the dentist is on Friday.", "timestamp": "2025-01-02T10:01:00Z", "session_id": "s1"}]
+    path = write_jsonl_fixture(tmp_path / "a.jsonl", rows)
+    memory.create_bank("agent", name="Memlane")
+    memory.retain_file("agent", path, tags=["health"])
+    res = memory.recall("agent", "dentist", types=["experience"])
+    assert [m.unit.text for m in res.memories] == ["Memlane: I booked the dentist for Ana."]
+    assert all(m.unit.fact_type is FactType.experience for m in res.memories)
+    assert len(memory.recall("agent", "dentist", tags=["health"]).memories) == 2
+    assert memory.recall("agent", "dentist", tags=["work"]).memories == []
+
+
+def test_invalidated_memory_is_hidden_now_but_answers_as_of(memory, tmp_path):
+    rows = [{"speaker": "Ana", "text": "I drink my coffee black.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"},
+            {"speaker": "Ana", "text": "These days I take oat milk in my coffee.", "timestamp": "2025-03-01T10:00:00Z", "session_id": "s2"}]
+    memory.retain_file("ana", write_jsonl_fixture(tmp_path / "a.jsonl", rows))
+    old = next(m.unit for m in memory.recall("ana", "coffee").memories if "black" in m.unit.text)
+    new = next(m.unit for m in memory.recall("ana", "coffee").memories if "oat" in m.unit.text)
+    memory.invalidate("ana", old.id, superseded_by=new.id, at=datetime(2025, 3, 1, 10, tzinfo=timezone.utc))
+    now = [m.unit.text for m in memory.recall("ana", "coffee").memories]
+    assert now == ["Ana: These days I take oat milk in my coffee."]
+    then = memory.recall("ana", "coffee", as_of=datetime(2025, 2, 1, tzinfo=timezone.utc)).memories
+    assert [m.unit.id for m in then] == [old.id]
+    assert then[0].unit.superseded_by == new.id  # kept, never deleted
+
+
+def test_delete_document_cascades_and_leaves_other_documents(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    before = memory.stats("fx")
+    counts = memory.delete_document("fx", "fx-1")
+    assert counts["units"] == len(_fixture_turns("fx-1"))
+    assert counts["chunks"] >= 3
+    units = [u for b in memory.store.iter_units("fx") for u in b]
+    assert {u.document_id for u in units} == {"fx-2"}
+    names = {e.name for e in memory.store.list_entities("fx")}
+    assert "Noor" not in names and "Felix" not in names  # orphans removed
+    assert {"Marta", "Olu"} <= names
+    after = memory.stats("fx")
+    assert after["graph"]["units"] == before["graph"]["units"] - counts["units"]
+    assert all(m.unit.document_id == "fx-2" for m in memory.recall("fx", "allotment").memories)
+
+
+def test_graph_is_rebuilt_from_milvus_when_the_snapshot_is_gone(settings, embedder, extractor, tmp_path):
+    path = write_locomo_fixture(tmp_path / "fx.json")
+    with Memory(settings, embedder=embedder, extractor=extractor) as m:
+        m.retain_file("fx", path)
+        stats = m.stats("fx")["graph"]
+        expected = [x.unit.id for x in m.recall("fx", "glacier thesis").memories]
+    for snap in settings.graph_dir.rglob("*"):
+        if snap.is_file():
+            snap.unlink()
+    with Memory(settings, embedder=embedder, extractor=extractor) as m:
+        assert m.stats("fx")["graph"] == stats
+        assert [x.unit.id for x in m.recall("fx", "glacier thesis").memories] == expected
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"query": "   "}, "query"),
+    ({"query": "x", "max_tokens": 0}, "max_tokens"),
+    ({"query": "x", "max_tokens": -5}, "max_tokens"),
+    ({"query": "x", "budget": "huge"}, "budget"),
+    ({"query": "x", "types": ["gossip"]}, "types"),
+])
+def test_bad_recall_requests_name_the_field(memory, kwargs, field):
+    memory.create_bank("b")
+    with pytest.raises(InvalidInput, match=field):
+        memory.recall("b", **kwargs)
+
+
+def test_unknown_bank_and_bad_bank_id(memory):
+    with pytest.raises(BankNotFound, match="nope"):
+        memory.recall("nope", "hello")
+    with pytest.raises(InvalidInput, match="bank id"):
+        memory.recall("../etc", "hello")
+
+
+def test_disposition_out_of_range_is_rejected_and_nothing_changes(memory):
+    memory.create_bank("b", background="I like tea.")
+    with pytest.raises(InvalidInput, match="skepticism"):
+        memory.create_bank("b", disposition={"skepticism": 9})
+    with pytest.raises(InvalidInput, match="bias_strength"):
+        memory.create_bank("b", disposition={"bias_strength": 1.5})
+    bank = memory.get_bank("b")
+    assert bank.disposition.skepticism == 3 and bank.background == "I like tea."
+
+
+def test_bad_files_write_nothing(memory, tmp_path):
+    from memlane.ingest import InputError
+
+    good = {"speaker": "A", "text": "hello", "timestamp": "2025-01-01T00:00:00Z", "session_id": "s"}
+    bad_time = write_jsonl_fixture(tmp_path / "t.jsonl", [good, {**good, "timestamp": "the day after"}])
+    with pytest.raises(InputError, match="line 2.*timestamp"):
+        memory.retain_file("b", bad_time)
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"sample_id": "x", "conversation": ')
+    with pytest.raises(InputError):
+        memory.retain_file("b", broken)
+    assert memory.list_banks() == []  # not even the bank was created
+
+
+def test_delete_bank_removes_everything(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    memory.create_bank("other")
+    memory.delete_bank("fx")
+    assert [b.bank_id for b in memory.list_banks()] == ["other"]
+    assert memory.store.count_units("fx") == 0
+    assert memory.store.list_entities("fx") == []
+    with pytest.raises(BankNotFound):
+        memory.recall("fx", "allotment")
+    with pytest.raises(BankNotFound):
+        memory.delete_bank("fx")

@@ -1,0 +1,77 @@
+"""Unit tests of the recall building blocks, against hand-computed values."""
+
+import math
+from datetime import datetime, timezone
+
+import pytest
+
+from memlane.interfaces import UnitFilter
+from memlane.model import FactType
+from memlane.models.reranker import RRFRankReranker
+from memlane.recall import boosts
+from memlane.recall.filters import matches
+from memlane.recall.fusion import rrf
+from memlane.recall.packing import pack
+
+
+def test_rrf_sums_reciprocal_ranks_with_k():
+    fused = dict(rrf({"a": ["x", "y"], "b": ["y", "z"]}, k=60))
+    assert fused["x"] == pytest.approx(1 / 61)
+    assert fused["y"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["z"] == pytest.approx(1 / 62)
+
+
+def test_rrf_orders_by_score_then_id():
+    order = [d for d, _ in rrf({"a": ["b1", "a1"], "b": ["a1", "b1"]}, k=60)]
+    assert order == ["a1", "b1"]  # equal scores: id order decides
+
+
+def test_pack_skips_items_that_no_longer_fit_but_keeps_smaller_ones():
+    assert pack([5, 4, 3, 1], budget=9) == [0, 1]
+    assert pack([5, 6, 3, 1], budget=9) == [0, 2, 3]
+    assert pack([10], budget=9) == []
+
+
+def test_rrf_fallback_spreads_scores_from_one_to_point_one():
+    scores = RRFRankReranker().rerank("q", ["a", "b", "c", "d"], [0, 1, 2, 3])
+    assert scores == pytest.approx([1.0, 0.7, 0.4, 0.1])
+    assert RRFRankReranker().rerank("q", ["a"], [0]) == [1.0]
+
+
+def test_boost_factor_is_centred_and_bounded():
+    assert boosts.factor(0.2, 0.5) == pytest.approx(1.0)
+    assert boosts.factor(0.2, 1.0) == pytest.approx(1.1)
+    assert boosts.factor(0.2, 0.0) == pytest.approx(0.9)
+    assert boosts.factor(0.2, 7.0) == pytest.approx(1.1)
+
+
+def test_recency_halves_per_half_life():
+    day = 86400.0
+    assert boosts.recency(1000 * day - 30 * day, 1000 * day, 30) == pytest.approx(0.5)
+    assert boosts.recency(1000 * day + day, 1000 * day, 30) == pytest.approx(1.0)
+    assert boosts.recency(None, 0, 30) == 0.5
+
+
+def test_proof_boost_is_log_scaled_and_neutral_without_support_spread():
+    assert boosts.proof(4, 4) == pytest.approx(1.0)
+    assert boosts.proof(1, 4) == pytest.approx(math.log(2) / math.log(5))
+    assert boosts.proof(1, 1) == 0.5
+
+
+def _fields(**kw):
+    base = {"fact_type": "world", "tags": [], "mentioned_at": 100, "valid_from": 100,
+            "invalid_at": None, "document_id": "d"}
+    base.update(kw)
+    return base
+
+
+def test_filter_matches_types_tags_and_validity():
+    assert matches(_fields(), UnitFilter(fact_types=[FactType.world]))
+    assert not matches(_fields(), UnitFilter(fact_types=[FactType.opinion]))
+    assert matches(_fields(tags=["a", "b"]), UnitFilter(tags=["b", "c"]))
+    assert not matches(_fields(tags=["a"]), UnitFilter(tags=["a", "c"], tags_match="all"))
+    assert not matches(_fields(invalid_at=150), UnitFilter())
+    as_of = datetime.fromtimestamp(120, timezone.utc)
+    assert matches(_fields(invalid_at=150), UnitFilter(as_of=as_of))
+    assert not matches(_fields(mentioned_at=130, valid_from=130), UnitFilter(as_of=as_of))
+    assert not matches(_fields(document_id="x"), UnitFilter(document_id="d"))

@@ -1,0 +1,80 @@
+"""Unit tests of retain's pure parts: ids, chunking, entity resolution, semantic links."""
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from memlane.ids import unit_id
+from memlane.interfaces import Hit
+from memlane.model import Entity, LinkType, Turn
+from memlane.retain.chunking import chunk_turns
+from memlane.retain.entities import EntityResolver, normalize
+from memlane.retain.facts import Mention
+from memlane.retain.links import semantic_links
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+
+def test_ids_are_deterministic_and_distinct():
+    assert unit_id("b", "d", "c", 0) == unit_id("b", "d", "c", 0)
+    assert len({unit_id("b", "d", "c", 0), unit_id("b", "d", "c", 1), unit_id("b2", "d", "c", 0)}) == 3
+
+
+def test_chunks_split_sessions_and_keep_text_losslessly():
+    turns = [Turn(document_id="d", session_id=f"s{i // 5}", turn_id=f"t{i}", index=i % 5,
+                  speaker="Ann" if i % 2 else "Bo", text=f"line {i}", timestamp=T0,
+                  metadata={"blip_caption": "a dog"} if i == 3 else {}) for i in range(10)]
+    chunks = chunk_turns("b", "d", turns, max_turns=3)
+    assert [len(ts) for _, ts in chunks] == [3, 2, 3, 2]
+    assert [c.session_id for c, _ in chunks] == ["s0", "s0", "s1", "s1"]
+    first, second = chunks[0][0], chunks[1][0]
+    assert first.text == "Bo: line 0\nAnn: line 1\nBo: line 2"
+    assert second.text == "Ann: line 3 [shares an image: a dog]\nBo: line 4"
+    assert second.turn_ids == ["t3", "t4"]
+    assert len({c.chunk_id for c, _ in chunks}) == 4
+
+
+def test_normalize_strips_case_article_and_possessive():
+    assert normalize("The Louvre's") == "louvre"
+    assert normalize("  New   York ") == "new york"
+
+
+def test_resolver_merges_exact_prefix_and_token_subset_mentions():
+    r = EntityResolver("b")
+    ids = r.resolve_chunk([[Mention("Melanie", "PERSON"), Mention("Caroline Smith", "PERSON")]], [T0])
+    mel, caro = ids[0]
+    later = T0 + timedelta(days=1)
+    again = r.resolve_chunk([[Mention("Mel", "PERSON")], [Mention("Caroline", "PERSON")],
+                             [Mention("melanie", "PERSON")]], [later] * 3)
+    assert again == [[mel], [caro], [mel]]
+    ent = {e.entity_id: e for e in r.entities()}
+    assert ent[mel].aliases == ["Mel"]
+    assert ent[mel].first_seen == T0 and ent[mel].last_seen == later
+
+
+def test_resolver_keeps_different_entities_apart_and_reuses_existing_ids():
+    existing = [Entity(entity_id="e-paris", bank_id="b", name="Paris", type="GPE")]
+    r = EntityResolver("b", existing)
+    ids = r.resolve_chunk([[Mention("Paris", "GPE"), Mention("Peru", "GPE"), Mention("Apple", "ORG")]], [T0])
+    assert ids[0][0] == "e-paris"
+    assert len(set(ids[0])) == 3
+    # A person mention does not merge into a place with a similar name.
+    ids2 = r.resolve_chunk([[Mention("Paris", "PERSON")]], [T0])
+    assert ids2[0][0] == "e-paris"  # exact name match wins regardless of label
+    ids3 = r.resolve_chunk([[Mention("Pari", "PERSON")]], [T0])
+    assert ids3[0][0] != "e-paris"
+
+
+def test_semantic_links_respect_threshold_time_order_and_top_k():
+    v = np.array([[1, 0], [0.96, 0.28], [0.8, 0.6], [0, 1]], dtype=np.float32)
+    ids = ["a", "b", "c", "d"]
+    times = [1.0, 2.0, 3.0, 4.0]
+    links = semantic_links(ids, v, times, None, threshold=0.9, top_k=5)
+    assert links[0] == []  # nothing earlier
+    assert [(l.target_id, round(l.weight, 2)) for l in links[1]] == [("a", 0.96)]
+    assert [l.target_id for l in links[2]] == ["b"]  # cos(c,b)=0.936, cos(c,a)=0.8 < 0.9
+    assert links[3] == []
+    assert all(l.type is LinkType.semantic for ls in links for l in ls)
+    store = [[], [], [Hit("old", 0.95, {"mentioned_at": 0}), Hit("new", 0.99, {"mentioned_at": 9})], []]
+    links = semantic_links(ids, v, times, store, threshold=0.9, top_k=1)
+    assert [l.target_id for l in links[2]] == ["old"]  # 'new' is later than c
