@@ -315,7 +315,7 @@ def _effective_interval(u: MemoryUnit) -> tuple[int, int]:
     start = u.occurred_start or u.occurred_end or u.mentioned_at
     end = u.occurred_end or u.occurred_start or u.mentioned_at
     s, e = _to_us(start), _to_us(end)
-    return (s, s)
+    return (s, e) if s <= e else (e, s)
 
 
 # ---------------------------------------------------------------------------------------------
