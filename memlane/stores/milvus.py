@@ -74,6 +74,7 @@ import numpy as np
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
+from memlane.stores.lexical import ANALYZER_PARAMS
 from memlane.interfaces import Hit, UnitFilter
 from memlane.model import (Bank, Chunk, Disposition, Entity, FactType, Link, MemoryUnit,
                            OpinionChange, check_bank_id, utc)
@@ -436,7 +437,8 @@ class MilvusStore:
         arr = dict(element_type=DataType.VARCHAR, max_capacity=MAX_ARRAY, max_length=MAX_ID_BYTES)
         if kind == "units":
             s.add_field("bank_id", DataType.VARCHAR, max_length=128)
-            s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
+            s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True,
+                        analyzer_params=ANALYZER_PARAMS)
             s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
             s.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
             s.add_field("fact_type", DataType.VARCHAR, max_length=16)
