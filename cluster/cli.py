@@ -146,6 +146,8 @@ def delete(bank: str = typer.Option(..., "--bank"),
 def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json (default: ../shared/data/locomo10.json)."),
                 k: List[int] = typer.Option([5, 10], "--k", help="Cut-offs (repeatable)."),
                 limit: Optional[int] = typer.Option(None, "--limit", help="First N conversations only."),
+                reuse_banks: bool = typer.Option(False, "--reuse-banks",
+                                                 help="Skip retain for banks already built (tuning recall)."),
                 json_out: bool = typer.Option(False, "--json"),
                 data_dir: Optional[Path] = typer.Option(Path(".memlane-eval"), "--data-dir",
                                                         help="Where the eval's banks live.")) -> None:
@@ -159,7 +161,8 @@ def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json 
         if any(x < 1 for x in k):
             raise ValueError("--k must be >= 1")
         with _memory(data_dir) as memory:
-            report = run_locomo(memory, target, ks=sorted(set(k)), limit=limit, progress=not json_out)
+            report = run_locomo(memory, target, ks=sorted(set(k)), limit=limit,
+                                progress=not json_out, reuse_banks=reuse_banks)
     typer.echo(json.dumps(report) if json_out else format_report(report))
 
 

@@ -110,7 +110,7 @@ class VectorStore(Protocol):
         ...
 
     def search_lexical(self, bank_id: str, text: str, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
-        """BM25 over unit text; scores positive, best first."""
+        """BM25 over unit text plus context; scores positive, best first."""
         ...
 
     def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int, flt: UnitFilter | None = None) -> list[Hit]:

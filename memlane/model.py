@@ -157,6 +157,9 @@ class MemoryUnit(_Strict):
     id: str
     bank_id: str
     text: str = Field(min_length=1)
+    # Neighbouring conversation text, indexed for lexical search but not returned as the
+    # memory: it stands in for the coreference resolution an LLM extractor would do.
+    context: str = ""
     fact_type: FactType = FactType.world
     embedding: list[float] | None = None
     occurred_start: datetime | None = None

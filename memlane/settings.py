@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # How deep each recall channel searches per budget (the low/mid/high).
 BUDGET_DEPTH = {"low": 100, "mid": 300, "high": 1000}
+DEFAULT_CHANNEL_WEIGHTS = {"lexical": 1.0, "semantic": 0.2, "graph": 0.2, "temporal": 0.5}
 
 
 class Settings(BaseSettings):
@@ -44,6 +45,8 @@ class Settings(BaseSettings):
 
     # Recall.
     rrf_k: int = Field(60, gt=0)
+    # RRF weight per channel (see memlane/recall/fusion.py for the measurements behind them).
+    channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
     recency_alpha: float = Field(0.2, ge=0.0, le=1.0)
     temporal_alpha: float = Field(0.2, ge=0.0, le=1.0)
     proof_alpha: float = Field(0.1, ge=0.0, le=1.0)

@@ -38,8 +38,10 @@ def _turns_of(hits_fields: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | None = None,
-               progress: bool = True) -> dict[str, Any]:
-    """Ingest each conversation into its own bank and score recall; returns the report dict."""
+               progress: bool = True, reuse_banks: bool = False) -> dict[str, Any]:
+    """Ingest each conversation into its own bank and score recall; returns the report dict.
+    ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
+    settings against banks built by an earlier run of the same code)."""
     from memlane.ingest import load_conversations
 
     t0 = time.perf_counter()
@@ -64,8 +66,11 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
         for conv in conversations:
             bank = _bank_id(conv.document_id)
             start = time.perf_counter()
-            memory.retain(bank, [(conv.document_id, conv.turns)],
-                          progress=lambda n: bar.advance(t_ingest, n))
+            if reuse_banks and memory.store.count_units(bank):
+                bar.advance(t_ingest, len(conv.turns))
+            else:
+                memory.retain(bank, [(conv.document_id, conv.turns)],
+                              progress=lambda n: bar.advance(t_ingest, n))
             ingest_s += time.perf_counter() - start
             for qa in questions.get(conv.document_id, []):
                 bar.advance(t_query, 1)

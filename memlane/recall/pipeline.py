@@ -104,7 +104,8 @@ class Recaller:
         for name in ("semantic", "lexical", "temporal"):
             for h in hits.get(name, ()):
                 fields.setdefault(h.id, h.fields)
-        fused = rrf({name: [h.id for h in hs] for name, hs in hits.items()}, s.rrf_k)
+        fused = rrf({name: [h.id for h in hs] for name, hs in hits.items()}, s.rrf_k,
+                    s.channel_weights)
 
         # Candidates: the best fused ids; graph-only ones are fetched and filtered here.
         start = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Sequence
 
@@ -18,11 +19,22 @@ def format_turn(turn: Turn) -> str:
     return line
 
 
+@dataclass(slots=True)
+class ChunkInput:
+    """A chunk with its turns and the session's turns just before and after it, so an
+    extractor sees each turn's neighbours whatever the batch boundaries."""
+
+    chunk: Chunk
+    turns: list[Turn]
+    before: Turn | None = None
+    after: Turn | None = None
+
+
 def chunk_turns(bank_id: str, document_id: str, turns: Sequence[Turn], max_turns: int,
-                tags: Sequence[str] = ()) -> list[tuple[Chunk, list[Turn]]]:
+                tags: Sequence[str] = ()) -> list[ChunkInput]:
     """Group turns by session (in input order) and cut each session into windows of at most
-    ``max_turns`` turns. Returns each chunk with the turns it holds."""
-    out: list[tuple[Chunk, list[Turn]]] = []
+    ``max_turns`` turns."""
+    out: list[ChunkInput] = []
     for session_id, group in groupby(turns, key=lambda t: t.session_id):
         session_turns = list(group)
         for start in range(0, len(session_turns), max_turns):
@@ -35,5 +47,8 @@ def chunk_turns(bank_id: str, document_id: str, turns: Sequence[Turn], max_turns
                 turn_ids=[t.turn_id for t in window],
                 started_at=window[0].timestamp, tags=list(tags),
             )
-            out.append((chunk, window))
+            out.append(ChunkInput(chunk, window,
+                                  session_turns[start - 1] if start else None,
+                                  session_turns[start + max_turns]
+                                  if start + max_turns < len(session_turns) else None))
     return out

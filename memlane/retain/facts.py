@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, Sequence
 
-from memlane.model import Bank, Chunk, FactType, LinkType, Turn
+from memlane.model import Bank, FactType, LinkType
+from memlane.retain.chunking import ChunkInput
 
 
 @dataclass(slots=True)
@@ -34,6 +35,7 @@ class Fact:
     occurred_start: datetime | None
     occurred_end: datetime | None
     source_turns: list[str]
+    context: str = ""  # neighbouring text, indexed lexically only (see MemoryUnit.context)
     mentions: list[Mention] = field(default_factory=list)
     causal: list[CausalRelation] = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
@@ -44,4 +46,4 @@ class Extractor(Protocol):
 
     name: str
 
-    def extract(self, bank: Bank, chunks: Sequence[tuple[Chunk, Sequence[Turn]]]) -> list[list[Fact]]: ...
+    def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]: ...

@@ -11,14 +11,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
-import numpy as np
-
 from memlane.ids import unit_id
 from memlane.interfaces import Embedder, GraphNode, GraphStore, VectorStore
 from memlane.model import Bank, Chunk, Link, MemoryUnit, Turn
-from memlane.retain.chunking import chunk_turns
+from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.entities import EntityResolver
-from memlane.retain.facts import Extractor
+from memlane.retain.facts import Extractor, Fact
 from memlane.retain.links import semantic_links
 from memlane.settings import Settings
 
@@ -71,14 +69,14 @@ class Retainer:
         report = RetainReport(bank_id=bank.bank_id)
         timings: dict[str, float] = {}
         resolver = EntityResolver(bank.bank_id, self.store.list_entities(bank.bank_id))
-        pending: list[tuple[Chunk, Sequence[Turn]]] = []
+        pending: list[ChunkInput] = []
         pending_turns = 0
         for document_id, turns in conversations:
             report.documents += 1
-            for chunk, chunk_turn_list in chunk_turns(bank.bank_id, document_id, turns,
-                                                      self.settings.chunk_max_turns, tags):
-                pending.append((chunk, chunk_turn_list))
-                pending_turns += len(chunk_turn_list)
+            for item in chunk_turns(bank.bank_id, document_id, turns,
+                                    self.settings.chunk_max_turns, tags):
+                pending.append(item)
+                pending_turns += len(item.turns)
                 if pending_turns >= BATCH_TURNS:
                     self._batch(bank, pending, resolver, tags, report, timings)
                     if progress:
@@ -101,7 +99,7 @@ class Retainer:
         report.timings_s = {k: round(v, 3) for k, v in timings.items()}
         return report
 
-    def _batch(self, bank: Bank, items: list[tuple[Chunk, Sequence[Turn]]],
+    def _batch(self, bank: Bank, items: list[ChunkInput],
                resolver: EntityResolver, tags: Sequence[str], report: RetainReport,
                timings: dict[str, float]) -> None:
         def lap(name: str, since: float) -> float:
@@ -113,8 +111,9 @@ class Retainer:
         facts_per_chunk = self.extractor.extract(bank, items)
         tick = lap("extract", tick)
 
-        drafts: list[tuple[Chunk, int, object, list[str]]] = []
-        for (chunk, _), facts in zip(items, facts_per_chunk):
+        drafts: list[tuple[Chunk, int, Fact, list[str]]] = []
+        for item, facts in zip(items, facts_per_chunk):
+            chunk = item.chunk
             entity_ids = resolver.resolve_chunk([f.mentions for f in facts],
                                                 [f.mentioned_at for f in facts])
             for index, (fact, eids) in enumerate(zip(facts, entity_ids)):
@@ -150,7 +149,8 @@ class Retainer:
 
         units = [
             MemoryUnit(
-                id=uid, bank_id=bank.bank_id, text=fact.text, fact_type=fact.fact_type,
+                id=uid, bank_id=bank.bank_id, text=fact.text, context=fact.context,
+                fact_type=fact.fact_type,
                 embedding=vec.tolist(), occurred_start=fact.occurred_start,
                 occurred_end=fact.occurred_end, mentioned_at=fact.mentioned_at,
                 document_id=chunk.document_id, chunk_id=chunk.chunk_id,
@@ -159,17 +159,13 @@ class Retainer:
             )
             for uid, vec, unit_links, (chunk, _, fact, eids) in zip(ids, vectors, links, drafts)
         ]
-        self.store.upsert_chunks(bank.bank_id, [c for c, _ in items])
+        self.store.upsert_chunks(bank.bank_id, [item.chunk for item in items])
         self.store.upsert_units(bank.bank_id, units)
         tick = lap("write", tick)
         self.graph.add_nodes(bank.bank_id, [node_of(u) for u in units])
         lap("graph", tick)
 
-        report.turns += sum(len(t) for _, t in items)
+        report.turns += sum(len(item.turns) for item in items)
         report.chunks += len(items)
         report.units += len(units)
         report.links += sum(len(x) for x in links)
-
-
-def as_vectors(units: Sequence[MemoryUnit]) -> np.ndarray:
-    return np.asarray([u.embedding for u in units], dtype=np.float32)

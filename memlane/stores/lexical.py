@@ -1,13 +1,21 @@
-"""The BM25 analyzer: lowercase word tokens minus English function words.
+"""Lexical analysis for BM25, done in Python so Milvus Lite and a Milvus server index alike.
 
-Without stop words, question words dominated BM25 on chat memories: "What pet did Noor adopt?"
-ranked "Brilliant! What are you planting first?" first on 'what'. The list is explicit (not a
-named set) because Milvus Lite only understands explicit lists, and a Milvus server accepts the
-same parameters, so both backends tokenize alike. Negations ('not', 'never', 'no') and time
-words ('first', 'last', 'before', 'after') are kept: they carry meaning in questions.
+Text is lowercased, split into word tokens, stripped of English function words and stemmed
+(Snowball, via PyStemmer). Milvus then only splits on whitespace. Measured offline on the
+LoCoMo eval banks (turn recall@10 of BM25 alone, categories 1-4): no stop words 0.560, stop
+words 0.564, stop words + stemming 0.608. Stop words matter most for ranking: without them
+"What pet did Noor adopt?" ranked "Brilliant! What are you planting first?" first on 'what'.
+Milvus Lite has no stemmer and only explicit stop-word lists, hence doing it here.
+Negations ('not', 'never', 'no') and time words ('first', 'last', 'before', 'after') are kept:
+they carry meaning in questions.
 """
 
-STOP_WORDS = sorted(set("""
+from __future__ import annotations
+
+import re
+import threading
+
+STOP_WORDS = frozenset("""
 a an the and or but if then so than too very just also
 i me my mine myself you your yours yourself he him his himself she her hers herself
 it its itself we us our ours ourselves they them their theirs themselves
@@ -21,7 +29,25 @@ some any each all both such own same other
 again further once only
 while until because through during
 let lets get got gets oh ok okay yeah yes hey hi wow
-""".split()))
+""".split())
 
-ANALYZER_PARAMS = {"tokenizer": "standard",
-                   "filter": ["lowercase", {"type": "stop", "stop_words": STOP_WORDS}]}
+# Milvus only splits the pre-analysed text on word boundaries and lowercases (already done).
+ANALYZER_PARAMS = {"tokenizer": "standard"}
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_local = threading.local()  # PyStemmer objects are not safe to share between threads
+
+
+def _stemmer():
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def analyze(text: str) -> str:
+    """The indexable form of ``text``: stemmed content words joined by spaces ('' if none)."""
+    words = [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+    return " ".join(_stemmer().stemWords(words)) if words else ""

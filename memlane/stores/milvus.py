@@ -74,7 +74,7 @@ import numpy as np
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
-from memlane.stores.lexical import ANALYZER_PARAMS
+from memlane.stores.lexical import ANALYZER_PARAMS, analyze
 from memlane.interfaces import Hit, UnitFilter
 from memlane.model import (Bank, Chunk, Disposition, Entity, FactType, Link, MemoryUnit,
                            OpinionChange, check_bank_id, utc)
@@ -106,7 +106,7 @@ _UNIT_TIME_FIELDS = ("occurred_start", "occurred_end", "mentioned_at", "valid_fr
 _UNIT_LIST_FIELDS = ("source_turns", "entity_ids", "tags", "source_fact_ids")
 #: Stored unit fields that Hit.fields carries (every unit field but id and the vector).
 UNIT_HIT_FIELDS = (
-    "bank_id", "text", "fact_type", "occurred_start", "occurred_end", "mentioned_at",
+    "bank_id", "text", "context", "fact_type", "occurred_start", "occurred_end", "mentioned_at",
     "confidence", "document_id", "chunk_id", "source_turns", "entity_ids", "tags", "links",
     "proof_count", "source_fact_ids", "history", "valid_from", "invalid_at", "superseded_by",
     "metadata",
@@ -255,6 +255,14 @@ def unit_from_fields(bank_id: str, id: str, fields: dict[str, Any]) -> MemoryUni
 # ---------------------------------------------------------------------------------------------
 # Row conversion
 # ---------------------------------------------------------------------------------------------
+def _truncate_bytes(value: str, limit: int) -> str:
+    """Cut an analysed (indexing-only) string to ``limit`` UTF-8 bytes at a token boundary."""
+    data = value.encode()
+    if len(data) <= limit:
+        return value
+    return data[:limit].decode(errors="ignore").rsplit(" ", 1)[0]
+
+
 def _check_bytes(what: str, value: str, limit: int) -> str:
     n = len(value.encode("utf-8"))
     if n > limit:
@@ -437,8 +445,11 @@ class MilvusStore:
         arr = dict(element_type=DataType.VARCHAR, max_capacity=MAX_ARRAY, max_length=MAX_ID_BYTES)
         if kind == "units":
             s.add_field("bank_id", DataType.VARCHAR, max_length=128)
-            s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True,
-                        analyzer_params=ANALYZER_PARAMS)
+            s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+            s.add_field("context", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+            # BM25 input: text + context, analysed in Python (memlane/stores/lexical.py).
+            s.add_field("lexical", DataType.VARCHAR, max_length=MAX_TEXT_BYTES,
+                        enable_analyzer=True, analyzer_params=ANALYZER_PARAMS)
             s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
             s.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
             s.add_field("fact_type", DataType.VARCHAR, max_length=16)
@@ -453,7 +464,7 @@ class MilvusStore:
             for name in ("links", "history", "metadata"):
                 s.add_field(name, DataType.JSON)
             s.add_function(Function(name="text_bm25", function_type=FunctionType.BM25,
-                                    input_field_names=["text"], output_field_names=["sparse"]))
+                                    input_field_names=["lexical"], output_field_names=["sparse"]))
             # FLAT: exact COSINE; at one bank's size a brute-force scan is 24 ms p50 (above).
             ip.add_index("embedding", index_type="FLAT", metric_type="COSINE")
             ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
@@ -699,6 +710,8 @@ class MilvusStore:
         return {
             "id": _check_bytes(f"{what} id", u.id, MAX_ID_BYTES), "bank_id": bank_id,
             "text": _check_bytes(f"{what} text", u.text, MAX_TEXT_BYTES),
+            "context": _check_bytes(f"{what} context", u.context, MAX_TEXT_BYTES),
+            "lexical": _truncate_bytes(analyze(f"{u.text} {u.context}"), MAX_TEXT_BYTES),
             "embedding": vec.tolist(), "fact_type": FactType(u.fact_type).value,
             "occurred_start": _to_us(u.occurred_start), "occurred_end": _to_us(u.occurred_end),
             "mentioned_at": _to_us(u.mentioned_at), "valid_from": _to_us(u.valid_from),
@@ -981,16 +994,18 @@ class MilvusStore:
 
     def search_lexical(self, bank_id: str, text: str, limit: int,
                        flt: UnitFilter | None = None) -> list[Hit]:
-        """BM25 over unit text; scores positive, best first. Empty text gives []."""
+        """BM25 over unit text plus its context; scores positive, best first. A query of
+        nothing but stop words gives []."""
         check_bank_id(bank_id)
         limit = self._limit(limit)
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
-        if not text.strip() or limit == 0:
-            return []
+        query = analyze(text)
+        if not query or limit == 0:
+            return []  # nothing but stop words: BM25 has nothing to match
         expr = filter_expr(flt)
         res = self._read(bank_id, "units", lambda n: self.client.search(
-            n, data=[text], anns_field="sparse", limit=limit, filter=expr,
+            n, data=[query], anns_field="sparse", limit=limit, filter=expr,
             output_fields=list(UNIT_HIT_FIELDS), search_params={"metric_type": "BM25"}), None)
         if not res:
             return []

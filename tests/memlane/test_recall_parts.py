@@ -75,3 +75,18 @@ def test_filter_matches_types_tags_and_validity():
     assert matches(_fields(invalid_at=150), UnitFilter(as_of=as_of))
     assert not matches(_fields(mentioned_at=130, valid_from=130), UnitFilter(as_of=as_of))
     assert not matches(_fields(document_id="x"), UnitFilter(document_id="d"))
+
+
+def test_rrf_channel_weights_scale_each_channel():
+    fused = dict(rrf({"lexical": ["x"], "semantic": ["y", "x"]}, k=60,
+                     weights={"lexical": 1.0, "semantic": 0.2}))
+    assert fused["x"] == pytest.approx(1 / 61 + 0.2 / 62)
+    assert fused["y"] == pytest.approx(0.2 / 61)
+
+
+def test_lexical_analysis_drops_stop_words_and_stems():
+    from memlane.stores.lexical import analyze
+
+    assert analyze("What pet did Noor ADOPT?") == "pet noor adopt"
+    assert analyze("She adopted two puppies") == "adopt two puppi"
+    assert analyze("what did you do") == ""

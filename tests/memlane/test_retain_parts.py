@@ -24,9 +24,13 @@ def test_chunks_split_sessions_and_keep_text_losslessly():
     turns = [Turn(document_id="d", session_id=f"s{i // 5}", turn_id=f"t{i}", index=i % 5,
                   speaker="Ann" if i % 2 else "Bo", text=f"line {i}", timestamp=T0,
                   metadata={"blip_caption": "a dog"} if i == 3 else {}) for i in range(10)]
-    chunks = chunk_turns("b", "d", turns, max_turns=3)
+    items = chunk_turns("b", "d", turns, max_turns=3)
+    chunks = [(i.chunk, i.turns) for i in items]
     assert [len(ts) for _, ts in chunks] == [3, 2, 3, 2]
     assert [c.session_id for c, _ in chunks] == ["s0", "s0", "s1", "s1"]
+    # Neighbours across chunk edges stay within the session.
+    assert [(i.before and i.before.turn_id, i.after and i.after.turn_id) for i in items] == [
+        (None, "t3"), ("t2", None), (None, "t8"), ("t7", None)]
     first, second = chunks[0][0], chunks[1][0]
     assert first.text == "Bo: line 0\nAnn: line 1\nBo: line 2"
     assert second.text == "Ann: line 3 [shares an image: a dog]\nBo: line 4"

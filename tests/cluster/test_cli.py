@@ -1,0 +1,93 @@
+"""The memlane CLI end to end (in-process runner, real engine and stores)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cluster.cli import app
+from fixtures import write_jsonl_fixture, write_locomo_fixture
+
+ROWS = [
+    {"speaker": "Ana", "text": "I adopted a beagle called Pixel last week.", "timestamp": "2025-03-10T09:00:00Z", "session_id": "s1"},
+    {"speaker": "Ben", "text": "Lovely! Is Pixel settling in?", "timestamp": "2025-03-10T09:01:00Z", "session_id": "s1"},
+    {"speaker": "Ana", "text": "Yes, and I started a pottery class in Porto.", "timestamp": "2025-04-02T18:00:00Z", "session_id": "s2"},
+]
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+    data = str(tmp_path / "data")
+
+    def invoke(*args: str):
+        return runner.invoke(app, [*args, "--data-dir", data])
+
+    return invoke
+
+
+def _error_line(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_retain_recall_banks_delete(run, tmp_path):
+    path = write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)
+    r = run("retain", "--bank", "ana", str(path), "--json")
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["units"] == 3 and report["turns"] == 3
+
+    r = run("recall", "--bank", "ana", "What is the name of the beagle Ana adopted?", "--json")
+    assert r.exit_code == 0, r.stderr
+    top = json.loads(r.stdout)["memories"][0]["unit"]
+    assert "Pixel" in top["text"] and top["source_turns"] == ["s1:1"]
+
+    r = run("banks", "--json")
+    assert json.loads(r.stdout) == [{"bank_id": "ana", "name": "ana", "memories": 3}]
+
+    r = run("delete", "--bank", "ana")
+    assert r.exit_code == 0
+    assert json.loads(run("banks", "--json").stdout) == []
+
+
+def test_retain_is_idempotent_through_the_cli(run, tmp_path):
+    path = write_locomo_fixture(tmp_path / "fx.json")
+    assert run("retain", "--bank", "fx", str(path)).exit_code == 0
+    assert run("retain", "--bank", "fx", str(path)).exit_code == 0
+    assert json.loads(run("banks", "--json").stdout)[0]["memories"] == 20
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("recall", "--bank", "ghost", "hello"), "unknown bank 'ghost'"),
+    (("recall", "--bank", "ana", "   "), "query"),
+    (("recall", "--bank", "ana", "hello", "--max-tokens", "0"), "max_tokens"),
+    (("recall", "--bank", "ana", "hello", "--budget", "huge"), "budget"),
+    (("delete", "--bank", "ghost"), "unknown bank 'ghost'"),
+])
+def test_bad_requests_exit_2_with_one_line(run, tmp_path, args, needle):
+    assert run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "c.jsonl", ROWS))).exit_code == 0
+    r = run(*args)
+    assert r.exit_code == 2
+    assert needle in _error_line(r)
+    assert json.loads(run("banks", "--json").stdout)[0]["memories"] == 3  # nothing changed
+
+
+def test_bad_files_exit_2_and_write_nothing(run, tmp_path):
+    bad = write_jsonl_fixture(tmp_path / "bad.jsonl", [ROWS[0], {**ROWS[1], "timestamp": "whenever"}])
+    r = run("retain", "--bank", "ana", str(bad))
+    assert r.exit_code == 2
+    line = _error_line(r)
+    assert "line 2" in line and "timestamp" in line and "whenever" in line
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    r = run("retain", "--bank", "ana", str(broken))
+    assert r.exit_code == 2 and "broken.json" in _error_line(r)
+    r = run("retain", "--bank", "ana", str(tmp_path / "missing.jsonl"))
+    assert r.exit_code == 2 and "missing.jsonl" in _error_line(r)
+    r = run("retain", "--bank", "bad id!", str(bad))
+    assert r.exit_code == 2 and "bank id" in _error_line(r)
+    assert json.loads(run("banks", "--json").stdout) == []
