@@ -105,17 +105,27 @@ class VectorStore(Protocol):
     def delete_entities(self, bank_id: str, ids: Sequence[str]) -> int: ...
 
     # search
-    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int, flt: UnitFilter | None = None) -> list[list[Hit]]:
+    # Searches return every scalar field in Hit.fields unless ``fields`` names the ones wanted
+    # (an empty list: ids and scores only, the cheap form for the hot recall path).
+    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int, flt: UnitFilter | None = None,
+                     fields: Sequence[str] | None = None) -> list[list[Hit]]:
         """COSINE search; one hit list per query vector, best first."""
         ...
 
-    def search_lexical(self, bank_id: str, text: str, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
+    def search_lexical(self, bank_id: str, text: str, limit: int, flt: UnitFilter | None = None,
+                       fields: Sequence[str] | None = None) -> list[Hit]:
         """BM25 over unit text plus context; scores positive, best first."""
         ...
 
-    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
+    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
+                    flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
         """Units whose occurrence interval overlaps [start, end]; score 0 (the caller scores
         proximity)."""
+        ...
+
+    def get_unit_fields(self, bank_id: str, ids: Sequence[str],
+                        fields: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Hit-style fields by unit id (unknown ids absent)."""
         ...
 
     def close(self) -> None: ...

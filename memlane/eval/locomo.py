@@ -86,9 +86,9 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
                 rankings = {
                     "memlane": ranked_turns([m.unit.source_turns for m in result.memories]),
                     "bm25": _turns_of([h.fields for h in memory.store.search_lexical(
-                        bank, qa.question, BASELINE_DEPTH)]),
+                        bank, qa.question, BASELINE_DEPTH, fields=["source_turns"])]),
                     "dense": _turns_of([h.fields for h in memory.store.search_dense(
-                        bank, vector, BASELINE_DEPTH)[0]]),
+                        bank, vector, BASELINE_DEPTH, fields=["source_turns"])[0]]),
                 }
                 for system, ranked in rankings.items():
                     for k in ks:

@@ -131,7 +131,8 @@ class Retainer:
             hits = None
             if self.store.count_units(bank.bank_id):
                 hits = self.store.search_dense(bank.bank_id, vectors,
-                                               self.settings.semantic_link_top_k * 3)
+                                               self.settings.semantic_link_top_k * 3,
+                                               fields=["mentioned_at"])
             links = semantic_links(ids, vectors, times, hits,
                                    threshold=self.settings.semantic_link_threshold,
                                    top_k=self.settings.semantic_link_top_k)
