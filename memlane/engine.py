@@ -34,7 +34,7 @@ class Memory:
         self.settings = settings or Settings()
         self._store, self._graph = store, graph
         self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
-        self._retainer = self._recaller = None
+        self._retainer = self._recaller = self._derived = None
 
     # backends -----------------------------------------------------------------------------
     @property
@@ -54,6 +54,16 @@ class Memory:
                                       temporal_sigma_hours=self.settings.temporal_link_sigma_hours,
                                       temporal_neighbors=self.settings.temporal_link_neighbors)
         return self._graph
+
+    @property
+    def derived(self):
+        """Per-bank search indexes and graphs, derived from the store (memlane/derived.py)."""
+        if self._derived is None:
+            from memlane.derived import DerivedState
+
+            self._derived = DerivedState(self.store, self.graph, self.settings.embedding_dim,
+                                         with_index=self.settings.search_backend == "memory")
+        return self._derived
 
     @property
     def embedder(self):
@@ -90,7 +100,7 @@ class Memory:
         if self._retainer is None:
             from memlane.retain.pipeline import Retainer
 
-            self._retainer = Retainer(self.settings, self.store, self.graph, self.embedder,
+            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder,
                                       self.extractor)
         return self._retainer
 
@@ -99,8 +109,9 @@ class Memory:
         if self._recaller is None:
             from memlane.recall.pipeline import Recaller
 
+            derived = self.derived
             self._recaller = Recaller(self.settings, self.store, self.graph, self.embedder,
-                                      self.reranker)
+                                      self.reranker, derived if derived.with_index else None)
         return self._recaller
 
     # banks --------------------------------------------------------------------------------
@@ -144,11 +155,11 @@ class Memory:
         """Delete a bank with everything in it: units, chunks, entities, its graph."""
         self.get_bank(bank_id)
         self.store.delete_bank(bank_id)
-        self.graph.drop_bank(bank_id)
+        self.derived.drop(bank_id)
 
     def stats(self, bank_id: str) -> dict[str, Any]:
         self.get_bank(bank_id)
-        self._ensure_graph(bank_id)
+        self.derived.ensure(bank_id)
         return {"bank_id": bank_id, "units": self.store.count_units(bank_id),
                 "chunks": self.store.count_chunks(bank_id),
                 "entities": len(self.store.list_entities(bank_id)),
@@ -169,9 +180,10 @@ class Memory:
         for tag in tags:
             if not isinstance(tag, str) or not tag.strip():
                 raise InvalidInput(f"tags: invalid tag {tag!r}")
-        self._ensure_graph(bank_id)
+        seen = self.derived.ensure(bank_id).revision
         report = self.retainer.retain(bank, conversations, tags=tags, progress=progress)
         self.graph.snapshot(bank_id)
+        self.derived.wrote(bank_id, seen)
         return report
 
     def retain_file(self, bank_id: str, path: str | Path, *, format: str = "auto",
@@ -193,7 +205,7 @@ class Memory:
         except ValidationError as exc:
             raise _invalid(exc) from None
         self.get_bank(bank_id)
-        self._ensure_graph(bank_id)
+        self.derived.ensure(bank_id)
         return self.recaller.recall(bank_id, req)
 
     # invalidation and deletion --------------------------------------------------------------
@@ -202,6 +214,7 @@ class Memory:
         """Mark a unit no longer valid from ``at`` (default now): it stays stored and answers
         ``as_of`` questions about the time before (Engram: invalidate, never delete)."""
         self.get_bank(bank_id)
+        seen = self.derived.ensure(bank_id).revision
         units = self.store.get_units(bank_id, [unit_id], with_embedding=True)
         if not units:
             raise InvalidInput(f"unit {unit_id!r} is not in bank {bank_id!r}")
@@ -209,14 +222,18 @@ class Memory:
         unit.invalid_at = utc(at) if at else now_utc()
         unit.superseded_by = superseded_by
         self.store.upsert_units(bank_id, [unit])
+        self.derived.upsert_units(bank_id, [unit])
+        self.derived.wrote(bank_id, seen)
 
     def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks, then rebuild the bank's graph and drop entities
         nothing mentions any more."""
         self.get_bank(bank_id)
         counts = self.store.delete_document(bank_id, document_id)
-        self.graph.drop_bank(bank_id)
-        self._ensure_graph(bank_id)
+        # Rebuilt from what the store now holds; the new token tells other processes too.
+        self.derived.drop(bank_id)
+        self.store.bump_revision(bank_id)
+        self.derived.ensure(bank_id)
         entities = self.store.list_entities(bank_id)
         degrees = self.graph.entity_degrees(bank_id, [e.entity_id for e in entities])
         orphans = [e.entity_id for e in entities if degrees.get(e.entity_id, 0) == 0]
@@ -246,17 +263,3 @@ class Memory:
             return check_bank_id(bank_id)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-
-    def _ensure_graph(self, bank_id: str) -> None:
-        """Load the bank's graph: from its Parquet snapshot when it matches the store's unit
-        count, else rebuilt from the units in Milvus (the graph is derived data)."""
-        if self.graph.has_bank(bank_id):
-            return
-        count = self.store.count_units(bank_id)
-        if self.graph.load(bank_id) and self.graph.stats(bank_id).get("units") == count:
-            return
-        from memlane.retain.pipeline import node_of
-
-        nodes = [node_of(u) for batch in self.store.iter_units(bank_id) for u in batch]
-        self.graph.rebuild(bank_id, nodes)
-        log.info("rebuilt graph of bank %s from %d units", bank_id, len(nodes))

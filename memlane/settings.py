@@ -6,6 +6,7 @@ Every field reads ``MEMLANE_<FIELD>`` (for example ``MEMLANE_DATA_DIR``, ``MEMLA
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,6 +36,10 @@ class Settings(BaseSettings):
     embedder_device: str = "cpu"
     # Ray sets OMP_NUM_THREADS=1 in workers; torch threads are set explicitly (0 = all cores).
     torch_threads: int = Field(0, ge=0)
+
+    # Where recall's channels search: "memory" (in-process index per bank, derived from Milvus;
+    # needed for latency on Milvus Lite) or "milvus" (search a Milvus server directly).
+    search_backend: Literal["memory", "milvus"] = "memory"
 
     # A local CrossEncoder model path; None uses the RRF-rank fallback.
     reranker_model: str | None = None

@@ -36,9 +36,12 @@ class Recaller:
     """Runs recall for a bank against the configured backends."""
 
     def __init__(self, settings: Settings, store: VectorStore, graph: GraphStore,
-                 embedder: Embedder, reranker: Reranker) -> None:
+                 embedder: Embedder, reranker: Reranker, search=None) -> None:
+        """``search`` serves the channels: the in-process DerivedState, or the store itself
+        (``search_backend="milvus"``) when None."""
         self.settings = settings
         self.store = store
+        self.search = search if search is not None else store
         self.graph = graph
         self.embedder = embedder
         self.reranker = reranker
@@ -72,10 +75,10 @@ class Recaller:
         futures = {}
         if channels & {"semantic", "graph"}:
             futures["semantic"] = self._pool.submit(
-                timed, "semantic", lambda: self.store.search_dense(bank_id, vector, depth, flt, ())[0])
+                timed, "semantic", lambda: self.search.search_dense(bank_id, vector, depth, flt, ())[0])
         if "lexical" in channels:
             futures["lexical"] = self._pool.submit(
-                timed, "lexical", self.store.search_lexical, bank_id, req.query, depth, flt, ())
+                timed, "lexical", self.search.search_lexical, bank_id, req.query, depth, flt, ())
         if interval is not None:
             futures["temporal"] = self._pool.submit(
                 timed, "temporal", self._temporal, bank_id, interval, depth, flt, proximity)
@@ -95,8 +98,7 @@ class Recaller:
         fields: dict[str, dict[str, Any]] = {}
         for lo in range(0, len(fused), n):  # a second round only when filtering dropped some
             batch = [doc for doc, _ in fused[lo:lo + n]]
-            fetched = self.store.get_unit_fields(bank_id, batch, _CANDIDATE_FIELDS)
-            fields.update((d, f) for d, f in fetched.items() if matches(f, flt))
+            fields.update(self._candidates(bank_id, batch, flt))
             if len(fields) >= n or lo >= 2 * n:
                 break
         rrf_score = dict(fused)
@@ -131,10 +133,17 @@ class Recaller:
         ranks = {name: {h.id: (r, h.score) for r, h in enumerate(hs, start=1)}
                  for name, hs in hits.items()}
         fused_rank = {doc: r for r, (doc, _) in enumerate(fused, start=1)}
+        start = time.perf_counter()
+        full = fields
+        if self.search is not self.store:  # the index holds scoring fields only
+            full = self.store.get_unit_fields(bank_id, [ordered[k] for k in kept], _CANDIDATE_FIELDS)
+        timings["fetch"] += _ms(start)
         memories: list[RecalledMemory] = []
         for k in kept:
             final, i, (b_rec, b_tmp, b_prf) = scored[k]
             c = cands[i]
+            if c not in full:  # deleted meanwhile by another process
+                continue
             trace = None
             if req.trace:
                 trace = {
@@ -145,7 +154,7 @@ class Recaller:
                     "boosts": {"recency": b_rec, "temporal": b_tmp, "proof": b_prf},
                     "final": final,
                 }
-            memories.append(RecalledMemory(unit=unit_from_fields(bank_id, c, fields[c]),
+            memories.append(RecalledMemory(unit=unit_from_fields(bank_id, c, full[c]),
                                            score=final, tokens=counts[k], trace=trace))
         result = RecallResult(memories=memories, tokens=sum(m.tokens for m in memories),
                               query_interval=interval)
@@ -155,11 +164,19 @@ class Recaller:
         result.timings_ms = {k: round(v, 2) for k, v in timings.items()}
         return result
 
+    def _candidates(self, bank_id: str, ids: list[str], flt: UnitFilter) -> dict[str, dict[str, Any]]:
+        """Scoring fields of the ids that pass the filter (the store already filtered its
+        channels; graph hits are checked here)."""
+        if self.search is not self.store:
+            return self.search.candidates(bank_id, ids, flt)
+        fetched = self.store.get_unit_fields(bank_id, ids, _CANDIDATE_FIELDS)
+        return {d: f for d, f in fetched.items() if matches(f, flt)}
+
     def _temporal(self, bank_id, interval, depth, flt, proximity) -> list[Hit]:
         q0, q1 = interval[0].timestamp(), interval[1].timestamp()
         scale = _scale(interval)
         margin = (q1 - q0) / 2 + 86400
-        found = self.store.search_time(bank_id, datetime.fromtimestamp(q0 - margin, interval[0].tzinfo),
+        found = self.search.search_time(bank_id, datetime.fromtimestamp(q0 - margin, interval[0].tzinfo),
                                        datetime.fromtimestamp(q1 + margin, interval[0].tzinfo),
                                        depth * 3, flt, _TIME_FIELDS)
         mid = (q0 + q1) / 2

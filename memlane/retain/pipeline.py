@@ -11,8 +11,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
+from memlane.derived import DerivedState
 from memlane.ids import unit_id
-from memlane.interfaces import Embedder, GraphNode, GraphStore, VectorStore
+from memlane.interfaces import Embedder, VectorStore
 from memlane.model import Bank, Chunk, Link, MemoryUnit, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.entities import EntityResolver
@@ -43,21 +44,17 @@ class RetainReport:
         return asdict(self)
 
 
-def node_of(unit: MemoryUnit) -> GraphNode:
-    """The graph's view of a unit (everything it needs is stored on the unit)."""
-    at = unit.occurred_start or unit.mentioned_at
-    return GraphNode(id=unit.id, entity_ids=list(unit.entity_ids), timestamp=at.timestamp(),
-                     links=list(unit.links))
-
-
 class Retainer:
     """Runs retain for one bank at a time against the configured backends."""
 
-    def __init__(self, settings: Settings, store: VectorStore, graph: GraphStore,
+    def __init__(self, settings: Settings, store: VectorStore, derived: DerivedState,
                  embedder: Embedder, extractor: Extractor) -> None:
         self.settings = settings
         self.store = store
-        self.graph = graph
+        self.derived = derived
+        self.graph = derived.graph
+        # Semantic-link neighbours come from the in-process index when there is one.
+        self.search = derived if derived.with_index else store
         self.embedder = embedder
         self.extractor = extractor
 
@@ -130,9 +127,9 @@ class Retainer:
         if self.settings.semantic_link_top_k and len(drafts):
             hits = None
             if self.store.count_units(bank.bank_id):
-                hits = self.store.search_dense(bank.bank_id, vectors,
-                                               self.settings.semantic_link_top_k * 3,
-                                               fields=["mentioned_at"])
+                hits = self.search.search_dense(bank.bank_id, vectors,
+                                                self.settings.semantic_link_top_k * 3,
+                                                fields=["mentioned_at"])
             links = semantic_links(ids, vectors, times, hits,
                                    threshold=self.settings.semantic_link_threshold,
                                    top_k=self.settings.semantic_link_top_k)
@@ -163,8 +160,8 @@ class Retainer:
         self.store.upsert_chunks(bank.bank_id, [item.chunk for item in items])
         self.store.upsert_units(bank.bank_id, units)
         tick = lap("write", tick)
-        self.graph.add_nodes(bank.bank_id, [node_of(u) for u in units])
-        lap("graph", tick)
+        self.derived.upsert_units(bank.bank_id, units)
+        lap("index", tick)
 
         report.turns += sum(len(item.turns) for item in items)
         report.chunks += len(items)

@@ -511,6 +511,13 @@ class IGraphStore:
             bank.view = None
             self._delete_snapshot_files(bank_id)
 
+    def evict(self, bank_id: str) -> None:
+        """Forget the bank's in-memory graph but keep its snapshot (a batch worker that retains
+        thousands of banks keeps only the one in hand). The next read loads the snapshot, or
+        rebuilds from the store when it is missing or stale."""
+        with self._lock:
+            self._banks.pop(bank_id, None)
+
     # ---------------------------------------------------------------- reads
 
     def has_bank(self, bank_id: str) -> bool:

@@ -66,6 +66,7 @@ import json
 import logging
 import re
 import threading
+import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -394,8 +395,10 @@ class MilvusStore:
         self._ready: set[str] = set()  # collections known to exist and loaded in this process
         self._closed = False
         self._banks = f"{prefix}_banks"
+        self._revisions = f"{prefix}_revisions"
         try:
             self._ensure(self._banks, "banks")
+            self._ensure(self._revisions, "revisions")
         except Exception:
             self.close()
             raise
@@ -490,6 +493,8 @@ class MilvusStore:
             s.add_field("mention_count", DataType.INT64)
             s.add_field("first_seen", DataType.INT64)
             s.add_field("last_seen", DataType.INT64)
+        elif kind == "revisions":
+            s.add_field("revision", DataType.VARCHAR, max_length=64)
         elif kind == "banks":
             s.add_field("name", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
             s.add_field("background", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
@@ -699,7 +704,23 @@ class MilvusStore:
                 if c.has_collection(name):
                     c.drop_collection(name)
             self._delete_ids(self._banks, [bank_id])
-            self._flush([self._banks])
+            self._delete_ids(self._revisions, [bank_id])
+            self._flush([self._banks, self._revisions])
+
+    # ---------------------------------------------------------------------------- revisions
+    def get_revision(self, bank_id: str) -> str:
+        """The bank's revision token ('' before its first write). Processes that cache derived
+        data of a bank (search index, graph) compare it to know when to refresh."""
+        rows = self._get_rows(self._revisions, [check_bank_id(bank_id)], ["id", "revision"])
+        return rows[0]["revision"] if rows else ""
+
+    def bump_revision(self, bank_id: str) -> str:
+        """Give the bank a new random revision token and return it. Called after every write
+        to the bank; random, not a counter, so concurrent writers never need to read first."""
+        token = uuid.uuid4().hex
+        self._upsert_rows(self._revisions, [{"id": check_bank_id(bank_id), "revision": token,
+                                             "_v": _PLACEHOLDER}])
+        return token
 
     # -------------------------------------------------------------------------------- units
     def _unit_row(self, bank_id: str, u: MemoryUnit, embedding: Sequence[float]) -> dict[str, Any]:

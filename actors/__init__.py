@@ -1,0 +1,1 @@
+"""Ray actors that give engine parts a home on a cluster (``actors.retain.RetainWorker``)."""

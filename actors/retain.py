@@ -1,0 +1,163 @@
+"""The retain worker: a Ray Data actor that holds one engine (embedder, spaCy NER, a Milvus
+client, a graph store) and retains whole banks.
+
+One call gets a batch of bank rows (``bank_id``, ``payload`` = the bank's documents as JSON,
+``fingerprint``) and runs the engine's own ``Memory.retain`` per bank, so memory ids, chunks,
+entities and links are exactly those of an in-process retain of the same input. A bank is never
+split across calls: entity resolution and semantic links read what earlier batches of the same
+bank wrote, so one bank must be retained in order by one worker. Parallelism is across banks.
+
+The bank's graph snapshot is written by ``Memory.retain`` after the bank's units are written,
+then the in-memory graph is evicted so an actor's memory stays bounded over thousands of banks.
+
+Failures: an exception while retaining a bank is retried once in place (every write is an
+upsert of a deterministic id, so a repeat converges); a bank that fails twice comes back with
+``status="failed"`` and its error, and the driver counts it as rejected. A worker process that
+dies (OOM, a killed node) is restarted by Ray and its batch re-run (``max_restarts`` /
+``max_task_retries``), safe for the same reason.
+
+Fault injection for tests: ``MEMLANE_BACKFILL_FAULT=kill:<marker path>`` makes the first call
+that finds no file at the marker path create it and kill its own process mid-batch (before the
+batch's second bank, so the first is already written); ``raise:<marker path>`` raises once instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+STAGES = ("extract", "entities", "embed", "links", "write", "graph", "entities_write")
+# Stage latency buckets in seconds: a bank's stage on 2 cores runs from ~10 ms to a minute.
+_BOUNDARIES = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180]
+
+
+class _Metrics:
+    """Custom Ray metrics (exported on each node's Prometheus endpoint, shown in the dashboard's
+    Metrics view when Prometheus/Grafana are set up)."""
+
+    def __init__(self) -> None:
+        from ray.util.metrics import Counter, Histogram
+
+        self.banks = Counter("memlane_backfill_banks", "Banks retained by the backfill.",
+                             tag_keys=("status",))
+        self.turns = Counter("memlane_backfill_turns_retained", "Turns retained by the backfill.")
+        self.memories = Counter("memlane_backfill_memories_written",
+                                "Memory units written by the backfill.")
+        self.stage = Histogram("memlane_backfill_stage_seconds",
+                               "Seconds per retain stage, per bank.", boundaries=_BOUNDARIES,
+                               tag_keys=("stage",))
+        self.bank_seconds = Histogram("memlane_backfill_bank_seconds",
+                                      "Seconds to retain one bank.", boundaries=_BOUNDARIES)
+
+
+def _maybe_fault() -> None:
+    spec = os.environ.get("MEMLANE_BACKFILL_FAULT", "")
+    if not spec:
+        return
+    kind, _, marker = spec.partition(":")
+    if not marker:
+        return
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # once, across restarts
+    except FileExistsError:
+        return
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    if kind == "kill":
+        log.warning("MEMLANE_BACKFILL_FAULT: killing worker %d mid-batch", os.getpid())
+        os._exit(1)
+    if kind == "raise":
+        raise RuntimeError("MEMLANE_BACKFILL_FAULT: injected failure")
+
+
+class RetainWorker:
+    """Callable class for ``Dataset.map_batches`` (one engine per actor).
+
+    ``settings``: keyword arguments of :class:`memlane.settings.Settings` (``milvus_uri`` must
+    name a server every worker can reach). ``torch_threads`` defaults to the CPUs Ray gave the
+    actor (Ray sets OMP_NUM_THREADS=1 in workers).
+    """
+
+    def __init__(self, settings: dict[str, Any], use_gpu: bool = False) -> None:
+        from memlane.engine import Memory
+        from memlane.settings import Settings
+
+        kwargs = dict(settings)
+        if use_gpu:
+            kwargs.setdefault("embedder_device", "cuda")
+        if not kwargs.get("torch_threads"):
+            try:
+                import ray
+
+                cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
+            except Exception:  # noqa: BLE001 - outside Ray (unit use)
+                cpus = 1
+            kwargs["torch_threads"] = max(1, int(round(cpus)))
+        self.settings = Settings(**kwargs)
+        self.memory = Memory(self.settings)
+        # Load the models now, so the first batch's timing is the retain's, not the load's.
+        _ = self.memory.embedder, self.memory.extractor, self.memory.store
+        try:
+            self.metrics: _Metrics | None = _Metrics()
+        except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker
+            self.metrics = None
+
+    def retain_bank(self, bank_id: str, payload: str) -> dict[str, Any]:
+        """Retain one bank's documents; return its report (counts and stage seconds)."""
+        from pipelines.corpus import decode_bank
+
+        documents = decode_bank(payload)
+        report = self.memory.retain(bank_id, documents)
+        self.memory.graph.evict(bank_id)  # the snapshot is on disk; keep actor memory bounded
+        return report.as_dict()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, list] = {k: [] for k in ("bank_id", "fingerprint", "status", "error",
+                                                "turns", "memories", "chunks", "entities",
+                                                "links", "seconds", "worker_pid")}
+        ids = list(batch["bank_id"])
+        fault_at = 2 if len(ids) > 1 else 1  # after the first bank is written, when there is one
+        for n, (bank_id, payload, fp) in enumerate(zip(ids, batch["payload"],
+                                                       batch["fingerprint"]), start=1):
+            bank_id = str(bank_id)
+            t0 = time.perf_counter()
+            report, error = None, ""
+            for attempt in (0, 1):
+                try:
+                    if n == fault_at and attempt == 0:
+                        _maybe_fault()
+                    report = self.retain_bank(bank_id, str(payload))
+                    break
+                except Exception as exc:  # noqa: BLE001 - reported per bank, job goes on
+                    error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+                    log.warning("bank %s attempt %d failed: %s", bank_id, attempt + 1, error)
+                    self.memory.graph.evict(bank_id)
+            ok = report is not None
+            out["bank_id"].append(bank_id)
+            out["fingerprint"].append(str(fp))
+            out["status"].append("ok" if ok else "failed")
+            out["error"].append("" if ok else error)
+            for key, src in (("turns", "turns"), ("memories", "units"), ("chunks", "chunks"),
+                             ("entities", "entities"), ("links", "links")):
+                out[key].append(int(report[src]) if ok else 0)
+            out["seconds"].append(time.perf_counter() - t0)
+            out["worker_pid"].append(os.getpid())
+            if self.metrics is not None:
+                self.metrics.banks.inc(1, tags={"status": "ok" if ok else "failed"})
+                if ok:
+                    self.metrics.turns.inc(report["turns"])
+                    self.metrics.memories.inc(report["units"])
+                    for stage, seconds in report["timings_s"].items():
+                        self.metrics.stage.observe(float(seconds), tags={"stage": stage})
+                    self.metrics.bank_seconds.observe(time.perf_counter() - t0)
+        return out
+
+    def __del__(self) -> None:
+        try:
+            self.memory.close()
+        except Exception:  # noqa: BLE001
+            pass

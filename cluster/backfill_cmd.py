@@ -1,0 +1,159 @@
+"""``memlane backfill``: retain a large corpus in parallel on Ray Data.
+
+Registered in the CLI with ``app.command()(backfill)``. Without ``--address`` it starts a local
+Ray and a Milvus Lite server over the data directory, both on 127.0.0.1, and stops both at the
+end (Ctrl-C included). With ``--address`` it joins that cluster and writes to ``--milvus-uri``
+(or ``MEMLANE_MILVUS_URI``), which every node must reach.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+FORMAT_CHOICES = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(code=2)
+
+
+def _peak_rss_mb() -> float | None:
+    """Peak RSS of this process plus its children that have exited (resource.getrusage)."""
+    try:
+        import resource
+
+        self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return round(self_kb / 1024, 1)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _format(summary: dict) -> str:
+    lines = [
+        f"backfill: {summary['banks']} banks ({summary['retained_banks']} retained, "
+        f"{summary['skipped_banks']} unchanged since the last run, {summary['failed_banks']} failed)",
+        f"  {summary['turns']} turns -> {summary['memories']} memories, {summary['entities']} "
+        f"entities, {summary['links']} links",
+        f"  {summary['rejects']} rejected records ({summary['reject_share']:.2%})"
+        + (f", reasons in {summary['rejects_path']}" if summary["rejects"] else ""),
+        f"  {summary['wall_s']:.1f}s wall, {summary['turns_per_s']:.1f} turns/s "
+        f"({summary['workers']} workers; read {summary['read_s']:.1f}s; "
+        f"{summary['total_s']:.1f}s with cluster start and stop)",
+    ]
+    return "\n".join(lines)
+
+
+def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory of them."),
+             format: str = typer.Option("auto", "--format",
+                                        help="auto | locomo | longmemeval | jsonl | parquet"),
+             address: Optional[str] = typer.Option(None, "--address",
+                                                   help="Ray cluster to join (ray://host:10001 or "
+                                                        "auto); default: a local Ray on 127.0.0.1."),
+             data_dir: Optional[Path] = typer.Option(None, "--data-dir",
+                                                     help="Data directory (default: "
+                                                          "MEMLANE_DATA_DIR or ./.memlane)."),
+             milvus_uri: Optional[str] = typer.Option(None, "--milvus-uri",
+                                                      help="Milvus server for the workers; "
+                                                           "default: a local Milvus Lite server "
+                                                           "over the data directory."),
+             workers: Optional[int] = typer.Option(None, "--workers",
+                                                   help="Retain actors (default: one per CPU, "
+                                                        "or per GPU)."),
+             json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+             max_reject_share: float = typer.Option(0.01, "--max-reject-share",
+                                                    help="Fail (exit 2) when more than this share "
+                                                         "of records is rejected.")) -> None:
+    """Backfill a corpus (LoCoMo, LongMemEval, JSONL/Parquet records) into memory banks on Ray."""
+    from pydantic import ValidationError
+
+    from memlane.errors import MemlaneError
+    from memlane.settings import Settings
+
+    try:
+        if format not in FORMAT_CHOICES:
+            raise ValueError(f"--format must be one of {', '.join(FORMAT_CHOICES)}, not {format!r}")
+        if not 0.0 <= max_reject_share <= 1.0:
+            raise ValueError(f"--max-reject-share must be in [0, 1], got {max_reject_share}")
+        if workers is not None and workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {workers}")
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file or directory")
+        settings = Settings(data_dir=data_dir) if data_dir else Settings()
+        uri = milvus_uri or settings.milvus_uri
+        if address and not uri:
+            raise ValueError("--address needs --milvus-uri (or MEMLANE_MILVUS_URI): the workers "
+                             "of a cluster cannot share a local Milvus Lite directory")
+    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
+        _fail(str(exc) or type(exc).__name__)
+
+    from pipelines.backfill import (BackfillConfig, RejectLimitExceeded, prepare_backfill,
+                                    run_backfill)
+
+    overrides = {k: v for k, v in settings.model_dump(mode="json").items()
+                 if k not in ("data_dir", "milvus_uri")}
+    cfg = BackfillConfig(path=path, milvus_uri=uri or "", data_dir=settings.data_dir, fmt=format,
+                         workers=workers, max_reject_share=max_reject_share,
+                         progress=not json_out or sys.stderr.isatty(), settings=overrides)
+    summary = None
+    t0 = time.perf_counter()
+    try:
+        # Read and validate before starting anything: bad input fails in seconds.
+        plan = prepare_backfill(cfg)
+        if address:
+            import ray
+
+            ray.init(address=address, logging_level="WARNING",
+                     runtime_env={"env_vars": {k: v for k, v in os.environ.items()
+                                               if k.startswith("MEMLANE_")}})
+            try:
+                summary = run_backfill(cfg, plan)
+            finally:
+                ray.shutdown()
+        elif uri:
+            import ray
+
+            from cluster.local import start_local_ray
+
+            start_local_ray()
+            try:
+                summary = run_backfill(cfg, plan)
+            finally:
+                ray.shutdown()
+        else:
+            from cluster.local import local_cluster
+
+            with local_cluster(settings.data_dir) as local_uri:
+                cfg.milvus_uri = local_uri
+                summary = run_backfill(cfg, plan)
+    except RejectLimitExceeded as exc:
+        if json_out:
+            typer.echo(json.dumps(_public(exc.summary.as_dict())))
+        _fail(str(exc))
+    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
+        _fail(str(exc) or type(exc).__name__)
+    except KeyboardInterrupt:
+        typer.echo("backfill interrupted: finished banks are in the ledger; run the same command "
+                   "again to finish (banks already written are skipped)", err=True)
+        raise typer.Exit(code=130)
+
+    out = summary.as_dict()
+    out["total_s"] = round(time.perf_counter() - t0, 3)  # with cluster start and stop
+    out["peak_rss_mb_driver"] = _peak_rss_mb()
+    if json_out:
+        typer.echo(json.dumps(_public(out)))
+    else:
+        typer.echo(_format(out))
+
+
+def _public(summary: dict) -> dict:
+    """The summary with the headline keys first."""
+    head = ("banks", "turns", "memories", "entities", "links", "rejects", "wall_s", "turns_per_s")
+    return {**{k: summary[k] for k in head}, **{k: v for k, v in summary.items() if k not in head}}

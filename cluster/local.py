@@ -1,0 +1,177 @@
+"""The local default cluster: Ray and a Milvus Lite gRPC server, both bound to 127.0.0.1.
+
+* :class:`MilvusLiteServer` runs ``milvus-lite server --data-dir DIR --host 127.0.0.1 --port P``
+  (a console script of the milvus-lite package) over ``DATA_DIR/milvus.db``, the same directory
+  the engine opens in-process, so what a backfill writes is what ``memlane recall`` reads later.
+  Every Ray worker connects with ``MEMLANE_MILVUS_URI=http://127.0.0.1:P``: the client path of
+  a production Milvus server. The server is started in its own session, so a Ctrl-C in the
+  terminal reaches the driver only; the driver stops the server last, with SIGINT (Lite drains
+  in-flight requests and closes its data cleanly on SIGINT), then SIGTERM, then SIGKILL.
+* :func:`start_local_ray` starts a single-node Ray whose every port is on loopback. Ray 2.60
+  rewrites ``_node_ip_address="127.0.0.1"`` to the machine's routable address
+  (``services.resolve_ip_for_localhost``) and its GCS, raylet and worker ports then listen on all
+  interfaces (checked with ``ss -ltnp``: 8 listeners on ``*`` or ``0.0.0.0``). Ray uses the
+  loopback address as the node IP only when ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (its
+  "no multi-node cluster" switch, which despite the name applies on Linux too); with it every
+  Ray listener is on 127.0.0.1 (checked the same way). It must be set before ``import ray``
+  in this process and is inherited by the processes Ray starts, so it is set here first.
+  The dashboard (127.0.0.1:8265 by default) asks for the token in ``~/.ray/auth_token``: Ray
+  2.60 turns token auth on for local clusters and writes that file when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _milvus_lite_command() -> list[str]:
+    exe = Path(sys.executable).with_name("milvus-lite")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("milvus-lite")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "milvus_lite"]
+
+
+class MilvusLiteServer:
+    """A ``milvus-lite server`` subprocess on loopback; a context manager.
+
+    ``uri`` is ``http://127.0.0.1:PORT`` once :meth:`start` returns. The server holds the data
+    directory's lock, so no process may open the same directory as a Lite file meanwhile.
+    """
+
+    def __init__(self, data_dir: str | Path, *, port: int | None = None,
+                 start_timeout_s: float = 60.0, log_path: str | Path | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.db_dir = self.data_dir / "milvus.db"
+        self.port = port
+        self.start_timeout_s = start_timeout_s
+        self.log_path = Path(log_path) if log_path else self.data_dir / "milvus-lite-server.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def start(self) -> "MilvusLiteServer":
+        """Start the server and wait until it answers a client call."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        cmd = [*_milvus_lite_command(), "server", "--data-dir", str(self.db_dir),
+               "--host", LOOPBACK, "--port", str(self.port)]
+        log = open(self.log_path, "ab")
+        try:
+            # start_new_session: a terminal Ctrl-C goes to the driver, which stops us in order.
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            log.close()
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                tail = self.log_path.read_text(errors="replace")[-800:]
+                raise RuntimeError(f"milvus-lite server exited with code {self.proc.returncode}: "
+                                   f"{' '.join(tail.split())}")
+            if self._ready():
+                return self
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"milvus-lite server did not answer on {self.uri} within "
+                                   f"{self.start_timeout_s:.0f}s (log: {self.log_path})")
+            time.sleep(0.2)
+
+    def _ready(self) -> bool:
+        try:
+            with socket.create_connection((LOOPBACK, self.port), timeout=0.5):
+                pass
+        except OSError:
+            return False
+        try:
+            from pymilvus import MilvusClient
+
+            client = MilvusClient(uri=self.uri, timeout=5)
+            try:
+                client.list_collections()
+            finally:
+                client.close()
+            return True
+        except Exception:  # noqa: BLE001 - not up yet
+            return False
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGINT (clean close), then SIGTERM, then SIGKILL. Idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGINT, timeout_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            try:
+                proc.send_signal(sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def __enter__(self) -> "MilvusLiteServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def bind_ray_to_loopback() -> None:
+    """Make the Ray started by this process use 127.0.0.1 as its node IP (see the module
+    docstring). Call before ``import ray``; harmless after (then it only affects children)."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | None = None,
+                    **kwargs):
+    """``ray.init`` of a new single-node cluster with every listener on 127.0.0.1."""
+    bind_ray_to_loopback()
+    import ray
+
+    return ray.init(num_cpus=num_cpus, include_dashboard=include_dashboard,
+                    dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
+                    logging_level="WARNING", **kwargs)
+
+
+@contextmanager
+def local_cluster(data_dir: str | Path, *, num_cpus: int | None = None,
+                  include_dashboard: bool | None = None,
+                  runtime_env: dict | None = None) -> Iterator[str]:
+    """Start the Milvus Lite server over ``data_dir`` and a loopback Ray; yield the Milvus
+    URI; on exit (Ctrl-C included) shut Ray down first, then the server."""
+    server = MilvusLiteServer(data_dir)
+    server.start()
+    try:
+        import ray
+
+        start_local_ray(num_cpus, include_dashboard=include_dashboard, runtime_env=runtime_env)
+        try:
+            yield server.uri
+        finally:
+            ray.shutdown()
+    finally:
+        server.stop()

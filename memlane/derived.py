@@ -1,0 +1,126 @@
+"""Derived per-bank state held in process: the search index and the memory graph.
+
+Both are rebuilt from the store of record, so they can be dropped at any time. Each bank's
+state remembers the store's revision token it was built at; :meth:`DerivedState.ensure`
+compares it with the store's current token (one point lookup, ~1 ms) and reloads on a change,
+so a write made by another process (a backfill worker, another Serve replica) is seen by the
+next recall here. Writes made through this process update the state in place instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime
+from typing import Sequence
+
+import numpy as np
+
+from memlane.interfaces import GraphNode, GraphStore, Hit, UnitFilter, VectorStore
+from memlane.recall.index import BankIndex
+
+log = logging.getLogger(__name__)
+
+
+def node_of(unit) -> GraphNode:
+    """The graph's view of a unit (everything it needs is stored on the unit)."""
+    at = unit.occurred_start or unit.mentioned_at
+    return GraphNode(id=unit.id, entity_ids=list(unit.entity_ids), timestamp=at.timestamp(),
+                     links=list(unit.links))
+
+
+class DerivedState:
+    """Per-bank search indexes and graphs, kept coherent with the store's revision tokens.
+
+    Its ``search_*`` methods mirror the store's, so recall and retain can run on either."""
+
+    def __init__(self, store: VectorStore, graph: GraphStore, dim: int, *,
+                 with_index: bool = True) -> None:
+        """``with_index=False`` keeps graphs only (search goes to a Milvus server)."""
+        self.store = store
+        self.graph = graph
+        self.dim = dim
+        self.with_index = with_index
+        self._indexes: dict[str, BankIndex] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, bank_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(bank_id, threading.Lock())
+
+    def ensure(self, bank_id: str) -> BankIndex:
+        """The bank's index (and graph), reloaded from the store when its revision changed."""
+        token = self.store.get_revision(bank_id)
+        index = self._indexes.get(bank_id)
+        if index is not None and index.revision == token:
+            return index
+        with self._lock(bank_id):
+            index = self._indexes.get(bank_id)
+            if index is not None and index.revision == token:
+                return index
+            return self._load(bank_id, token)
+
+    def _load(self, bank_id: str, token: str) -> BankIndex:
+        index = BankIndex(self.dim, revision=token)
+        nodes: list[GraphNode] = []
+        for batch in self.store.iter_units(bank_id, with_embedding=self.with_index):
+            if self.with_index:
+                index.upsert(batch)
+            nodes.extend(node_of(u) for u in batch)
+        # A snapshot saves rebuilding the graph when it matches what the store holds.
+        if not (self.graph.load(bank_id) and self.graph.stats(bank_id).get("units") == len(nodes)):
+            self.graph.rebuild(bank_id, nodes)
+        self._indexes[bank_id] = index
+        log.info("loaded bank %s: %d units at revision %s", bank_id, len(index), token or "-")
+        return index
+
+    def upsert_units(self, bank_id: str, units: Sequence) -> None:
+        """Bring the bank's state up to date with units this process just wrote."""
+        if self.with_index:
+            self.index(bank_id).upsert(units)
+        self.graph.add_nodes(bank_id, [node_of(u) for u in units])
+
+    def wrote(self, bank_id: str, seen: str) -> None:
+        """Record a write this process made to the bank (its state already updated in place).
+
+        ``seen`` is the token the state was at before the write; if another process wrote in
+        between, the state is marked stale so the next ensure() reloads it."""
+        current = self.store.get_revision(bank_id)
+        token = self.store.bump_revision(bank_id)
+        index = self._indexes.get(bank_id)
+        if index is not None:
+            index.revision = token if current == seen else "stale"
+
+    def drop(self, bank_id: str) -> None:
+        self._indexes.pop(bank_id, None)
+        self.graph.drop_bank(bank_id)
+
+    def index(self, bank_id: str) -> BankIndex:
+        index = self._indexes.get(bank_id)
+        return index if index is not None else self.ensure(bank_id)
+
+    # store-compatible search ------------------------------------------------------------------
+    def candidates(self, bank_id: str, ids: Sequence[str], flt: UnitFilter | None) -> dict[str, dict]:
+        """Scoring fields of the ids that pass ``flt`` (see BankIndex.candidates)."""
+        return self.index(bank_id).candidates(ids, flt)
+
+    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int,
+                     flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[list[Hit]]:
+        """Hits carry no fields, or only ``mentioned_at`` when any are asked for (all that
+        retain's semantic links use)."""
+        index = self.index(bank_id)
+        hits = [index.search_dense(v, limit, flt) for v in np.atleast_2d(vectors)]
+        if fields:
+            times = index.mentioned_at(h.id for hs in hits for h in hs)
+            for h in (h for hs in hits for h in hs):
+                h.fields = {"mentioned_at": times.get(h.id)}
+        return hits
+
+    def search_lexical(self, bank_id: str, text: str, limit: int,
+                       flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+        return self.index(bank_id).search_lexical(text, limit, flt)
+
+    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
+                    flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+        return self.index(bank_id).search_time(start.timestamp(), end.timestamp(), limit, flt)

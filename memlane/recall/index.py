@@ -1,0 +1,259 @@
+"""In-process search over one bank: a dense matrix, BM25 postings and the scalar columns the
+filters need. Derived data, like the graph: built from the store of record and kept in step
+with this process's writes; the engine reloads it when the bank's revision token changes.
+
+Why: Milvus Lite searches in pure Python and its cost grows with rows and hits. At 10k units a
+dense top-100 search took 47 ms p50 and a whole recall 109 ms p50 / 167 ms p95 (memlane bench
+engine, Nov 2026), against a 50 ms p95 target. A 10k x 384 matrix product is under 1 ms. With
+a Milvus server (C++, segment pruning) ``search_backend="milvus"`` searches the store directly.
+
+BM25 uses Milvus's formula and defaults (k1=1.2, b=0.75, idf = ln(1 + (N - n + .5)/(n + .5)))
+over the same analysed text (``memlane.stores.lexical.analyze``), so both backends rank alike.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from memlane.interfaces import Hit, UnitFilter
+from memlane.model import FactType, MemoryUnit
+from memlane.stores.lexical import analyze
+
+K1, B = 1.2, 0.75
+_FACT_CODES = {t.value: i for i, t in enumerate(FactType)}
+_TIME_KEYS = ("occurred_start", "occurred_end", "mentioned_at")
+
+
+def _ts(dt) -> float:
+    return math.nan if dt is None else dt.timestamp()
+
+
+class BankIndex:
+    """Dense, lexical and time search over one bank's units. Thread-safe."""
+
+    def __init__(self, dim: int, revision: str = "") -> None:
+        self.dim = dim
+        self.revision = revision
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._vec = np.zeros((0, self.dim), dtype=np.float32)
+        cols = ("alive", "mentioned", "valid_from", "invalid", "occ_start", "occ_end",
+                "t_start", "t_end", "ftype", "dl", "proof")
+        self._cols = {c: np.zeros(0) for c in cols}
+        self._docs: list[str] = []
+        self._texts: list[str] = []
+        self._tags: list[frozenset[str]] = []
+        self._terms: list[Counter] = []
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._post_np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._df: Counter = Counter()
+        self._n = 0  # rows used (alive or dead)
+        self._alive_n = 0
+        self._alive_len = 0.0
+
+    def __len__(self) -> int:
+        return self._alive_n
+
+    # writes ---------------------------------------------------------------------------------
+    def upsert(self, units: Sequence[MemoryUnit]) -> None:
+        """Add units (with embeddings); a unit already present is replaced."""
+        with self._lock:
+            self._remove([u.id for u in units if u.id in self._pos])
+            self._grow(self._n + len(units))
+            for u in units:
+                if u.embedding is None:
+                    raise ValueError(f"unit {u.id!r} has no embedding")
+                i = self._n
+                self._n += 1
+                self.ids.append(u.id)
+                self._pos[u.id] = i
+                self._vec[i] = u.embedding
+                start = u.occurred_start or u.mentioned_at
+                end = u.occurred_end or start
+                c = self._cols
+                c["alive"][i] = 1.0
+                c["mentioned"][i] = u.mentioned_at.timestamp()
+                c["valid_from"][i] = _ts(u.valid_from or u.mentioned_at)
+                c["invalid"][i] = _ts(u.invalid_at)
+                c["occ_start"][i] = _ts(u.occurred_start)
+                c["occ_end"][i] = _ts(u.occurred_end)
+                c["t_start"][i], c["t_end"][i] = start.timestamp(), end.timestamp()
+                c["ftype"][i] = _FACT_CODES[FactType(u.fact_type).value]
+                c["proof"][i] = u.proof_count
+                self._texts.append(u.text)
+                terms = Counter(analyze(f"{u.text} {u.context}").split())
+                c["dl"][i] = sum(terms.values())
+                self._docs.append(u.document_id)
+                self._tags.append(frozenset(u.tags))
+                self._terms.append(terms)
+                for term, tf in terms.items():
+                    pos, tfs = self._postings.setdefault(term, ([], []))
+                    pos.append(i)
+                    tfs.append(tf)
+                    self._post_np.pop(term, None)
+                    self._df[term] += 1
+                self._alive_n += 1
+                self._alive_len += c["dl"][i]
+
+    def remove(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            self._remove([i for i in ids if i in self._pos])
+            if self._n > 1000 and self._alive_n < self._n // 2:
+                self._compact()
+
+    def _remove(self, ids: list[str]) -> None:
+        for uid in ids:
+            i = self._pos.pop(uid)
+            self._cols["alive"][i] = 0.0
+            self._alive_n -= 1
+            self._alive_len -= self._cols["dl"][i]
+            for term in self._terms[i]:
+                self._df[term] -= 1
+
+    def _grow(self, need: int) -> None:
+        cap = self._vec.shape[0]
+        if need <= cap:
+            return
+        new = max(need, 2 * cap, 256)
+        vec = np.zeros((new, self.dim), dtype=np.float32)
+        vec[:cap] = self._vec
+        self._vec = vec
+        for name, col in self._cols.items():
+            grown = np.zeros(new)
+            grown[:cap] = col
+            self._cols[name] = grown
+
+    def _compact(self) -> None:
+        """Rebuild without dead rows (after many deletes or replacements)."""
+        keep = [i for i in range(self._n) if self._cols["alive"][i]]
+        rows = [(self.ids[i], self._vec[i].copy(), {k: c[i] for k, c in self._cols.items()},
+                 self._docs[i], self._tags[i], self._terms[i], self._texts[i]) for i in keep]
+        self._reset()
+        self._grow(len(rows))
+        for uid, vec, cols, doc, tags, terms, text in rows:
+            i = self._n
+            self._n += 1
+            self.ids.append(uid)
+            self._pos[uid] = i
+            self._vec[i] = vec
+            for k, v in cols.items():
+                self._cols[k][i] = v
+            self._docs.append(doc)
+            self._tags.append(tags)
+            self._terms.append(terms)
+            self._texts.append(text)
+            for term, tf in terms.items():
+                pos, tfs = self._postings.setdefault(term, ([], []))
+                pos.append(i)
+                tfs.append(tf)
+                self._df[term] += 1
+            self._alive_n += 1
+            self._alive_len += cols["dl"]
+
+    # search ---------------------------------------------------------------------------------
+    def _mask(self, flt: UnitFilter | None) -> np.ndarray:
+        n, c = self._n, self._cols
+        mask = c["alive"][:n] > 0
+        if flt is None:
+            return mask
+        if flt.fact_types:
+            mask &= np.isin(c["ftype"][:n], [_FACT_CODES[FactType(t).value] for t in flt.fact_types])
+        if flt.document_id is not None:
+            mask &= np.fromiter((d == flt.document_id for d in self._docs[:n]), bool, n)
+        if flt.tags:
+            wanted = frozenset(flt.tags)
+            test = (wanted.issubset if flt.tags_match == "all" else wanted.isdisjoint)
+            hit = np.fromiter((test(t) for t in self._tags[:n]), bool, n)
+            mask &= hit if flt.tags_match == "all" else ~hit
+        invalid = c["invalid"][:n]
+        if flt.as_of is not None:
+            t = flt.as_of.timestamp()
+            mask &= (c["mentioned"][:n] <= t) & (c["valid_from"][:n] <= t)
+            mask &= np.isnan(invalid) | (invalid > t)
+        elif flt.only_valid:
+            mask &= np.isnan(invalid)
+        return mask
+
+    def _top(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> list[Hit]:
+        cand = np.flatnonzero(mask)
+        if cand.size == 0 or limit <= 0:
+            return []
+        s = scores[cand]
+        if cand.size > limit:
+            part = np.argpartition(-s, limit - 1)[:limit]
+            cand, s = cand[part], s[part]
+        order = np.lexsort((cand, -s))  # score desc, then insertion order for ties
+        return [Hit(id=self.ids[i], score=float(s[j])) for j, i in zip(order, cand[order])]
+
+    def search_dense(self, vector: np.ndarray, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
+        with self._lock:
+            scores = self._vec[: self._n] @ np.asarray(vector, dtype=np.float32).reshape(-1)
+            return self._top(scores, self._mask(flt), limit)
+
+    def search_lexical(self, text: str, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
+        terms = set(analyze(text).split())
+        with self._lock:
+            if not terms or not self._alive_n:
+                return []
+            n, avgdl = self._n, self._alive_len / self._alive_n
+            scores = np.zeros(n)
+            norm = K1 * (1 - B + B * self._cols["dl"][:n] / avgdl)
+            for term in terms:
+                df = self._df.get(term, 0)
+                if df <= 0:
+                    continue
+                pos, tf = self._postings_np(term)
+                idf = math.log(1 + (self._alive_n - df + 0.5) / (df + 0.5))
+                scores[pos] += idf * tf * (K1 + 1) / (tf + norm[pos])
+            return self._top(scores, self._mask(flt) & (scores > 0), limit)
+
+    def _postings_np(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        cached = self._post_np.get(term)
+        if cached is None:
+            pos, tfs = self._postings[term]
+            cached = self._post_np[term] = (np.asarray(pos), np.asarray(tfs, dtype=np.float64))
+        return cached
+
+    def search_time(self, start: float, end: float, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
+        """Units whose occurrence interval overlaps [start, end], nearest middle first, with
+        their time fields (epoch seconds)."""
+        with self._lock:
+            n, c = self._n, self._cols
+            mask = self._mask(flt) & (c["t_start"][:n] <= end) & (c["t_end"][:n] >= start)
+            gap = -np.abs((c["t_start"][:n] + c["t_end"][:n]) - (start + end))
+            hits = self._top(gap, mask, limit)
+            for h in hits:
+                i = self._pos[h.id]
+                h.score = 0.0
+                h.fields = {k: (None if math.isnan(v) else int(v)) for k, v in
+                            zip(_TIME_KEYS, (c["occ_start"][i], c["occ_end"][i], c["mentioned"][i]))}
+            return hits
+
+    def mentioned_at(self, ids: Iterable[str]) -> dict[str, float]:
+        with self._lock:
+            return {i: float(self._cols["mentioned"][self._pos[i]]) for i in ids if i in self._pos}
+
+    def candidates(self, ids: Sequence[str], flt: UnitFilter | None = None) -> dict[str, dict]:
+        """What scoring and packing need of each id that exists and passes ``flt``: text,
+        times (epoch seconds or None) and proof count."""
+        with self._lock:
+            mask = self._mask(flt)
+            c = self._cols
+            out = {}
+            for uid in ids:
+                i = self._pos.get(uid)
+                if i is None or not mask[i]:
+                    continue
+                out[uid] = {"text": self._texts[i], "proof_count": int(c["proof"][i]),
+                            **{k: (None if math.isnan(v) else int(v)) for k, v in zip(
+                                _TIME_KEYS, (c["occ_start"][i], c["occ_end"][i], c["mentioned"][i]))}}
+            return out

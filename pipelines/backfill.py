@@ -1,0 +1,375 @@
+"""Bulk backfill on Ray Data: a corpus of chat logs -> retained banks in Milvus + graph snapshots.
+
+Stages::
+
+    driver:  read + validate + group (pipelines.corpus)   -> rejects file, resume ledger
+             pack banks into groups of ~GROUP_TURNS turns  -> one Dataset row per group
+    actors:  map_batches(RetainWorker, batch_size=1, compute=ActorPoolStrategy(size=workers))
+             each call retains whole banks with the engine's Memory.retain
+    driver:  stream results (iter_batches) -> ledger lines, summary, metrics
+
+Why this shape (measured on the 2-core reference machine, see ``benchmarks/backfill_bench.py``
+and the issue's closing notes):
+
+* The unit of parallelism is the bank. Entity resolution and semantic links read what earlier
+  batches of the same bank wrote, so a bank is retained in order by one worker; that is also
+  what makes the memory ids, chunks, entities and links identical to an in-process
+  ``Memory.retain`` of the same input.
+* Ray's per-row overhead is kept out: a Dataset row is a *group* of whole banks (~GROUP_TURNS
+  turns, seconds of work), so Ray Data schedules a few hundred tasks for 100k turns instead of
+  100k rows. A row-per-turn actor pool measured 100 rows/s against 160 for a plain loop here.
+* Embedding is not split into its own actor stage: on CPU it would only add a hop, and a
+  separate stage cannot precede the retainer's per-batch link search without changing the
+  engine. On a GPU cluster each retain actor takes a GPU share (``num_gpus``) and embeds there.
+
+Idempotence and resume: every id is deterministic and every write an upsert, so a re-run, a
+retried task or a restarted actor converges to the same state. Finished banks are appended to
+``backfill-ledger.jsonl`` in the data directory as results stream in; a re-run skips a bank
+whose input fingerprint is in the ledger *and* whose unit count in Milvus still matches, and
+retains everything else again (a crash mid-bank simply redoes that bank).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pipelines.corpus import BankInput, encode_bank, fingerprint, read_corpus
+
+log = logging.getLogger(__name__)
+
+# Turns per Dataset row (a group of whole banks). A group is ~10 s of retain on 2 CPU cores:
+# large enough that Ray's per-task overhead (a few ms) vanishes, small enough to balance a
+# pool and to show progress. Banks larger than this go alone.
+GROUP_TURNS = 1024
+REJECTS_FILE = "backfill-rejects.jsonl"
+LEDGER_FILE = "backfill-ledger.jsonl"
+
+
+class RejectLimitExceeded(Exception):
+    """The share of rejected records passed the configured limit."""
+
+    def __init__(self, message: str, summary: "BackfillSummary") -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+@dataclass
+class BackfillSummary:
+    """What a backfill did. ``banks``/``turns``/``memories``/``entities``/``links`` cover the
+    whole corpus (banks skipped by resume count with their ledger figures); ``turns_per_s`` is
+    turns retained in this run per second of wall time."""
+
+    banks: int = 0
+    turns: int = 0
+    memories: int = 0
+    entities: int = 0
+    links: int = 0
+    rejects: int = 0
+    wall_s: float = 0.0
+    turns_per_s: float = 0.0
+    retained_banks: int = 0
+    skipped_banks: int = 0
+    failed_banks: int = 0
+    retained_turns: int = 0
+    read_s: float = 0.0
+    reject_share: float = 0.0
+    workers: int = 0
+    rejects_path: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(out.pop("extra"))
+        return out
+
+
+@dataclass
+class BackfillConfig:
+    """Inputs of :func:`run_backfill`. ``settings`` are :class:`memlane.settings.Settings`
+    keyword overrides sent to every worker; ``milvus_uri`` must be reachable from all of them."""
+
+    path: Path
+    milvus_uri: str
+    data_dir: Path
+    fmt: str = "auto"
+    workers: int | None = None
+    max_reject_share: float = 0.01
+    group_turns: int = GROUP_TURNS
+    resume: bool = True
+    progress: bool = True
+    use_gpu: bool | None = None  # None: when the cluster has GPUs
+    settings: dict[str, Any] = field(default_factory=dict)
+    max_restarts: int = 3
+    runtime_env: dict[str, Any] | None = None  # e.g. {"env_vars": {...}} for the workers
+
+
+def _pack(rows: list[tuple[BankInput, str, str]], group_turns: int) -> list[dict[str, list]]:
+    """Greedy packing of banks (largest first, so stragglers come early) into groups of at most
+    ``group_turns`` turns; a bank larger than that is a group alone."""
+    rows = sorted(rows, key=lambda r: -r[0].n_turns)
+    groups: list[dict[str, list]] = []
+    cur: dict[str, list] = {"bank_id": [], "payload": [], "fingerprint": []}
+    size = 0
+    for bank, payload, fp in rows:
+        if cur["bank_id"] and size + bank.n_turns > group_turns:
+            groups.append(cur)
+            cur, size = {"bank_id": [], "payload": [], "fingerprint": []}, 0
+        cur["bank_id"].append(bank.bank_id)
+        cur["payload"].append(payload)
+        cur["fingerprint"].append(fp)
+        size += bank.n_turns
+    if cur["bank_id"]:
+        groups.append(cur)
+    return groups
+
+
+class _GroupAdapter:
+    """Unpacks a group row (lists of banks) for :class:`actors.retain.RetainWorker`."""
+
+    def __init__(self, settings: dict[str, Any], use_gpu: bool = False) -> None:
+        from actors.retain import RetainWorker
+
+        self.worker = RetainWorker(settings, use_gpu=use_gpu)
+
+    def __call__(self, batch):
+        # batch_format="pyarrow": one table of group rows with list columns.
+        ids, payloads, fps = [], [], []
+        for row in batch.to_pylist():
+            ids.extend(row["bank_id"])
+            payloads.extend(row["payload"])
+            fps.extend(row["fingerprint"])
+        return self.worker({"bank_id": ids, "payload": payloads, "fingerprint": fps})
+
+
+def _read_ledger(path: Path) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+            done[rec["bank_id"]] = rec
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut by a crash
+    return done
+
+
+def _driver_metrics():
+    try:
+        from ray.util.metrics import Counter
+
+        return (Counter("memlane_backfill_turns_read", "Turns read and accepted by the backfill."),
+                Counter("memlane_backfill_rejects", "Records rejected by the backfill.",
+                        tag_keys=("stage",)))
+    except Exception:  # noqa: BLE001
+        return None, None
+
+
+def _resource_plan(workers: int | None, use_gpu: bool | None) -> tuple[int, float, float, bool]:
+    import ray
+
+    res = ray.cluster_resources()
+    cpus = float(res.get("CPU", 1))
+    gpus = float(res.get("GPU", 0))
+    gpu = gpus > 0 if use_gpu is None else bool(use_gpu and gpus > 0)
+    if workers is None:
+        # One actor per GPU, else one per 2 CPUs... at least 1. On 2 cores: measured, see
+        # benchmarks/backfill_bench.py (2 actors x 1 thread vs 1 actor x 2 threads).
+        workers = max(1, int(gpus)) if gpu else max(1, int(cpus // DEFAULT_CPUS_PER_WORKER))
+    workers = max(1, int(workers))
+    cpu_each = cpus / workers  # the pool shares the CPUs; torch threads follow the share
+    gpu_each = (gpus / workers if gpus < workers else 1.0) if gpu else 0.0
+    return workers, cpu_each, gpu_each, gpu
+
+
+# A retain worker's torch threads and CPU reservation; see _resource_plan.
+DEFAULT_CPUS_PER_WORKER = 1
+
+
+@dataclass
+class BackfillPlan:
+    """The read, validated and grouped corpus: what :func:`execute_backfill` will retain."""
+
+    banks: list[tuple[BankInput, str, str]]  # (bank, payload, fingerprint)
+    summary: BackfillSummary
+    rejects_path: Path
+    ledger_path: Path
+    data_dir: Path
+
+
+def _append_rejects(path: Path, records: list[dict[str, Any]]) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+
+
+def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
+    """Read and validate the corpus; write the rejects file; check the reject share. Needs no
+    Ray and no Milvus, so bad input fails before anything starts.
+
+    Raises :class:`RejectLimitExceeded` (nothing written) when the share of rejected records
+    passes ``cfg.max_reject_share``, ValueError / FileNotFoundError for unusable input.
+    """
+    if not 0.0 <= cfg.max_reject_share <= 1.0:
+        raise ValueError(f"--max-reject-share must be in [0, 1], got {cfg.max_reject_share}")
+    if cfg.workers is not None and cfg.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {cfg.workers}")
+    t0 = time.perf_counter()
+    data_dir = Path(cfg.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    rejects_path = data_dir / REJECTS_FILE
+    summary = BackfillSummary(rejects_path=str(rejects_path))
+    with open(rejects_path, "w", encoding="utf-8") as rejects_file:
+        def reject(rec: dict[str, Any]) -> None:
+            rejects_file.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+
+        corpus = read_corpus(cfg.path, cfg.fmt, reject=reject)
+    summary.read_s = round(time.perf_counter() - t0, 3)
+    summary.rejects = corpus.rejects
+    summary.extra["turns_read"] = corpus.turns
+    total = corpus.turns + corpus.rejects
+    summary.reject_share = round(corpus.rejects / total, 6) if total else 0.0
+    if corpus.turns == 0:
+        raise ValueError(f"{cfg.path}: no valid turns to retain ({corpus.rejects} rejected, "
+                         f"see {rejects_path})")
+    if summary.reject_share > cfg.max_reject_share:
+        summary.wall_s = summary.read_s
+        raise RejectLimitExceeded(
+            f"{corpus.rejects} of {total} records rejected ({summary.reject_share:.2%} > "
+            f"--max-reject-share {cfg.max_reject_share:.2%}); nothing written; reasons in "
+            f"{rejects_path}", summary)
+    banks = []
+    for bank in corpus.bank_inputs():
+        payload = encode_bank(bank)
+        banks.append((bank, payload, fingerprint(payload)))
+    corpus.banks.clear()
+    return BackfillPlan(banks=banks, summary=summary, rejects_path=rejects_path,
+                        ledger_path=data_dir / LEDGER_FILE, data_dir=data_dir)
+
+
+def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict[str, Any]]]:
+    """Split the plan into banks to retain and ledger records of banks to skip: unchanged
+    input (same fingerprint) and the same unit count in Milvus as when they finished."""
+    ledger = _read_ledger(plan.ledger_path) if cfg.resume else {}
+    todo, skipped = [], []
+    store = None
+    try:
+        for bank, payload, fp in plan.banks:
+            prev = ledger.get(bank.bank_id)
+            if prev and prev.get("fingerprint") == fp:
+                if store is None:
+                    from memlane.settings import Settings
+                    from memlane.stores.milvus import MilvusStore
+
+                    s = Settings(**{**cfg.settings, "milvus_uri": cfg.milvus_uri,
+                                    "data_dir": plan.data_dir})
+                    store = MilvusStore(s, dim=s.embedding_dim)
+                if store.count_units(bank.bank_id) == prev.get("memories"):
+                    skipped.append(prev)
+                    continue
+            todo.append((bank, payload, fp))
+    finally:
+        if store is not None:
+            store.close()
+    return todo, skipped
+
+
+def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
+                 on_result: Callable[[dict], None] | None = None) -> BackfillSummary:
+    """Run the backfill on the Ray cluster this process is connected to (``ray.init`` first).
+
+    ``plan`` comes from :func:`prepare_backfill` (read here when omitted). Raises
+    :class:`RejectLimitExceeded` when rejected records pass ``cfg.max_reject_share``: before
+    anything is written when the read finds too many, or at the end when banks failed to
+    retain (the other banks are written).
+    """
+    import ray
+
+    t0 = time.perf_counter()
+    if plan is None:
+        plan = prepare_backfill(cfg)
+    summary = plan.summary
+    started = t0 - summary.read_s
+    turns_read, rejects_metric = _driver_metrics()
+    if turns_read is not None:
+        turns_read.inc(summary.extra.get("turns_read", 0) or 0)
+        if summary.rejects:
+            rejects_metric.inc(summary.rejects, tags={"stage": "read"})
+
+    todo, skipped = _skip_done(cfg, plan)
+    plan.banks = []
+    for prev in skipped:
+        summary.banks += 1
+        summary.skipped_banks += 1
+        for key in ("turns", "memories", "entities", "links"):
+            setattr(summary, key, getattr(summary, key) + int(prev.get(key, 0)))
+
+    if todo:
+        workers, cpu_each, gpu_each, gpu = _resource_plan(cfg.workers, cfg.use_gpu)
+        summary.workers = workers
+        summary.extra["gpu"] = gpu
+        groups = _pack(todo, cfg.group_turns)
+        n_turns = {b.bank_id: b.n_turns for b, _, _ in todo}
+        del todo
+        settings = {**cfg.settings, "milvus_uri": cfg.milvus_uri, "data_dir": str(plan.data_dir)}
+
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = cfg.progress
+        ds = ray.data.from_items(groups, override_num_blocks=len(groups))
+        del groups
+        with warnings.catch_warnings():
+            # Ray 2.60 deprecates **ray_remote_args but names no parameter for max_restarts /
+            # max_task_retries; its own default is unbounded (-1), which would retry a bank
+            # that kills its worker (OOM) forever. A bound is worth the warning.
+            warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
+            out = ds.map_batches(
+                _GroupAdapter, batch_size=1, batch_format="pyarrow",
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                fn_constructor_kwargs={"settings": settings, "use_gpu": gpu},
+                num_cpus=cpu_each, num_gpus=gpu_each or None,
+                runtime_env=cfg.runtime_env or None,
+                max_restarts=cfg.max_restarts, max_task_retries=cfg.max_restarts)
+        failed: list[dict[str, Any]] = []
+        with open(plan.ledger_path, "a", encoding="utf-8") as ledger_file:
+            for batch in out.iter_batches(batch_size=None, batch_format="pyarrow"):
+                for rec in batch.to_pylist():
+                    summary.banks += 1
+                    if rec["status"] == "ok":
+                        summary.retained_banks += 1
+                        summary.retained_turns += rec["turns"]
+                        for key in ("turns", "memories", "entities", "links"):
+                            setattr(summary, key, getattr(summary, key) + rec[key])
+                        ledger_file.write(json.dumps(
+                            {k: rec[k] for k in ("bank_id", "fingerprint", "turns",
+                                                 "memories", "entities", "links")}) + "\n")
+                    else:
+                        summary.failed_banks += 1
+                        n = n_turns.get(rec["bank_id"], 1)
+                        summary.rejects += n
+                        failed.append({"source": "retain", "where": f"bank {rec['bank_id']}",
+                                       "reason": rec["error"], "records": n,
+                                       "bank_id": rec["bank_id"]})
+                        if rejects_metric is not None:
+                            rejects_metric.inc(n, tags={"stage": "retain"})
+                    if on_result is not None:
+                        on_result(rec)
+                ledger_file.flush()
+        if failed:
+            _append_rejects(plan.rejects_path, failed)
+
+    summary.wall_s = round(time.perf_counter() - started, 3)
+    summary.turns_per_s = round(summary.retained_turns / summary.wall_s, 2) if summary.wall_s else 0.0
+    total = summary.turns + summary.rejects
+    summary.reject_share = round(summary.rejects / total, 6) if total else 0.0
+    if summary.reject_share > cfg.max_reject_share:
+        raise RejectLimitExceeded(
+            f"{summary.rejects} of {total} records rejected ({summary.reject_share:.2%} > "
+            f"--max-reject-share {cfg.max_reject_share:.2%}; {summary.failed_banks} banks failed "
+            f"to retain); reasons in {plan.rejects_path}", summary)
+    return summary
