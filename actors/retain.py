@@ -8,7 +8,8 @@ split across calls: entity resolution and semantic links read what earlier batch
 bank wrote, so one bank must be retained in order by one worker. Parallelism is across banks.
 
 The bank's graph snapshot is written by ``Memory.retain`` after the bank's units are written,
-then the in-memory graph is evicted so an actor's memory stays bounded over thousands of banks.
+then the bank's in-process state (graph, search index) is evicted so an actor's memory stays
+bounded over thousands of banks.
 
 Failures: an exception while retaining a bank is retried once in place (every write is an
 upsert of a deterministic id, so a repeat converges); a bank that fails twice comes back with
@@ -74,6 +75,16 @@ def _maybe_fault() -> None:
         raise RuntimeError("MEMLANE_BACKFILL_FAULT: injected failure")
 
 
+def evict(memory, bank_id: str) -> None:
+    """Forget a finished bank's in-process derived state (index and graph), keeping its graph
+    snapshot on disk."""
+    derived = getattr(memory, "derived", None)
+    if derived is not None and hasattr(derived, "evict"):
+        derived.evict(bank_id)
+    else:
+        memory.graph.evict(bank_id)
+
+
 class RetainWorker:
     """Callable class for ``Dataset.map_batches`` (one engine per actor).
 
@@ -97,6 +108,12 @@ class RetainWorker:
             except Exception:  # noqa: BLE001 - outside Ray (unit use)
                 cpus = 1
             kwargs["torch_threads"] = max(1, int(round(cpus)))
+        try:
+            import ray
+
+            self.node_id = ray.get_runtime_context().get_node_id() or ""
+        except Exception:  # noqa: BLE001 - outside Ray
+            self.node_id = ""
         self.settings = Settings(**kwargs)
         self.memory = Memory(self.settings)
         # Load the models now, so the first batch's timing is the retain's, not the load's.
@@ -112,13 +129,13 @@ class RetainWorker:
 
         documents = decode_bank(payload)
         report = self.memory.retain(bank_id, documents)
-        self.memory.graph.evict(bank_id)  # the snapshot is on disk; keep actor memory bounded
+        evict(self.memory, bank_id)  # the snapshot is on disk; keep actor memory bounded
         return report.as_dict()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, list] = {k: [] for k in ("bank_id", "fingerprint", "status", "error",
                                                 "turns", "memories", "chunks", "entities",
-                                                "links", "seconds", "worker_pid")}
+                                                "links", "seconds", "worker_pid", "node_id")}
         ids = list(batch["bank_id"])
         fault_at = 2 if len(ids) > 1 else 1  # after the first bank is written, when there is one
         for n, (bank_id, payload, fp) in enumerate(zip(ids, batch["payload"],
@@ -135,7 +152,7 @@ class RetainWorker:
                 except Exception as exc:  # noqa: BLE001 - reported per bank, job goes on
                     error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
                     log.warning("bank %s attempt %d failed: %s", bank_id, attempt + 1, error)
-                    self.memory.graph.evict(bank_id)
+                    evict(self.memory, bank_id)
             ok = report is not None
             out["bank_id"].append(bank_id)
             out["fingerprint"].append(str(fp))
@@ -146,6 +163,7 @@ class RetainWorker:
                 out[key].append(int(report[src]) if ok else 0)
             out["seconds"].append(time.perf_counter() - t0)
             out["worker_pid"].append(os.getpid())
+            out["node_id"].append(self.node_id)
             if self.metrics is not None:
                 self.metrics.banks.inc(1, tags={"status": "ok" if ok else "failed"})
                 if ok:

@@ -9,7 +9,7 @@
    included; Ray and server start excluded and reported apart).
 
 Peak memory is the largest sum of RSS over this process and all its descendants (Ray's GCS,
-raylet, workers and the Milvus Lite server), sampled every 0.5 s with psutil.
+raylet, workers and the Milvus Lite server), sampled every 0.5 s from /proc.
 
     python benchmarks/backfill_bench.py ../shared/data/locomo10.json --check-ids
     python scripts/gen_corpus.py /tmp/syn100k.jsonl --turns 100000 --banks 1000
@@ -32,36 +32,61 @@ sys.path.insert(0, str(ROOT))
 
 
 class RssSampler:
-    """Peak of (this process + descendants) RSS, sampled in a thread."""
+    """Peak of (this process + descendants) RSS, sampled in a thread from /proc (Linux; psutil
+    is not installed here)."""
 
     def __init__(self, every_s: float = 0.5) -> None:
-        import psutil
-
-        self._proc = psutil.Process()
         self.every_s = every_s
         self.peak_mb = 0.0
+        self.peak_top: list[tuple[str, int]] = []  # the largest processes at the peak, MB
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _sample(self) -> float:
-        import psutil
-
-        total = 0
-        procs = [self._proc]
-        try:
-            procs += self._proc.children(recursive=True)
-        except psutil.Error:
-            pass
-        for p in procs:
-            try:
-                total += p.memory_info().rss
-            except psutil.Error:
+    @staticmethod
+    def _sample(detail: list | None = None) -> float:
+        parent: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
                 continue
-        return total / 2**20
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+                parent[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        tree, frontier = {os.getpid()}, [os.getpid()]
+        children: dict[int, list[int]] = {}
+        for pid, ppid in parent.items():
+            children.setdefault(ppid, []).append(pid)
+        while frontier:
+            for c in children.get(frontier.pop(), []):
+                if c not in tree:
+                    tree.add(c)
+                    frontier.append(c)
+        total_kb = 0
+        for pid in tree:
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            kb = int(line.split()[1])
+                            total_kb += kb
+                            if detail is not None:
+                                with open(f"/proc/{pid}/cmdline", "rb") as c:
+                                    name = c.read().replace(b"\0", b" ").decode(errors="replace")
+                                detail.append((name[:60], kb // 1024))
+                            break
+            except OSError:
+                continue
+        return total_kb / 1024
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, self._sample())
+            detail: list = []
+            mb = self._sample(detail)
+            if mb > self.peak_mb:
+                self.peak_mb = mb
+                self.peak_top = sorted(detail, key=lambda x: -x[1])[:8]
             self._stop.wait(self.every_s)
 
     def __enter__(self) -> "RssSampler":
@@ -98,6 +123,7 @@ def bench_embed(banks, sample: int | None) -> dict:
 
 
 def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
+    from actors.retain import evict
     from memlane.engine import Memory
     from memlane.settings import Settings
 
@@ -110,7 +136,7 @@ def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
         turns = units = 0
         for bank in banks:
             report = memory.retain(bank.bank_id, bank.documents)
-            memory.graph.evict(bank.bank_id)
+            evict(memory, bank.bank_id)  # as the backfill workers do
             turns += report.turns
             units += report.units
         dt = time.perf_counter() - t0
@@ -129,14 +155,27 @@ def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None) ->
             started = time.perf_counter() - t0
             cfg = BackfillConfig(path=path, milvus_uri=uri, data_dir=data_dir, fmt=fmt,
                                  workers=workers, progress=sys.stderr.isatty(), resume=False)
-            summary = run_backfill(cfg)
+            done = {"banks": 0, "turns": 0, "t0": time.perf_counter()}
+
+            def progress(rec: dict) -> None:  # partial figures, should a long run be cut
+                done["banks"] += 1
+                done["turns"] += rec["turns"]
+                if done["banks"] % 50 == 0:
+                    dt = time.perf_counter() - done["t0"]
+                    print(f"  progress: {done['banks']} banks, {done['turns']} turns in {dt:.0f}s "
+                          f"({done['turns'] / dt:.1f} turns/s), RSS now "
+                          f"{RssSampler._sample():.0f} MB, peak {rss.peak_mb:.0f} MB",
+                          file=sys.stderr, flush=True)
+
+            summary = run_backfill(cfg, on_result=progress)
         total = time.perf_counter() - t0
     out = summary.as_dict()
     return {"workers": summary.workers, "banks": out["banks"], "turns": out["turns"],
             "memories": out["memories"], "entities": out["entities"], "links": out["links"],
             "rejects": out["rejects"], "seconds": out["wall_s"], "read_s": out["read_s"],
             "turns_per_s": out["turns_per_s"], "cluster_start_s": round(started, 1),
-            "total_s": round(total, 1), "peak_rss_mb": round(rss.peak_mb)}
+            "total_s": round(total, 1), "peak_rss_mb": round(rss.peak_mb),
+            "peak_rss_top": rss.peak_top}
 
 
 def unit_ids(data_dir: Path, bank_ids) -> dict[str, list[str]]:

@@ -97,8 +97,10 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
     from pipelines.backfill import (BackfillConfig, RejectLimitExceeded, prepare_backfill,
                                     run_backfill)
 
+    # Sent to every worker; the Milvus token is not (workers read MEMLANE_MILVUS_TOKEN from
+    # their own environment, so the secret never lands in Ray's object store).
     overrides = {k: v for k, v in settings.model_dump(mode="json").items()
-                 if k not in ("data_dir", "milvus_uri")}
+                 if k not in ("data_dir", "milvus_uri", "milvus_token")}
     cfg = BackfillConfig(path=path, milvus_uri=uri or "", data_dir=settings.data_dir, fmt=format,
                          workers=workers, max_reject_share=max_reject_share,
                          progress=not json_out or sys.stderr.isatty(), settings=overrides)
@@ -112,7 +114,8 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
 
             ray.init(address=address, logging_level="WARNING",
                      runtime_env={"env_vars": {k: v for k, v in os.environ.items()
-                                               if k.startswith("MEMLANE_")}})
+                                               if k.startswith("MEMLANE_")
+                                               and k != "MEMLANE_MILVUS_TOKEN"}})
             try:
                 summary = run_backfill(cfg, plan)
             finally:

@@ -142,8 +142,13 @@ class MilvusLiteServer:
 
 def bind_ray_to_loopback() -> None:
     """Make the Ray started by this process use 127.0.0.1 as its node IP (see the module
-    docstring). Call before ``import ray``; harmless after (then it only affects children)."""
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    docstring). Ray reads the switch into ``ray_constants.ENABLE_RAY_CLUSTER`` when it is first
+    imported and looks the constant up at call time, so when Ray was imported already (a test
+    session, a notebook) the constant is set too."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | None = None,
@@ -152,9 +157,15 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
     bind_ray_to_loopback()
     import ray
 
-    return ray.init(num_cpus=num_cpus, include_dashboard=include_dashboard,
-                    dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
-                    logging_level="WARNING", **kwargs)
+    ctx = ray.init(num_cpus=num_cpus, include_dashboard=include_dashboard,
+                   dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
+                   logging_level="WARNING", **kwargs)
+    node_ip = ctx.address_info.get("node_ip_address")
+    if node_ip != LOOPBACK:
+        ray.shutdown()
+        raise RuntimeError(f"Ray started on {node_ip}, not on {LOOPBACK}: the local default must "
+                           "not listen on other interfaces")
+    return ctx
 
 
 @contextmanager

@@ -96,6 +96,13 @@ class DerivedState:
         self._indexes.pop(bank_id, None)
         self.graph.drop_bank(bank_id)
 
+    def evict(self, bank_id: str) -> None:
+        """Forget the bank's state in this process but keep its graph snapshot (a backfill
+        worker that retains thousands of banks keeps only the bank in hand); the next
+        ensure() reloads it."""
+        self._indexes.pop(bank_id, None)
+        self.graph.evict(bank_id)
+
     def index(self, bank_id: str) -> BankIndex:
         index = self._indexes.get(bank_id)
         return index if index is not None else self.ensure(bank_id)

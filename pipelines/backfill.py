@@ -258,25 +258,23 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
     input (same fingerprint) and the same unit count in Milvus as when they finished."""
     ledger = _read_ledger(plan.ledger_path) if cfg.resume else {}
     todo, skipped = [], []
-    store = None
+    from memlane.settings import Settings
+    from memlane.stores.milvus import MilvusStore
+
+    # Opening the store once here also creates its global collections before the workers
+    # start, so they do not race to create them (harmless, but each loser logs an RPC error).
+    s = Settings(**{**cfg.settings, "milvus_uri": cfg.milvus_uri, "data_dir": plan.data_dir})
+    store = MilvusStore(s, dim=s.embedding_dim)
     try:
         for bank, payload, fp in plan.banks:
             prev = ledger.get(bank.bank_id)
             if prev and prev.get("fingerprint") == fp:
-                if store is None:
-                    from memlane.settings import Settings
-                    from memlane.stores.milvus import MilvusStore
-
-                    s = Settings(**{**cfg.settings, "milvus_uri": cfg.milvus_uri,
-                                    "data_dir": plan.data_dir})
-                    store = MilvusStore(s, dim=s.embedding_dim)
                 if store.count_units(bank.bank_id) == prev.get("memories"):
                     skipped.append(prev)
                     continue
             todo.append((bank, payload, fp))
     finally:
-        if store is not None:
-            store.close()
+        store.close()
     return todo, skipped
 
 

@@ -238,13 +238,13 @@ class Corpus:
         turn_id = obj.get("turn_id")
         if turn_id is None:
             turn_id = f"{session_id}:{len(session) + 1}"
-        elif not isinstance(turn_id, str) or not turn_id.strip():
-            turn_id = str(turn_id) if isinstance(turn_id, int) and not isinstance(turn_id, bool) else ""
-            if not turn_id:
-                if not session:
-                    del doc.sessions[session_id]
-                return self.reject(source, where, "field 'turn_id': must be a non-empty string",
-                                   bank_id=raw_bank)
+        elif isinstance(turn_id, int) and not isinstance(turn_id, bool):
+            turn_id = str(turn_id)
+        if not isinstance(turn_id, str) or not turn_id.strip():
+            if not session:
+                del doc.sessions[session_id]
+            return self.reject(source, where, "field 'turn_id': must be a non-empty string",
+                               bank_id=raw_bank)
         if turn_id in doc.turn_ids:
             if not session:
                 del doc.sessions[session_id]
@@ -289,15 +289,19 @@ def _read_locomo(path: Path, corpus: Corpus) -> None:
         except (OSError, ValueError) as exc:
             return corpus.reject(path.name, "$", f"not a readable LoCoMo JSON file: {exc}")
         samples = data if isinstance(data, list) else [data]
-        conversations = []
+        if not samples or not all(isinstance(x, dict) for x in samples):
+            return corpus.reject(path.name, "$", str(whole))
+        conversations, seen = [], set()
         for i, sample in enumerate(samples):
             try:
-                conversations.append(loaders._locomo_sample(path.name, sample, f"$[{i}]"))
+                conv = loaders._locomo_sample(path.name, sample, f"$[{i}]")
+                if conv.document_id in seen:
+                    raise InputError(f"{path.name}: $[{i}].sample_id: duplicate sample_id "
+                                     f"{conv.document_id!r}")
+                seen.add(conv.document_id)
+                conversations.append(conv)
             except InputError as exc:
-                n = _locomo_turn_count(sample)
-                corpus.reject(path.name, f"$[{i}]", str(exc), n=max(n, 1))
-        if not conversations and not samples:
-            return corpus.reject(path.name, "$", str(whole))
+                corpus.reject(path.name, f"$[{i}]", str(exc), n=max(_locomo_turn_count(sample), 1))
     for conv in conversations:
         bank = bank_id_for(conv.document_id)
         corpus.add_conversation(bank, conv.document_id, conv.turns)

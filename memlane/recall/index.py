@@ -33,6 +33,18 @@ def _ts(dt) -> float:
     return math.nan if dt is None else dt.timestamp()
 
 
+def unit_fields(unit: MemoryUnit) -> dict:
+    """A unit in the store's hit-field form (times as epoch seconds), less vector and context."""
+    data = unit.model_dump(exclude={"embedding", "context", "id", "bank_id"})
+    data["bank_id"] = unit.bank_id
+    for key in ("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at"):
+        if data[key] is not None:
+            data[key] = int(data[key].timestamp())
+    data["fact_type"] = FactType(unit.fact_type).value
+    data["links"] = [{**link, "type": link["type"].value} for link in data["links"]]
+    return data
+
+
 class BankIndex:
     """Dense, lexical and time search over one bank's units. Thread-safe."""
 
@@ -47,10 +59,12 @@ class BankIndex:
         self._pos: dict[str, int] = {}
         self._vec = np.zeros((0, self.dim), dtype=np.float32)
         cols = ("alive", "mentioned", "valid_from", "invalid", "occ_start", "occ_end",
-                "t_start", "t_end", "ftype", "dl", "proof")
+                "t_start", "t_end", "ftype", "dl")
         self._cols = {c: np.zeros(0) for c in cols}
         self._docs: list[str] = []
-        self._texts: list[str] = []
+        # Each unit's fields, so recall returns memories without a store round trip (the
+        # fetch was 12 ms of a 35 ms recall at 1k units on Milvus Lite). ~2 KB a unit.
+        self._rows: list[dict] = []
         self._tags: list[frozenset[str]] = []
         self._terms: list[Counter] = []
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
@@ -88,8 +102,7 @@ class BankIndex:
                 c["occ_end"][i] = _ts(u.occurred_end)
                 c["t_start"][i], c["t_end"][i] = start.timestamp(), end.timestamp()
                 c["ftype"][i] = _FACT_CODES[FactType(u.fact_type).value]
-                c["proof"][i] = u.proof_count
-                self._texts.append(u.text)
+                self._rows.append(unit_fields(u))
                 terms = Counter(analyze(f"{u.text} {u.context}").split())
                 c["dl"][i] = sum(terms.values())
                 self._docs.append(u.document_id)
@@ -136,10 +149,10 @@ class BankIndex:
         """Rebuild without dead rows (after many deletes or replacements)."""
         keep = [i for i in range(self._n) if self._cols["alive"][i]]
         rows = [(self.ids[i], self._vec[i].copy(), {k: c[i] for k, c in self._cols.items()},
-                 self._docs[i], self._tags[i], self._terms[i], self._texts[i]) for i in keep]
+                 self._docs[i], self._tags[i], self._terms[i], self._rows[i]) for i in keep]
         self._reset()
         self._grow(len(rows))
-        for uid, vec, cols, doc, tags, terms, text in rows:
+        for uid, vec, cols, doc, tags, terms, row in rows:
             i = self._n
             self._n += 1
             self.ids.append(uid)
@@ -150,7 +163,7 @@ class BankIndex:
             self._docs.append(doc)
             self._tags.append(tags)
             self._terms.append(terms)
-            self._texts.append(text)
+            self._rows.append(row)
             for term, tf in terms.items():
                 pos, tfs = self._postings.setdefault(term, ([], []))
                 pos.append(i)
@@ -243,17 +256,13 @@ class BankIndex:
             return {i: float(self._cols["mentioned"][self._pos[i]]) for i in ids if i in self._pos}
 
     def candidates(self, ids: Sequence[str], flt: UnitFilter | None = None) -> dict[str, dict]:
-        """What scoring and packing need of each id that exists and passes ``flt``: text,
-        times (epoch seconds or None) and proof count."""
+        """The fields (as :func:`unit_fields`) of each id that exists and passes ``flt``.
+        Shared, not copied: callers must not modify them."""
         with self._lock:
             mask = self._mask(flt)
-            c = self._cols
             out = {}
             for uid in ids:
                 i = self._pos.get(uid)
-                if i is None or not mask[i]:
-                    continue
-                out[uid] = {"text": self._texts[i], "proof_count": int(c["proof"][i]),
-                            **{k: (None if math.isnan(v) else int(v)) for k, v in zip(
-                                _TIME_KEYS, (c["occ_start"][i], c["occ_end"][i], c["mentioned"][i]))}}
+                if i is not None and mask[i]:
+                    out[uid] = self._rows[i]
             return out

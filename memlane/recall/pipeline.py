@@ -133,17 +133,10 @@ class Recaller:
         ranks = {name: {h.id: (r, h.score) for r, h in enumerate(hs, start=1)}
                  for name, hs in hits.items()}
         fused_rank = {doc: r for r, (doc, _) in enumerate(fused, start=1)}
-        start = time.perf_counter()
-        full = fields
-        if self.search is not self.store:  # the index holds scoring fields only
-            full = self.store.get_unit_fields(bank_id, [ordered[k] for k in kept], _CANDIDATE_FIELDS)
-        timings["fetch"] += _ms(start)
         memories: list[RecalledMemory] = []
         for k in kept:
             final, i, (b_rec, b_tmp, b_prf) = scored[k]
             c = cands[i]
-            if c not in full:  # deleted meanwhile by another process
-                continue
             trace = None
             if req.trace:
                 trace = {
@@ -154,7 +147,7 @@ class Recaller:
                     "boosts": {"recency": b_rec, "temporal": b_tmp, "proof": b_prf},
                     "final": final,
                 }
-            memories.append(RecalledMemory(unit=unit_from_fields(bank_id, c, full[c]),
+            memories.append(RecalledMemory(unit=unit_from_fields(bank_id, c, fields[c]),
                                            score=final, tokens=counts[k], trace=trace))
         result = RecallResult(memories=memories, tokens=sum(m.tokens for m in memories),
                               query_interval=interval)

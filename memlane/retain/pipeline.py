@@ -8,8 +8,9 @@ the units, so a retain interrupted anywhere and run again converges to the same 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from memlane.derived import DerivedState
 from memlane.ids import unit_id
@@ -21,9 +22,9 @@ from memlane.retain.facts import Extractor, Fact
 from memlane.retain.links import semantic_links
 from memlane.settings import Settings
 
-# Facts per embedding/write batch: large enough to keep MiniLM batches full (64) and Milvus
-# writes amortised, small enough to bound memory on huge documents.
-BATCH_TURNS = 512
+# Turns per batch: a multiple of the embedder's batch (64), small enough that extracting the
+# next batch on a thread overlaps embedding the current one (torch releases the GIL).
+BATCH_TURNS = 128
 
 
 @dataclass
@@ -66,23 +67,20 @@ class Retainer:
         report = RetainReport(bank_id=bank.bank_id)
         timings: dict[str, float] = {}
         resolver = EntityResolver(bank.bank_id, self.store.list_entities(bank.bank_id))
-        pending: list[ChunkInput] = []
-        pending_turns = 0
-        for document_id, turns in conversations:
-            report.documents += 1
-            for item in chunk_turns(bank.bank_id, document_id, turns,
-                                    self.settings.chunk_max_turns, tags):
-                pending.append(item)
-                pending_turns += len(item.turns)
-                if pending_turns >= BATCH_TURNS:
-                    self._batch(bank, pending, resolver, tags, report, timings)
-                    if progress:
-                        progress(pending_turns)
-                    pending, pending_turns = [], 0
-        if pending:
-            self._batch(bank, pending, resolver, tags, report, timings)
-            if progress:
-                progress(pending_turns)
+        batches = self._batches(conversations, tags, report)
+        # Extraction (spaCy) of batch i+1 runs on a thread while batch i is embedded and
+        # written: the two overlap on the 2 cores instead of queueing.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-extract") as pool:
+            current = next(batches, None)
+            future = pool.submit(self._extract, bank, current, timings) if current else None
+            while current is not None:
+                facts = future.result()
+                following = next(batches, None)
+                future = pool.submit(self._extract, bank, following, timings) if following else None
+                self._batch(bank, current, facts, resolver, tags, report, timings)
+                if progress:
+                    progress(sum(len(item.turns) for item in current))
+                current = following
         tick = time.perf_counter()
         touched = resolver.entities()
         if touched:
@@ -96,7 +94,29 @@ class Retainer:
         report.timings_s = {k: round(v, 3) for k, v in timings.items()}
         return report
 
-    def _batch(self, bank: Bank, items: list[ChunkInput],
+    def _batches(self, conversations: Sequence[tuple[str, Sequence[Turn]]],
+                 tags: Sequence[str], report: RetainReport) -> Iterator[list[ChunkInput]]:
+        pending: list[ChunkInput] = []
+        pending_turns = 0
+        for document_id, turns in conversations:
+            report.documents += 1
+            for item in chunk_turns(report.bank_id, document_id, turns,
+                                    self.settings.chunk_max_turns, tags):
+                pending.append(item)
+                pending_turns += len(item.turns)
+                if pending_turns >= BATCH_TURNS:
+                    yield pending
+                    pending, pending_turns = [], 0
+        if pending:
+            yield pending
+
+    def _extract(self, bank: Bank, items: list[ChunkInput], timings: dict[str, float]):
+        tick = time.perf_counter()
+        facts = self.extractor.extract(bank, items)
+        timings["extract (overlapped)"] = timings.get("extract (overlapped)", 0.0) + time.perf_counter() - tick
+        return facts
+
+    def _batch(self, bank: Bank, items: list[ChunkInput], facts_per_chunk,
                resolver: EntityResolver, tags: Sequence[str], report: RetainReport,
                timings: dict[str, float]) -> None:
         def lap(name: str, since: float) -> float:
@@ -105,8 +125,6 @@ class Retainer:
             return now
 
         tick = time.perf_counter()
-        facts_per_chunk = self.extractor.extract(bank, items)
-        tick = lap("extract", tick)
 
         drafts: list[tuple[Chunk, int, Fact, list[str]]] = []
         for item, facts in zip(items, facts_per_chunk):

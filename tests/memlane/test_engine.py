@@ -219,3 +219,31 @@ def test_delete_bank_removes_everything(memory, tmp_path):
         memory.recall("fx", "allotment")
     with pytest.raises(BankNotFound):
         memory.delete_bank("fx")
+
+
+def test_a_second_engine_sees_writes_through_the_revision_token(settings, embedder, extractor, tmp_path):
+    rows = [{"speaker": "Ana", "text": "My cat is called Mochi.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"}]
+    more = [{"speaker": "Ana", "text": "I bought a kayak for the lake.", "timestamp": "2025-02-02T10:00:00Z", "session_id": "s2"}]
+    with Memory(settings, embedder=embedder, extractor=extractor) as writer, \
+            Memory(settings, embedder=embedder, extractor=extractor) as reader:
+        writer.retain_file("ana", write_jsonl_fixture(tmp_path / "a.jsonl", rows))
+        assert [m.unit.text for m in reader.recall("ana", "kayak").memories] == ["Ana: My cat is called Mochi."]
+        writer.retain_file("ana", write_jsonl_fixture(tmp_path / "b.jsonl", more))
+        top = reader.recall("ana", "kayak").memories[0].unit.text
+        assert top == "Ana: I bought a kayak for the lake."
+        writer.delete_document("ana", "b")
+        assert "kayak" not in " ".join(m.unit.text for m in reader.recall("ana", "kayak").memories)
+
+
+def test_milvus_search_backend_gives_the_same_top_hits(tmp_path, embedder, extractor):
+    from memlane.settings import Settings
+
+    path = write_locomo_fixture(tmp_path / "fx.json")
+    tops = {}
+    for backend in ("memory", "milvus"):
+        settings = Settings(data_dir=tmp_path / backend, search_backend=backend)
+        with Memory(settings, embedder=embedder, extractor=extractor) as m:
+            m.retain_file("fx", path)
+            tops[backend] = [[x.unit.id for x in m.recall("fx", q).memories[:3]]
+                             for q in ("What pet did Noor adopt?", "Marta's choir festival", "glacier thesis")]
+    assert tops["memory"] == tops["milvus"]

@@ -171,3 +171,17 @@ def test_wire_format_round_trip(tmp_path):
     back = decode_bank(encode_bank(bank))
     assert back == bank.documents
     assert isinstance(BankInput("x", back).n_turns, int) and BankInput("x", back).n_turns == 10
+
+
+def test_locomo_bad_sample_is_rejected_alone(tmp_path):
+    from fixtures import locomo_fixture_data
+
+    data = locomo_fixture_data()
+    data[1]["conversation"]["session_2_date_time"] = "whenever"
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data))
+    banks, rejects, corpus = _read(path)
+    assert list(banks) == ["fx-1"] and banks["fx-1"].n_turns == 10
+    assert corpus.rejects == 10  # fx-2's ten turns
+    assert len(rejects) == 1 and rejects[0]["where"] == "$[1]"
+    assert "cannot parse timestamp 'whenever'" in rejects[0]["reason"]
