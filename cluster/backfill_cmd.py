@@ -26,7 +26,7 @@ def _fail(message: str) -> None:
 
 
 def _peak_rss_mb() -> float | None:
-    """Peak RSS of this process plus its children that have exited (resource.getrusage)."""
+    """Peak RSS of this (driver) process in MB (resource.getrusage; Ray workers not included)."""
     try:
         import resource
 

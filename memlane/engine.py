@@ -3,7 +3,6 @@ backends. Plain Python; the Ray layers wrap it, never the other way round."""
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -14,7 +13,6 @@ from memlane.errors import BankNotFound, ConfigError, InvalidInput
 from memlane.model import Bank, Disposition, RecallRequest, RecallResult, Turn, check_bank_id, now_utc, utc
 from memlane.settings import Settings
 
-log = logging.getLogger(__name__)
 
 
 def _invalid(exc: ValidationError) -> InvalidInput:

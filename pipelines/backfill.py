@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 # large enough that Ray's per-task overhead (a few ms) vanishes, small enough to balance a
 # pool and to show progress. Banks larger than this go alone.
 GROUP_TURNS = 1024
+# Default pool: one retain worker per this many CPUs (see plan_resources).
+DEFAULT_CPUS_PER_WORKER = 1
 REJECTS_FILE = "backfill-rejects.jsonl"
 LEDGER_FILE = "backfill-ledger.jsonl"
 
@@ -171,30 +173,34 @@ def _driver_metrics():
         return None, None
 
 
+def plan_resources(cpus: float, gpus: float, workers: int | None,
+                   use_gpu: bool | None) -> tuple[int, float, float, bool]:
+    """(workers, CPUs per worker, GPUs per worker, on GPU) for a cluster's resources.
+
+    GPUs are used when the cluster has any (``use_gpu=None``) or when asked and present; a
+    CPU-only cluster never asks for GPUs, so the GPU path costs nothing where there are none.
+    Default pool: one worker per GPU, else one per CPU (on 2 cores, 2 workers with one torch
+    thread each measured faster than 1 worker with 2: see benchmarks/backfill_bench.py). The
+    pool shares the CPUs; each worker's torch threads follow its share."""
+    gpu = gpus > 0 if use_gpu is None else bool(use_gpu and gpus > 0)
+    if workers is None:
+        workers = max(1, int(gpus)) if gpu else max(1, int(cpus // DEFAULT_CPUS_PER_WORKER))
+    workers = max(1, int(workers))
+    cpu_each = cpus / workers
+    gpu_each = (min(1.0, gpus / workers)) if gpu else 0.0
+    return workers, cpu_each, gpu_each, gpu
+
+
 def _resource_plan(workers: int | None, use_gpu: bool | None) -> tuple[int, float, float, bool]:
     import ray
 
     res = ray.cluster_resources()
-    cpus = float(res.get("CPU", 1))
-    gpus = float(res.get("GPU", 0))
-    gpu = gpus > 0 if use_gpu is None else bool(use_gpu and gpus > 0)
-    if workers is None:
-        # One actor per GPU, else one per 2 CPUs... at least 1. On 2 cores: measured, see
-        # benchmarks/backfill_bench.py (2 actors x 1 thread vs 1 actor x 2 threads).
-        workers = max(1, int(gpus)) if gpu else max(1, int(cpus // DEFAULT_CPUS_PER_WORKER))
-    workers = max(1, int(workers))
-    cpu_each = cpus / workers  # the pool shares the CPUs; torch threads follow the share
-    gpu_each = (gpus / workers if gpus < workers else 1.0) if gpu else 0.0
-    return workers, cpu_each, gpu_each, gpu
-
-
-# A retain worker's torch threads and CPU reservation; see _resource_plan.
-DEFAULT_CPUS_PER_WORKER = 1
+    return plan_resources(float(res.get("CPU", 1)), float(res.get("GPU", 0)), workers, use_gpu)
 
 
 @dataclass
 class BackfillPlan:
-    """The read, validated and grouped corpus: what :func:`execute_backfill` will retain."""
+    """The read, validated and grouped corpus: what :func:`run_backfill` will retain."""
 
     banks: list[tuple[BankInput, str, str]]  # (bank, payload, fingerprint)
     summary: BackfillSummary

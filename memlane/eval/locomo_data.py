@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from memlane.ingest.loaders import InputError
+from memlane.ingest.loaders import InputError, read_text
 
 # LoCoMo category numbers (not in the paper's section order; see the data README).
 CATEGORY_NAMES = {
@@ -98,12 +98,7 @@ def normalize_evidence(raw: Iterable[str], valid_ids: set[str] | None = None) ->
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path.name}: not UTF-8 text ({exc.reason})") from None
+    text = read_text(path)
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -213,12 +208,7 @@ def load_qa_jsonl(
     conversation here to check against). Returns ``{sample_id: [QAItem, ...]}``."""
     path = Path(path)
     cats = _check_categories(categories)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path.name}: not UTF-8 text ({exc.reason})") from None
+    text = read_text(path)
     out: dict[str, list[QAItem]] = {}
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():

@@ -84,7 +84,7 @@ def detect_format(path: str | Path) -> str:
     :class:`InputError`, as do an empty file and one that is not UTF-8.
     """
     path = Path(path)
-    return _detect(path, _read_text(path))
+    return _detect(path, read_text(path))
 
 
 def load_conversations(path: str | Path, format: str = "auto") -> list[Conversation]:
@@ -96,7 +96,7 @@ def load_conversations(path: str | Path, format: str = "auto") -> list[Conversat
     path = Path(path)
     if format not in ("auto", *FORMATS):
         raise ValueError(f"unknown format {format!r}: use 'auto', 'locomo' or 'jsonl'")
-    text = _read_text(path)
+    text = read_text(path)
     fmt = _detect(path, text) if format == "auto" else format
     if fmt == "locomo":
         return _load_locomo(path, text)
@@ -107,7 +107,9 @@ def load_conversations(path: str | Path, format: str = "auto") -> list[Conversat
 # Reading and detection
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """A whole input file as text, with InputErrors that name the file (and the line of a
+    bad byte)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:

@@ -4,6 +4,7 @@ ids and the same units."""
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from memlane.model import Bank, FactType
@@ -12,8 +13,24 @@ from memlane.retain.facts import Fact, Mention
 from memlane.retain.ner import SpacyNER
 
 
+_WORD = re.compile(r"\b[A-Z][\w'-]*")
+
+
 def _norm(name: str) -> str:
     return " ".join(name.casefold().split())
+
+
+def _speaker_mentions(text: str, speakers: dict[str, str], found) -> list[Mention]:
+    """Speakers named in the text that NER did not report (it is skipped for many turns and
+    misses names at a sentence start): 'Melanie, look at this!' mentions Melanie."""
+    seen = {_norm(s) for s, _ in found}
+    out = []
+    for word in _WORD.findall(text):
+        key = _norm(word)
+        if key in speakers and key not in seen:
+            seen.add(key)
+            out.append(Mention(speakers[key], "PERSON"))
+    return out
 
 
 class RuleExtractor:
@@ -34,6 +51,7 @@ class RuleExtractor:
 
         turns = [t for item in chunks for t in item.turns]
         mentions = self._ner.entities([t.text for t in turns])
+        speakers = {_norm(t.speaker): t.speaker for t in turns}
         owner = _norm(bank.name) if bank.name else None
         out: list[list[Fact]] = []
         i = 0
@@ -55,7 +73,8 @@ class RuleExtractor:
                     occurred_start=start, occurred_end=end,
                     source_turns=[turn.turn_id],
                     context=" ".join(format_turn(t) for t in (around[pos - 1], around[pos + 1]) if t),
-                    mentions=[Mention(turn.speaker, "PERSON")] + [Mention(s, l) for s, l in ents],
+                    mentions=[Mention(turn.speaker, "PERSON")] + [Mention(s, l) for s, l in ents]
+                    + _speaker_mentions(turn.text, speakers, ents),
                     metadata={"speaker": turn.speaker, "session_id": turn.session_id},
                 ))
             out.append(facts)

