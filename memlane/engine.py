@@ -14,7 +14,6 @@ from memlane.model import Bank, Disposition, RecallRequest, RecallResult, Turn, 
 from memlane.settings import Settings
 
 
-
 def _invalid(exc: ValidationError) -> InvalidInput:
     """One line that names each bad field."""
     parts = []
