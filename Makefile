@@ -19,7 +19,7 @@ install: $(STAMP)
 ## The main job on the embedded default: bundled sample history -> Milvus Lite + igraph, then recall.
 demo: $(STAMP)
 	$(BIN)/memlane retain --bank demo samples/conversations.jsonl
-	$(BIN)/memlane recall --bank demo "Where does Priya work now?" --max-tokens 200
+	$(BIN)/memlane recall --bank demo "What is the name of Priya's dog?" --max-tokens 200
 
 ## The test suite (unit + integration on real Milvus Lite, igraph and models).
 test: $(STAMP)
