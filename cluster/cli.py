@@ -180,6 +180,15 @@ def bench_engine(sizes: List[int] = typer.Option([1000, 10000, 100000], "--size"
     typer.echo(json.dumps(report) if json_out else format_bench(report))
 
 
+def _register_backfill() -> None:
+    from cluster.backfill_cmd import backfill
+
+    app.command(help="Retain a large corpus in parallel on Ray Data (local Ray by default).")(backfill)
+
+
+_register_backfill()
+
+
 def main() -> None:
     app()
 
