@@ -31,7 +31,6 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-STAGES = ("extract", "entities", "embed", "links", "write", "graph", "entities_write")
 # Stage latency buckets in seconds: a bank's stage on 2 cores runs from ~10 ms to a minute.
 _BOUNDARIES = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180]
 
@@ -73,16 +72,6 @@ def _maybe_fault() -> None:
         os._exit(1)
     if kind == "raise":
         raise RuntimeError("MEMLANE_BACKFILL_FAULT: injected failure")
-
-
-def evict(memory, bank_id: str) -> None:
-    """Forget a finished bank's in-process derived state (index and graph), keeping its graph
-    snapshot on disk."""
-    derived = getattr(memory, "derived", None)
-    if derived is not None and hasattr(derived, "evict"):
-        derived.evict(bank_id)
-    else:
-        memory.graph.evict(bank_id)
 
 
 class RetainWorker:
@@ -129,7 +118,7 @@ class RetainWorker:
 
         documents = decode_bank(payload)
         report = self.memory.retain(bank_id, documents)
-        evict(self.memory, bank_id)  # the snapshot is on disk; keep actor memory bounded
+        self.memory.derived.evict(bank_id)  # the snapshot is on disk; keep actor memory bounded
         return report.as_dict()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +141,7 @@ class RetainWorker:
                 except Exception as exc:  # noqa: BLE001 - reported per bank, job goes on
                     error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
                     log.warning("bank %s attempt %d failed: %s", bank_id, attempt + 1, error)
-                    evict(self.memory, bank_id)
+                    self.memory.derived.evict(bank_id)
             ok = report is not None
             out["bank_id"].append(bank_id)
             out["fingerprint"].append(str(fp))

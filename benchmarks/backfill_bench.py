@@ -123,7 +123,6 @@ def bench_embed(banks, sample: int | None) -> dict:
 
 
 def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
-    from actors.retain import evict
     from memlane.engine import Memory
     from memlane.settings import Settings
 
@@ -136,7 +135,7 @@ def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
         turns = units = 0
         for bank in banks:
             report = memory.retain(bank.bank_id, bank.documents)
-            evict(memory, bank.bank_id)  # as the backfill workers do
+            memory.derived.evict(bank.bank_id)  # as the backfill workers do
             turns += report.turns
             units += report.units
         dt = time.perf_counter() - t0
