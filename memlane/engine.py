@@ -173,7 +173,9 @@ class Memory:
         except BankNotFound:
             if not create_bank:
                 raise
-            bank = self.create_bank(bank_id)
+            # No owner name: only a bank whose name is set types its owner's turns as
+            # experience; naming it after its id made a user called "priya" the agent.
+            bank = self.create_bank(bank_id, name="")
         for tag in tags:
             if not isinstance(tag, str) or not tag.strip():
                 raise InvalidInput(f"tags: invalid tag {tag!r}")

@@ -47,7 +47,7 @@ def test_retain_recall_banks_delete(run, tmp_path):
     assert "Pixel" in top["text"] and top["source_turns"] == ["s1:1"]
 
     r = run("banks", "--json")
-    assert json.loads(r.stdout) == [{"bank_id": "ana", "name": "ana", "memories": 3}]
+    assert json.loads(r.stdout) == [{"bank_id": "ana", "name": "", "memories": 3}]
 
     r = run("delete", "--bank", "ana")
     assert r.exit_code == 0

@@ -247,3 +247,10 @@ def test_milvus_search_backend_gives_the_same_top_hits(tmp_path, embedder, extra
             tops[backend] = [[x.unit.id for x in m.recall("fx", q).memories[:3]]
                              for q in ("What pet did Noor adopt?", "Marta's choir festival", "glacier thesis")]
     assert tops["memory"] == tops["milvus"]
+
+
+def test_auto_created_bank_has_no_owner_so_no_experience(memory, tmp_path):
+    rows = [{"speaker": "priya", "text": "I walked the dog.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"}]
+    memory.retain_file("priya", write_jsonl_fixture(tmp_path / "p.jsonl", rows))
+    assert memory.get_bank("priya").name == ""
+    assert [m.unit.fact_type for m in memory.recall("priya", "dog").memories] == [FactType.world]
