@@ -35,6 +35,18 @@ from typing import Iterator
 LOOPBACK = "127.0.0.1"
 
 
+DASHBOARD_PORT = 8265
+
+
+def _port_free(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 def free_port(host: str = LOOPBACK) -> int:
     """A TCP port that is free on ``host`` right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -157,6 +169,10 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
     bind_ray_to_loopback()
     import ray
 
+    # Ray's default dashboard port, unless something holds it (another local Ray, or one still
+    # shutting down: two pipeline tests failed on "127.0.0.1:8265 already occupied").
+    if include_dashboard is not False and "dashboard_port" not in kwargs:
+        kwargs["dashboard_port"] = DASHBOARD_PORT if _port_free(DASHBOARD_PORT) else free_port()
     for attempt in (0, 1):
         try:
             ctx = ray.init(num_cpus=num_cpus, include_dashboard=include_dashboard,
