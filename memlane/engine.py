@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import ValidationError
 
-from memlane.errors import BankNotFound, ConfigError, InvalidInput
+from memlane.errors import BankNotFound, ConfigError, InvalidInput, LLMNotConfigured
 from memlane.model import Bank, Disposition, RecallRequest, RecallResult, Turn, check_bank_id, now_utc, utc
 from memlane.settings import Settings
 
@@ -206,6 +206,14 @@ class Memory:
         self.get_bank(bank_id)
         self.derived.ensure(bank_id)
         return self.recaller.recall(bank_id, req)
+
+    # reflect ------------------------------------------------------------------------------
+    def reflect(self, bank_id: str, query: str, **options: Any):
+        """Answer ``query`` from the bank's memories in the bank's own voice (CARA). Needs an LLM
+        for the reflect role; raises :class:`~memlane.errors.LLMNotConfigured` without one."""
+        self.get_bank(bank_id)
+        raise LLMNotConfigured("reflect needs an LLM: set MEMLANE_LLM_BASE_URL (and MEMLANE_LLM_MODEL) "
+                               "to an OpenAI-compatible endpoint")
 
     # invalidation and deletion --------------------------------------------------------------
     def invalidate(self, bank_id: str, unit_id: str, *, superseded_by: str | None = None,

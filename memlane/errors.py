@@ -18,3 +18,8 @@ class BankNotFound(MemlaneError, LookupError):
 
 class ConfigError(MemlaneError):
     """A setting points at something that is not there (a model path, a server)."""
+
+
+class LLMNotConfigured(ConfigError):
+    """An operation needs an LLM and none is configured for its role; the message names the
+    setting to set."""
