@@ -186,7 +186,14 @@ def _register_backfill() -> None:
     app.command(help="Retain a large corpus in parallel on Ray Data (local Ray by default).")(backfill)
 
 
+def _register_serve() -> None:
+    from cluster.serve_cmd import serve_command
+
+    app.command("serve", help="Start the online service on 127.0.0.1 (or --stop it).")(serve_command)
+
+
 _register_backfill()
+_register_serve()
 
 
 def main() -> None:

@@ -175,7 +175,10 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
         kwargs["dashboard_port"] = DASHBOARD_PORT if _port_free(DASHBOARD_PORT) else free_port()
     for attempt in (0, 1):
         try:
-            ctx = ray.init(num_cpus=num_cpus, include_dashboard=include_dashboard,
+            # address="local": always a new cluster. Without it ray.init joins the cluster
+            # named in /tmp/ray/ray_current_cluster (any `ray start` or cluster_utils.Cluster
+            # on the machine), which then rejects num_cpus.
+            ctx = ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
                            dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
                            logging_level="WARNING", **kwargs)
             break

@@ -9,8 +9,9 @@ from typing import Any, Callable, Sequence
 
 from pydantic import ValidationError
 
-from memlane.errors import BankNotFound, ConfigError, InvalidInput, LLMNotConfigured
-from memlane.model import Bank, Disposition, RecallRequest, RecallResult, Turn, check_bank_id, now_utc, utc
+from memlane.errors import BankNotFound, ConfigError, InvalidInput, LLMNotConfigured, NotFound
+from memlane.model import (Bank, Disposition, Entity, FactType, MemoryUnit, RecallRequest,
+                           RecallResult, RetainItem, Turn, check_bank_id, now_utc, utc)
 from memlane.settings import Settings
 
 
@@ -196,6 +197,70 @@ class Memory:
         return self.retain(check, [(c.document_id, c.turns) for c in conversations], tags=tags,
                            progress=progress)
 
+    def retain_items(self, bank_id: str, items: Sequence[RetainItem | dict], *,
+                     document_id: str | None = None, tags: Sequence[str] = (),
+                     create_bank: bool = True, progress: Callable[[int], None] | None = None):
+        """Retain API items (see :class:`~memlane.model.RetainItem`). Items are grouped into
+        documents by ``document_id`` (the item's, else the call's, else one derived from the
+        content); each document replaces what it held before. Validated whole before anything
+        is written."""
+        turns_by_doc = self._documents_of(bank_id, items, document_id, tags)
+        try:
+            self.get_bank(bank_id)
+        except BankNotFound:
+            if not create_bank:
+                raise
+        from memlane.retain.pipeline import RetainReport
+
+        total = RetainReport(bank_id=bank_id)
+        for doc_id, (doc_tags, turns) in turns_by_doc.items():
+            gone = self.store.delete_document(bank_id, doc_id)
+            if gone["units"] or gone["chunks"]:
+                self._after_delete(bank_id)
+            report = self.retain(bank_id, [(doc_id, turns)], tags=doc_tags, progress=progress)
+            for key in ("documents", "turns", "chunks", "units", "links"):
+                setattr(total, key, getattr(total, key) + getattr(report, key))
+            total.entities += report.entities
+            total.seconds += report.seconds
+        return total
+
+    def _documents_of(self, bank_id: str, items, document_id, tags):
+        """Validate API items and group them into ``{document_id: (tags, turns)}``."""
+        from memlane.ids import make_id
+
+        self._check_bank_id(bank_id)
+        if not items:
+            raise InvalidInput("items: at least one item is required")
+        parsed: list[RetainItem] = []
+        for i, raw in enumerate(items):
+            try:
+                parsed.append(raw if isinstance(raw, RetainItem) else RetainItem.model_validate(raw))
+            except ValidationError as exc:
+                err = _invalid(exc)
+                raise InvalidInput(f"items.{i}.{err}") from None
+        for tag in tags:
+            if not isinstance(tag, str) or not tag.strip():
+                raise InvalidInput(f"tags: invalid tag {tag!r}")
+        now = now_utc()
+        auto = make_id("doc", bank_id, *(f"{it.speaker}\x1e{it.content}\x1e{it.timestamp}"
+                                         for it in parsed))[:16]
+        docs: dict[str, tuple[list[str], dict[str, list[Turn]]]] = {}
+        for i, it in enumerate(parsed):
+            doc_id = it.document_id or document_id or f"doc-{auto}"
+            doc_tags = sorted(set(tags) | set(it.tags))
+            entry = docs.setdefault(doc_id, (doc_tags, {}))
+            if entry[0] != doc_tags:
+                raise InvalidInput(f"items.{i}.tags: items of document {doc_id!r} must carry the "
+                                   "same tags (send documents with other tags separately)")
+            session = it.session_id or doc_id
+            turns = entry[1].setdefault(session, [])
+            turns.append(Turn(document_id=doc_id, session_id=session,
+                              turn_id=f"{session}:{len(turns) + 1}", index=len(turns),
+                              speaker=it.speaker, text=it.content,
+                              timestamp=it.timestamp or now, metadata=it.metadata))
+        return {d: (t, [x for ts in sessions.values() for x in ts])
+                for d, (t, sessions) in docs.items()}
+
     # recall -------------------------------------------------------------------------------
     def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
         """Recall memories for ``query``; ``options`` are the fields of RecallRequest."""
@@ -234,23 +299,77 @@ class Memory:
 
     def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks, then rebuild the bank's graph and drop entities
-        nothing mentions any more."""
+        nothing mentions any more. Raises InvalidInput for a document the bank does not hold."""
         self.get_bank(bank_id)
+        if not isinstance(document_id, str) or not document_id:
+            raise InvalidInput(f"document_id must be a non-empty string, got {document_id!r}")
         counts = self.store.delete_document(bank_id, document_id)
-        # Rebuilt from what the store now holds; the new token tells other processes too.
+        if not counts["units"] and not counts["chunks"]:
+            raise NotFound(f"document {document_id!r} is not in bank {bank_id!r}", "document_id")
+        counts["entities"] = self._after_delete(bank_id)
+        return counts
+
+    def delete_memory(self, bank_id: str, unit_id: str) -> dict[str, int]:
+        """Delete one memory unit (links to it are pruned, the graph rebuilt, orphaned entities
+        dropped). To keep history instead, use :meth:`invalidate`."""
+        self.get_bank(bank_id)
+        if not self.store.delete_units(bank_id, [unit_id]):
+            raise NotFound(f"memory {unit_id!r} is not in bank {bank_id!r}", "memory_id")
+        return {"units": 1, "entities": self._after_delete(bank_id)}
+
+    def _after_delete(self, bank_id: str) -> int:
+        """Rebuild derived state from what the store now holds (the new revision token tells
+        other processes too), drop entities nothing mentions and fix mention counts. Returns
+        how many entities were dropped."""
         self.derived.drop(bank_id)
         self.store.bump_revision(bank_id)
         self.derived.ensure(bank_id)
         entities = self.store.list_entities(bank_id)
         degrees = self.graph.entity_degrees(bank_id, [e.entity_id for e in entities])
         orphans = [e.entity_id for e in entities if degrees.get(e.entity_id, 0) == 0]
-        counts["entities"] = self.store.delete_entities(bank_id, orphans) if orphans else 0
+        dropped = self.store.delete_entities(bank_id, orphans) if orphans else 0
         changed = [e.model_copy(update={"mention_count": degrees[e.entity_id]}) for e in entities
                    if degrees.get(e.entity_id, 0) and degrees[e.entity_id] != e.mention_count]
         if changed:
             self.store.upsert_entities(bank_id, changed)
         self.graph.snapshot(bank_id)
-        return counts
+        return dropped
+
+    # listing ------------------------------------------------------------------------------
+    def list_memories(self, bank_id: str, *, offset: int = 0, limit: int = 100,
+                      types: Sequence[str] | None = None, document_id: str | None = None,
+                      include_invalid: bool = True) -> tuple[list[MemoryUnit], int]:
+        """A page of the bank's memories in id order, and how many match in all."""
+        from memlane.interfaces import UnitFilter
+
+        self.get_bank(bank_id)
+        if offset < 0 or not 1 <= limit <= 1000:
+            raise InvalidInput("offset must be >= 0 and limit in 1..1000")
+        try:
+            fact_types = [FactType(t) for t in types] if types else None
+        except ValueError as exc:
+            raise InvalidInput(f"types: {exc}") from None
+        flt = UnitFilter(fact_types=fact_types, document_id=document_id,
+                         only_valid=not include_invalid)
+        ids = self.store.list_unit_ids(bank_id, flt)
+        page = self.store.get_units(bank_id, ids[offset:offset + limit])
+        return page, len(ids)
+
+    def get_memory(self, bank_id: str, unit_id: str) -> MemoryUnit:
+        self.get_bank(bank_id)
+        units = self.store.get_units(bank_id, [unit_id])
+        if not units:
+            raise NotFound(f"memory {unit_id!r} is not in bank {bank_id!r}", "memory_id")
+        return units[0]
+
+    def list_documents(self, bank_id: str) -> dict[str, dict[str, int]]:
+        """``{document_id: {"units": n, "chunks": m}}`` for the bank."""
+        self.get_bank(bank_id)
+        return self.store.document_counts(bank_id)
+
+    def list_entities(self, bank_id: str) -> list[Entity]:
+        self.get_bank(bank_id)
+        return sorted(self.store.list_entities(bank_id), key=lambda e: (-e.mention_count, e.name))
 
     def close(self) -> None:
         if self._recaller is not None:

@@ -10,10 +10,24 @@ class InvalidInput(MemlaneError, ValueError):
     """A request or input value is invalid; nothing was written."""
 
 
-class BankNotFound(MemlaneError, LookupError):
+class NotFound(MemlaneError, LookupError):
+    """Something a request names (a memory, a document, an operation) does not exist."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+    def __reduce__(self):  # picklable across processes (Ray re-raises it in the caller)
+        return (type(self), (str(self), self.field))
+
+
+class BankNotFound(NotFound):
     def __init__(self, bank_id: str) -> None:
-        super().__init__(f"unknown bank {bank_id!r}")
+        super().__init__(f"unknown bank {bank_id!r}", "bank_id")
         self.bank_id = bank_id
+
+    def __reduce__(self):
+        return (BankNotFound, (self.bank_id,))
 
 
 class ConfigError(MemlaneError):

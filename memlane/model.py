@@ -192,6 +192,45 @@ class MemoryUnit(_Strict):
         return start <= when and (self.invalid_at is None or self.invalid_at > when)
 
 
+class RetainItem(_Strict):
+    """One piece of content to retain through the API: a chat turn or any text.
+
+    Items that share a ``document_id`` form one document; retaining a document again replaces
+    what it held before (its memories, chunks and links), so a client can resend a growing
+    conversation under one id, and a retried request leaves the same state. Items without a
+    ``document_id`` get one derived from their content: the same items always land in the
+    same document, different items never overwrite each other.
+    """
+
+    content: str = Field(min_length=1, max_length=60_000)
+    timestamp: datetime | None = None  # when it was said; default: the time of the request
+    speaker: str = Field("user", min_length=1, max_length=256)
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+    document_id: str | None = Field(None, min_length=1, max_length=256)
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("content must not be blank")
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        for tag in v:
+            if not tag.strip():
+                raise ValueError("tags must not be blank")
+        return v
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else utc(v)
+
+
 Budget = Literal["low", "mid", "high"]
 
 

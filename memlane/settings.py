@@ -67,6 +67,15 @@ class Settings(BaseSettings):
     temporal_link_sigma_hours: float = Field(24.0, gt=0)
     temporal_link_neighbors: int = Field(2, ge=0)
 
+    # Service (serve/). API keys: a JSON object mapping each key to the bank ids it may use,
+    # or "*" for all, e.g. MEMLANE_API_KEYS='{"k1": ["alice", "bob"], "admin": "*"}'.
+    api_keys: dict[str, list[str] | Literal["*"]] = Field(default_factory=dict)
+    # "off" only for local development: every request then acts with access to every bank.
+    auth: Literal["on", "off"] = "on"
+    max_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    # Async operations whose worker stopped heartbeating for this long are reported failed.
+    operation_stale_s: float = Field(120.0, gt=0)
+
     def milvus_target(self) -> str:
         """The URI a MilvusClient opens: the server when configured, else the Lite file."""
         if self.milvus_uri:

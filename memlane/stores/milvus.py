@@ -396,9 +396,11 @@ class MilvusStore:
         self._closed = False
         self._banks = f"{prefix}_banks"
         self._revisions = f"{prefix}_revisions"
+        self._operations = f"{prefix}_operations"
         try:
             self._ensure(self._banks, "banks")
             self._ensure(self._revisions, "revisions")
+            self._ensure(self._operations, "operations")
         except Exception:
             self.close()
             raise
@@ -495,6 +497,8 @@ class MilvusStore:
             s.add_field("last_seen", DataType.INT64)
         elif kind == "revisions":
             s.add_field("revision", DataType.VARCHAR, max_length=64)
+        elif kind == "operations":
+            s.add_field("record", DataType.JSON)
         elif kind == "banks":
             s.add_field("name", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
             s.add_field("background", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
@@ -722,6 +726,23 @@ class MilvusStore:
                                              "_v": _PLACEHOLDER}])
         return token
 
+    # --------------------------------------------------------------------------- operations
+    def put_operation(self, op_id: str, record: dict[str, Any]) -> None:
+        """Insert or replace the JSON record of a background operation (an async retain), so
+        any process can report its status."""
+        if not isinstance(op_id, str) or not 0 < len(op_id.encode()) <= MAX_ID_BYTES:
+            raise ValueError(f"invalid operation id {op_id!r}")
+        self._upsert_rows(self._operations, [{"id": op_id, "record": _check_json("operation",
+                                                                                  record),
+                                              "_v": _PLACEHOLDER}])
+
+    def get_operation(self, op_id: str) -> dict[str, Any] | None:
+        """The operation's record, or None for an unknown id."""
+        if not isinstance(op_id, str) or not op_id:
+            return None
+        rows = self._get_rows(self._operations, [op_id], ["id", "record"])
+        return _json_value(rows[0]["record"]) if rows else None
+
     # -------------------------------------------------------------------------------- units
     def _unit_row(self, bank_id: str, u: MemoryUnit, embedding: Sequence[float]) -> dict[str, Any]:
         vec = np.asarray(embedding, dtype=np.float32)
@@ -817,6 +838,23 @@ class MilvusStore:
             rows = self._read(bank_id, "units", lambda n, p=page: self._get_rows(n, p, fields), [])
             if rows:
                 yield [_raw_to_unit(bank_id, r, with_embedding) for r in rows]
+
+    def list_unit_ids(self, bank_id: str, flt: UnitFilter | None = None) -> list[str]:
+        """Ids of the bank's units that pass ``flt`` (all units, invalidated ones included,
+        when None), sorted; [] for an unknown bank."""
+        expr = filter_expr(flt)
+        rows = self._read(bank_id, "units", lambda n: self._query_all(n, expr, ["id"]), [])
+        return sorted(r["id"] for r in rows)
+
+    def document_counts(self, bank_id: str) -> dict[str, dict[str, int]]:
+        """``{document_id: {"units": n, "chunks": m}}`` for every document of the bank."""
+        out: dict[str, dict[str, int]] = {}
+        for kind in ("units", "chunks"):
+            rows = self._read(bank_id, kind, lambda n: self._query_all(n, "", ["document_id"]), [])
+            for r in rows:
+                counts = out.setdefault(r["document_id"], {"units": 0, "chunks": 0})
+                counts[kind] += 1
+        return dict(sorted(out.items()))
 
     def count_units(self, bank_id: str) -> int:
         """Number of units in the bank (0 for an unknown bank)."""

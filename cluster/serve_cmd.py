@@ -1,0 +1,57 @@
+"""``memlane serve``: start the online service on 127.0.0.1 in the background (returns once it
+is healthy), or stop it with ``--stop``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(code=code)
+
+
+def serve_command(port: int = typer.Option(8000, "--port", min=1, max=65535,
+                                           help="HTTP port on 127.0.0.1."),
+                  stop: bool = typer.Option(False, "--stop", help="Stop the running service."),
+                  config: Optional[Path] = typer.Option(None, "--config",
+                                                        help="Serve config (default serve/config.yaml)."),
+                  data_dir: Optional[Path] = typer.Option(None, "--data-dir",
+                                                          help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."),
+                  timeout: float = typer.Option(600.0, "--timeout", min=1.0,
+                                                help="Seconds to wait for health."),
+                  json_out: bool = typer.Option(False, "--json")) -> None:
+    """Start Memlane on Ray Serve (local Ray, Milvus Lite server, all on loopback)."""
+    from rich.console import Console
+
+    from cluster.service import ServiceError, start_background
+    from cluster.service import stop as stop_service
+    from memlane.settings import Settings
+
+    root = data_dir or Settings().data_dir
+    if stop:
+        stopped = stop_service(root)
+        typer.echo("stopped" if stopped else f"no service running for {root}")
+        return
+    settings = Settings()
+    if settings.auth == "on" and not settings.api_keys:
+        typer.echo("warning: MEMLANE_API_KEYS is empty, so every request except /v1/health "
+                   "gets 401; set keys, or MEMLANE_AUTH=off for local development", err=True)
+    console = Console(stderr=True)
+    try:
+        with console.status("starting Ray, Milvus Lite and the Serve application..."):
+            state = start_background(root, port, config, timeout_s=timeout)
+    except ServiceError as exc:
+        _fail(str(exc), code=1 if "exited" in str(exc) or "healthy" in str(exc) else 2)
+    if json_out:
+        typer.echo(json.dumps(state))
+    else:
+        typer.echo(f"memlane is serving on {state['url']} (API docs: {state['url']}/docs)")
+        if state.get("dashboard_url"):
+            typer.echo(f"Ray dashboard: {state['dashboard_url']} (token in ~/.ray/auth_token)")
+        typer.echo("stop it with: memlane serve --stop"
+                   + (f" --data-dir {root}" if data_dir else ""))

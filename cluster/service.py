@@ -1,0 +1,206 @@
+"""The local service: a supervisor process that owns a loopback Ray, the Milvus Lite server
+and the Serve application, and a client side that starts it in the background, waits until it
+is healthy, and stops it.
+
+``memlane serve`` runs :func:`start_background`: it launches ``python -m cluster.service`` in
+its own session (logs in ``DATA_DIR/serve.log``), polls ``GET /v1/health`` and returns when it
+answers 200. The supervisor writes ``DATA_DIR/serve.json`` (its pid, the HTTP URL, the Ray
+address and dashboard URL, the Milvus URI) and on SIGTERM or SIGINT shuts down Serve, then Ray,
+then the Milvus Lite server (which closes its data cleanly on SIGINT). ``memlane serve --stop``
+sends that SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "serve" / "config.yaml"
+STATE_FILE = "serve.json"
+LOG_FILE = "serve.log"
+
+
+class ServiceError(RuntimeError):
+    """The service did not start or stop; the message says why."""
+
+
+def load_config(path: Path, port: int, env_vars: dict[str, str]):
+    """The Serve deploy config from ``path`` with the HTTP port and Memlane's environment set,
+    validated by Ray's own schema (what ``serve deploy`` checks)."""
+    import yaml
+    from ray.serve.schema import ServeDeploySchema
+
+    raw = yaml.safe_load(Path(path).read_text())
+    raw.setdefault("http_options", {})
+    raw["http_options"]["host"] = "127.0.0.1"
+    raw["http_options"]["port"] = port
+    for app in raw.get("applications", []):
+        runtime_env = app.setdefault("runtime_env", {}) or {}
+        app["runtime_env"] = runtime_env
+        runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **env_vars}
+    return ServeDeploySchema.model_validate(raw)
+
+
+def _memlane_env(data_dir: Path, milvus_uri: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.startswith("MEMLANE_")}
+    env.update(MEMLANE_MILVUS_URI=milvus_uri, MEMLANE_DATA_DIR=str(data_dir))
+    return env
+
+
+def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | None) -> None:
+    """Run the service until SIGTERM or SIGINT (the body of ``python -m cluster.service``)."""
+    from cluster.local import MilvusLiteServer, start_local_ray
+
+    data_dir = data_dir.resolve()
+    stop = threading.Event()
+
+    def on_signal(*_):
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    server = MilvusLiteServer(data_dir).start()
+    try:
+        env = _memlane_env(data_dir, server.uri)
+        os.environ.update(env)
+        config = load_config(config_path, port, env)
+        import ray
+        from ray.serve._private import api as serve_api
+
+        # Fractional CPU requests (serve/config.yaml) fit six deployments and their
+        # autoscaled replicas in 4 logical CPUs; on 2 cores most replicas wait on others.
+        ctx = start_local_ray(num_cpus or max(4, os.cpu_count() or 1),
+                              runtime_env={"env_vars": env})
+        # ray.init installs Ray's own SIGTERM handler, which dies without cleanup: take the
+        # signals back so a stop shuts Serve, Ray and Milvus down in order.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, on_signal)
+        try:
+            # What `serve run CONFIG` and `serve deploy CONFIG` do with a config file.
+            client = serve_api.serve_start(http_options=config.http_options.model_dump(),
+                                           proxy_location=config.proxy_location)
+            client.deploy_apps(config, _blocking=False)
+            state = {"pid": os.getpid(), "url": f"http://127.0.0.1:{port}",
+                     "ray_address": ctx.address_info.get("gcs_address"),
+                     "dashboard_url": f"http://{ctx.dashboard_url}" if ctx.dashboard_url else None,
+                     "milvus_uri": server.uri, "data_dir": str(data_dir),
+                     "config": str(config_path)}
+            (data_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
+            print(f"memlane service supervisor: {json.dumps(state)}", flush=True)
+            stop.wait()
+            print("memlane service supervisor: stopping", flush=True)
+            from ray import serve
+
+            serve.shutdown()
+        finally:
+            ray.shutdown()
+    finally:
+        server.stop()
+        (data_dir / STATE_FILE).unlink(missing_ok=True)
+
+
+def read_state(data_dir: Path) -> dict[str, Any] | None:
+    path = Path(data_dir) / STATE_FILE
+    if not path.is_file():
+        return None
+    try:
+        state = json.loads(path.read_text())
+        os.kill(int(state["pid"]), 0)
+    except (ValueError, KeyError, OSError):
+        return None  # a stale file from a killed supervisor
+    return state
+
+
+def _healthy(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/v1/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_background(data_dir: Path, port: int, config_path: Path | None = None, *,
+                     timeout_s: float = 600.0, num_cpus: float | None = None,
+                     progress=None) -> dict[str, Any]:
+    """Start the supervisor detached and return its state once ``/v1/health`` answers 200."""
+    from cluster.local import _port_free
+
+    data_dir = Path(data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if read_state(data_dir):
+        raise ServiceError(f"a service is already running for {data_dir} "
+                           "(stop it with memlane serve --stop)")
+    if not _port_free(port):
+        raise ServiceError(f"port {port} on 127.0.0.1 is in use (choose another with --port)")
+    config_path = Path(config_path or DEFAULT_CONFIG)
+    if not config_path.is_file():
+        raise ServiceError(f"serve config not found: {config_path}")
+    log_path = data_dir / LOG_FILE
+    cmd = [sys.executable, "-m", "cluster.service", "--data-dir", str(data_dir),
+           "--port", str(port), "--config", str(config_path.resolve())]
+    if num_cpus:
+        cmd += ["--num-cpus", str(num_cpus)]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=str(Path(__file__).resolve().parent.parent))
+    deadline = time.monotonic() + timeout_s
+    url = f"http://127.0.0.1:{port}"
+    while True:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-1500:]
+            raise ServiceError(f"the service exited with code {proc.returncode}; log "
+                               f"{log_path}: ...{' '.join(tail.split())[-600:]}")
+        state = read_state(data_dir)
+        if state and _healthy(url):
+            return state
+        if time.monotonic() > deadline:
+            stop(data_dir)
+            raise ServiceError(f"the service was not healthy on {url} within {timeout_s:.0f}s "
+                               f"(log: {log_path})")
+        if progress:
+            progress()
+        time.sleep(1.0)
+
+
+def stop(data_dir: Path, timeout_s: float = 90.0) -> bool:
+    """Stop the supervisor of ``data_dir``; False when none was running."""
+    state = read_state(Path(data_dir).resolve())
+    if state is None:
+        return False
+    pid = int(state["pid"])
+    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            time.sleep(0.3)
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Memlane service supervisor (used by memlane serve)")
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+    parser.add_argument("--num-cpus", type=float, default=None)
+    args = parser.parse_args(argv)
+    supervise(args.data_dir, args.port, args.config, args.num_cpus)
+
+
+if __name__ == "__main__":
+    main()

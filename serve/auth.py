@@ -1,0 +1,62 @@
+"""API keys: ``MEMLANE_API_KEYS`` maps each key to the banks it may use (a list, or "*").
+
+Keys come as ``Authorization: Bearer KEY``. A missing or unknown key is 401; a known key asking
+for a bank outside its list is 403, whatever the bank holds, so a key cannot even learn whether
+another user's bank exists. ``MEMLANE_AUTH=off`` (local development only) lets every request
+use every bank.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from serve.errors import APIError
+
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the banks the key may use (None: all)."""
+
+    key_id: str
+    banks: frozenset[str] | None
+
+    def can_use(self, bank_id: str) -> bool:
+        return self.banks is None or bank_id in self.banks
+
+    def check(self, bank_id: str) -> None:
+        if not self.can_use(bank_id):
+            raise APIError(403, "forbidden", f"this API key may not use bank {bank_id!r}",
+                           "bank_id")
+
+
+class Authenticator:
+    """Resolves the Authorization header against the configured keys."""
+
+    def __init__(self, api_keys: dict[str, list[str] | str], enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._keys: list[tuple[bytes, Principal]] = []
+        for i, (key, banks) in enumerate(api_keys.items()):
+            scope = None if banks == "*" else frozenset(banks)
+            self._keys.append((key.encode(), Principal(f"key{i}", scope)))
+
+    def authenticate(self, header: str | None) -> Principal:
+        if not self.enabled:
+            return Principal("auth-off", None)
+        if not header:
+            raise APIError(401, "unauthorized", "missing API key: send 'Authorization: Bearer KEY'",
+                           "Authorization", _CHALLENGE)
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise APIError(401, "unauthorized", "the Authorization header must be 'Bearer KEY'",
+                           "Authorization", _CHALLENGE)
+        given = token.strip().encode()
+        found = None
+        for key, principal in self._keys:  # constant time per key: no timing oracle
+            if hmac.compare_digest(key, given):
+                found = principal
+        if found is None:
+            raise APIError(401, "unauthorized", "unknown API key", "Authorization", _CHALLENGE)
+        return found

@@ -1,0 +1,251 @@
+"""The model and engine deployments. Each replica builds its engine parts from ``Settings()``
+(environment variables set through the application's runtime_env) and talks to the store of
+record directly, so any replica sees what any other wrote as soon as the write returned:
+every Milvus collection is created with consistency level Strong (memlane/stores/milvus.py),
+and each recall checks the bank's revision token before using its in-process index
+(memlane/derived.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from ray import serve
+
+from memlane.model import RecallRequest
+
+log = logging.getLogger("memlane.serve")
+
+_NO_EMBEDDING = {"memories": {"__all__": {"unit": {"embedding"}}}}
+
+
+def _replica_id() -> str:
+    try:
+        return serve.get_replica_context().replica_id.unique_id
+    except Exception:  # noqa: BLE001 - outside a replica (unit tests)
+        return "local"
+
+
+def _remote_memory(embedder_handle, reranker_handle=None):
+    """An engine whose embedder (and, with a cross-encoder configured, reranker) are the
+    Embedder and Rerank deployments."""
+    from memlane.engine import Memory
+    from memlane.models.embedder import resolve_model_path
+    from memlane.models.tokens import TokenCounter
+    from memlane.settings import Settings
+    from serve.remote import RemoteEmbedder, RemoteReranker
+
+    settings = Settings()
+    counter = TokenCounter(resolve_model_path(settings.embedder_model))
+    embedder = RemoteEmbedder(embedder_handle, counter, settings.embedding_dim)
+    # Without a cross-encoder the reranker is the RRF-rank fallback, a few microseconds of
+    # arithmetic: a round trip to another replica would cost more than it does.
+    reranker = None
+    if settings.reranker_model and reranker_handle is not None:
+        reranker = RemoteReranker(reranker_handle, settings.reranker_model)
+    return Memory(settings, embedder=embedder, reranker=reranker)
+
+
+@serve.deployment(name="Embedder")
+class EmbedderDeployment:
+    """MiniLM (or the configured model). Concurrent single queries are batched."""
+
+    def __init__(self) -> None:
+        from memlane.models.embedder import build_embedder
+        from memlane.settings import Settings
+
+        self.embedder = build_embedder(Settings())
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.002)
+    async def embed_query(self, texts: list[str]) -> list[np.ndarray]:
+        vectors = await asyncio.to_thread(self.embedder.embed, texts)
+        return list(vectors)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed(texts)
+
+
+@serve.deployment(name="Rerank")
+class RerankDeployment:
+    """The cross-encoder from MEMLANE_RERANKER_MODEL, or the RRF-rank fallback."""
+
+    def __init__(self) -> None:
+        from memlane.models.reranker import build_reranker
+        from memlane.settings import Settings
+
+        self.reranker = build_reranker(Settings())
+
+    def rerank(self, query: str, passages: list[str], prior_ranks: list[int] | None = None) -> list[float]:
+        ranks = prior_ranks if prior_ranks is not None else list(range(len(passages)))
+        return [float(x) for x in self.reranker.rerank(query, passages, ranks)]
+
+    def info(self) -> dict[str, str]:
+        return {"model": self.reranker.name}
+
+
+@serve.deployment(name="Recall")
+class RecallDeployment:
+    """Recall over per-bank in-process indexes (derived from Milvus, kept coherent by the
+    bank's revision token)."""
+
+    def __init__(self, embedder, reranker) -> None:
+        self.memory = _remote_memory(embedder, reranker)
+        self.replica = _replica_id()
+
+    def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        result = self.memory.recall(bank_id, RecallRequest.model_validate(request))
+        out = result.model_dump(mode="json", exclude=_NO_EMBEDDING)
+        out["served_by"] = self.replica
+        return out
+
+
+@serve.deployment(name="Reflect")
+class ReflectDeployment:
+    """CARA reflect; answers LLMNotConfigured (HTTP 503) until an LLM is configured."""
+
+    def __init__(self, embedder, reranker) -> None:
+        self.memory = _remote_memory(embedder, reranker)
+
+    def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        query = request.pop("query")
+        result = self.memory.reflect(bank_id, query, **request)
+        return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+
+
+@serve.deployment(name="Memory")
+class MemoryDeployment:
+    """Banks, retain (sync and async), listing and deletion."""
+
+    def __init__(self, embedder) -> None:
+        from memlane.operations import OperationLog
+
+        self.memory = _remote_memory(embedder)
+        self.ops = OperationLog(self.memory.store,
+                                stale_after_s=self.memory.settings.operation_stale_s)
+        # One background retain at a time per replica: retain already keeps both cores busy
+        # (extraction overlapped with embedding), a second one would only interleave.
+        self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-async-retain")
+        self._pending: dict[str, dict] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+        self._beat.start()
+
+    # banks
+    def put_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        from memlane.errors import BankNotFound
+
+        try:
+            self.memory.get_bank(bank_id)
+            created = False
+        except BankNotFound:
+            created = True
+        bank = self.memory.create_bank(bank_id, **fields)
+        return {"bank": bank.model_dump(mode="json"), "created": created}
+
+    def get_bank(self, bank_id: str) -> dict[str, Any]:
+        return self.memory.get_bank(bank_id).model_dump(mode="json")
+
+    def list_banks(self) -> list[dict[str, Any]]:
+        return [b.model_dump(mode="json") for b in self.memory.list_banks()]
+
+    def delete_bank(self, bank_id: str) -> None:
+        self.memory.delete_bank(bank_id)
+
+    def stats(self, bank_id: str) -> dict[str, Any]:
+        return self.memory.stats(bank_id)
+
+    # retain
+    def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        report = self.memory.retain_items(bank_id, body["items"], document_id=body.get("document_id"),
+                                          tags=body.get("tags") or (), create_bank=False)
+        return report.as_dict()
+
+    def retain_async(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        # Validate now, so bad input is a 4xx on the request, not a failed operation later.
+        self.memory.get_bank(bank_id)
+        self.memory._documents_of(bank_id, body["items"], body.get("document_id"),
+                                  body.get("tags") or ())
+        op = self.ops.create(bank_id, "retain", total=len(body["items"]))
+        with self._lock:
+            self._pending[op["operation_id"]] = op
+        self._jobs.submit(self._run, op, bank_id, body)
+        return {k: v for k, v in op.items() if k != "heartbeat"}
+
+    def _run(self, op: dict, bank_id: str, body: dict[str, Any]) -> None:
+        from memlane.operations import FAILED, RUNNING, SUCCEEDED
+
+        try:
+            self.ops.update(op, status=RUNNING)
+            report = self.memory.retain_items(bank_id, body["items"],
+                                              document_id=body.get("document_id"),
+                                              tags=body.get("tags") or (), create_bank=False)
+            op["done"] = op["total"]
+            self.ops.update(op, status=SUCCEEDED, result=report.as_dict())
+        except Exception as exc:  # noqa: BLE001 - reported on the operation
+            log.exception("async retain %s failed", op["operation_id"])
+            self.ops.update(op, status=FAILED, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._pending.pop(op["operation_id"], None)
+
+    def _heartbeat(self) -> None:
+        # Queued and running operations are refreshed well inside the stale window, so only
+        # a dead replica's operations go stale.
+        period = max(1.0, self.memory.settings.operation_stale_s / 4)
+        while not self._stop.wait(period):
+            with self._lock:
+                pending = list(self._pending.values())
+            for op in pending:
+                try:
+                    self.ops.update(op)
+                except Exception:  # noqa: BLE001 - next beat retries
+                    log.warning("heartbeat of %s failed", op["operation_id"], exc_info=True)
+
+    def operation(self, bank_id: str, op_id: str) -> dict[str, Any]:
+        from memlane.errors import NotFound
+
+        self.memory.get_bank(bank_id)
+        op = self.ops.get(op_id, bank_id)
+        if op is None:
+            raise NotFound(f"operation {op_id!r} is not in bank {bank_id!r}", "operation_id")
+        return op
+
+    # listing and deletion
+    def list_memories(self, bank_id: str, offset: int, limit: int, types: list[str] | None,
+                      document_id: str | None) -> dict[str, Any]:
+        units, total = self.memory.list_memories(bank_id, offset=offset, limit=limit,
+                                                 types=types, document_id=document_id)
+        return {"items": [u.model_dump(mode="json", exclude={"embedding"}) for u in units],
+                "total": total, "offset": offset, "limit": limit}
+
+    def get_memory(self, bank_id: str, memory_id: str) -> dict[str, Any]:
+        return self.memory.get_memory(bank_id, memory_id).model_dump(mode="json",
+                                                                      exclude={"embedding"})
+
+    def delete_memory(self, bank_id: str, memory_id: str) -> dict[str, int]:
+        return self.memory.delete_memory(bank_id, memory_id)
+
+    def list_documents(self, bank_id: str) -> list[dict[str, Any]]:
+        return [{"document_id": d, **c} for d, c in self.memory.list_documents(bank_id).items()]
+
+    def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
+        return self.memory.delete_document(bank_id, document_id)
+
+    def list_entities(self, bank_id: str) -> list[dict[str, Any]]:
+        return [e.model_dump(mode="json") for e in self.memory.list_entities(bank_id)]
+
+    def health(self) -> dict[str, Any]:
+        self.memory.store.list_banks()  # raises when Milvus is unreachable
+        return {"store": "ok"}
+
+    def __del__(self) -> None:
+        # Serve calls this on a graceful shutdown (scale-down included): let a running
+        # background retain finish rather than leave a half-written document.
+        self._stop.set()
+        self._jobs.shutdown(wait=True, cancel_futures=False)

@@ -1,0 +1,87 @@
+"""The service's error body: ``{"error": {"code", "message", "field"}}``, with the engine's
+errors mapped to HTTP status codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+
+class APIError(Exception):
+    """An error answered as JSON with ``status``."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+        self.headers = headers
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "field": field}}
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
+
+
+def _field(loc: tuple | list) -> str:
+    # FastAPI locations start with where the value came from: body, query, path, header.
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+async def api_error_handler(_: Request, exc: APIError) -> JSONResponse:
+    return error_response(exc.status, exc.code, exc.message, exc.field, exc.headers)
+
+
+async def validation_handler(_: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+    if first.get("type") == "json_invalid":
+        ctx = first.get("ctx") or {}
+        detail = ctx.get("error") or first.get("msg")
+        return error_response(400, "malformed_json", f"request body is not valid JSON: {detail}",
+                              "body")
+    details = [{"field": _field(e.get("loc", ())), "message": e.get("msg", "")} for e in errors]
+    message = "; ".join(f"{d['field']}: {d['message']}" for d in details)
+    body = error_body("invalid_request", message, details[0]["field"])
+    body["error"]["details"] = details
+    return JSONResponse(body, status_code=422)
+
+
+def engine_error(exc: BaseException) -> APIError | None:
+    """The API error for an engine error raised here or in another replica (Ray re-raises it
+    as a subclass of the original), or None for anything else."""
+    from memlane.errors import ConfigError, InvalidInput, LLMNotConfigured, NotFound
+
+    cause = getattr(exc, "cause", None)  # a RayTaskError carries the replica's exception
+    if isinstance(cause, BaseException):
+        exc = cause
+    if isinstance(exc, NotFound):
+        code = "bank_not_found" if exc.field == "bank_id" else "not_found"
+        return APIError(404, code, _text(exc), exc.field or None)
+    if isinstance(exc, LLMNotConfigured):
+        return APIError(503, "llm_not_configured", _text(exc))
+    if isinstance(exc, InvalidInput):
+        message = _text(exc)
+        field = message.split(":", 1)[0] if ":" in message else None
+        if field and (" " in field or len(field) > 64):
+            field = None
+        return APIError(422, "invalid_request", message, field)
+    if isinstance(exc, ConfigError):
+        return APIError(503, "not_configured", _text(exc))
+    return None
+
+
+def _text(exc: BaseException) -> str:
+    # A re-raised Ray error carries the remote traceback in str(); args[0] is the message.
+    if exc.args and isinstance(exc.args[0], str):
+        return exc.args[0]
+    return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__

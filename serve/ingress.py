@@ -1,0 +1,230 @@
+"""The FastAPI ingress: auth, validation, the /v1 routes, metrics; the work is done by the
+deployments behind it, called through DeploymentHandles."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, List, Optional
+
+from fastapi import Depends, FastAPI, Header, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from ray import serve
+
+from memlane.model import BANK_ID_PATTERN, FactType
+from serve.auth import Authenticator, Principal
+from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
+from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
+
+api = FastAPI(title="Memlane", version="1",
+              description="Agent memory: retain, recall and reflect over per-user memory banks. "
+                          "Authenticate with `Authorization: Bearer KEY`.")
+api.add_exception_handler(APIError, api_error_handler)
+api.add_exception_handler(RequestValidationError, validation_handler)
+
+BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
+
+
+def _ingress(request: Request) -> "Ingress":
+    # Serve ships the FastAPI app to the replica by value, so state set on the module's `api`
+    # object is not the app that runs; the replica context holds the Ingress instance.
+    return serve.get_replica_context().servable_object
+
+
+def principal(request: Request, authorization: Optional[str] = Header(None)) -> Principal:
+    return _ingress(request).auth.authenticate(authorization)
+
+
+def bank_access(bank_id: str = BankId, who: Principal = Depends(principal)) -> str:
+    who.check(bank_id)
+    return bank_id
+
+
+async def _call(response) -> Any:
+    """Await a deployment call; engine errors become API errors."""
+    try:
+        return await response
+    except Exception as exc:  # noqa: BLE001
+        mapped = engine_error(exc)
+        if mapped is None:
+            raise
+        raise mapped from None
+
+
+@api.middleware("http")
+async def limits_and_metrics(request: Request, call_next):
+    ingress = _ingress(request)
+    start = time.perf_counter()
+    length = request.headers.get("content-length")
+    limit = ingress.max_body_bytes
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        response = error_response(413, "payload_too_large",
+                                  f"request body is larger than the limit of {limit} bytes "
+                                  "(MEMLANE_MAX_BODY_BYTES)", "body")
+    elif length is None and request.method in ("POST", "PUT", "PATCH") \
+            and len(await request.body()) > limit:  # chunked upload: measure what came
+        response = error_response(413, "payload_too_large",
+                                  f"request body is larger than the limit of {limit} bytes "
+                                  "(MEMLANE_MAX_BODY_BYTES)", "body")
+    else:
+        try:
+            response = await call_next(request)
+        except Exception:  # noqa: BLE001 - an unexpected failure is a JSON 500, and counted
+            ingress.log_exception(request)
+            response = error_response(500, "internal", "internal error; see the service logs")
+    route = request.scope.get("route")
+    ingress.metrics_record(getattr(route, "path", "unmatched"), request.method,
+                           response.status_code, (time.perf_counter() - start) * 1000)
+    return response
+
+
+# health and discovery ---------------------------------------------------------------------
+@api.get("/v1/health", tags=["service"])
+async def health(request: Request) -> JSONResponse:
+    """Liveness and store reachability; no API key needed."""
+    try:
+        store = await _ingress(request).memory.health.remote()
+    except Exception as exc:  # noqa: BLE001
+        return error_response(503, "unhealthy", f"store unreachable: {type(exc).__name__}")
+    return JSONResponse({"status": "ok", **store})
+
+
+# banks --------------------------------------------------------------------------------------
+@api.get("/v1/banks", tags=["banks"])
+async def list_banks(request: Request, who: Principal = Depends(principal)) -> dict:
+    banks = await _call(_ingress(request).memory.list_banks.remote())
+    return {"banks": [b for b in banks if who.can_use(b["bank_id"])]}
+
+
+@api.put("/v1/banks/{bank_id}", tags=["banks"])
+async def put_bank(request: Request, response: Response, body: BankBody,
+                   bank_id: str = Depends(bank_access)) -> dict:
+    """Create a bank, or update its name, background or disposition."""
+    out = await _call(_ingress(request).memory.put_bank.remote(
+        bank_id, body.model_dump(exclude_none=True)))
+    response.status_code = 201 if out["created"] else 200
+    return out["bank"]
+
+
+@api.get("/v1/banks/{bank_id}", tags=["banks"])
+async def get_bank(request: Request, bank_id: str = Depends(bank_access)) -> dict:
+    return await _call(_ingress(request).memory.get_bank.remote(bank_id))
+
+
+@api.delete("/v1/banks/{bank_id}", tags=["banks"])
+async def delete_bank(request: Request, bank_id: str = Depends(bank_access)) -> dict:
+    """Delete the bank with every memory, chunk, entity and link in it."""
+    await _call(_ingress(request).memory.delete_bank.remote(bank_id))
+    return {"deleted": bank_id}
+
+
+@api.get("/v1/banks/{bank_id}/stats", tags=["banks"])
+async def bank_stats(request: Request, bank_id: str = Depends(bank_access)) -> dict:
+    return await _call(_ingress(request).memory.stats.remote(bank_id))
+
+
+# retain and operations ----------------------------------------------------------------------
+@api.post("/v1/banks/{bank_id}/memories", tags=["memories"])
+async def retain(request: Request, response: Response, body: RetainBody,
+                 bank_id: str = Depends(bank_access)) -> dict:
+    """Retain items. Items sharing a document_id form a document that replaces its previous
+    version; ``"async": true`` answers 202 with an operation to poll."""
+    payload = body.model_dump(mode="json", exclude={"async_"})
+    memory = _ingress(request).memory
+    if body.async_:
+        op = await _call(memory.retain_async.remote(bank_id, payload))
+        response.status_code = 202
+        response.headers["Location"] = f"/v1/banks/{bank_id}/operations/{op['operation_id']}"
+        return op
+    return await _call(memory.retain.remote(bank_id, payload))
+
+
+@api.get("/v1/banks/{bank_id}/operations/{operation_id}", tags=["memories"])
+async def get_operation(request: Request, operation_id: str,
+                        bank_id: str = Depends(bank_access)) -> dict:
+    return await _call(_ingress(request).memory.operation.remote(bank_id, operation_id))
+
+
+@api.get("/v1/banks/{bank_id}/memories", tags=["memories"])
+async def list_memories(request: Request, bank_id: str = Depends(bank_access),
+                        offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
+                        type: Optional[List[FactType]] = Query(None),  # noqa: A002
+                        document_id: Optional[str] = Query(None, min_length=1)) -> dict:
+    types = [t.value for t in type] if type else None
+    return await _call(_ingress(request).memory.list_memories.remote(
+        bank_id, offset, limit, types, document_id))
+
+
+@api.get("/v1/banks/{bank_id}/memories/{memory_id}", tags=["memories"])
+async def get_memory(request: Request, memory_id: str, bank_id: str = Depends(bank_access)) -> dict:
+    return await _call(_ingress(request).memory.get_memory.remote(bank_id, memory_id))
+
+
+@api.delete("/v1/banks/{bank_id}/memories/{memory_id}", tags=["memories"])
+async def delete_memory(request: Request, memory_id: str,
+                        bank_id: str = Depends(bank_access)) -> dict:
+    return await _call(_ingress(request).memory.delete_memory.remote(bank_id, memory_id))
+
+
+@api.get("/v1/banks/{bank_id}/documents", tags=["documents"])
+async def list_documents(request: Request, bank_id: str = Depends(bank_access)) -> dict:
+    return {"documents": await _call(_ingress(request).memory.list_documents.remote(bank_id))}
+
+
+@api.delete("/v1/banks/{bank_id}/documents/{document_id}", tags=["documents"])
+async def delete_document(request: Request, document_id: str,
+                          bank_id: str = Depends(bank_access)) -> dict:
+    """Delete a document with its memories, chunks, links and the entities only it named."""
+    return await _call(_ingress(request).memory.delete_document.remote(bank_id, document_id))
+
+
+@api.get("/v1/banks/{bank_id}/entities", tags=["memories"])
+async def list_entities(request: Request, bank_id: str = Depends(bank_access)) -> dict:
+    return {"entities": await _call(_ingress(request).memory.list_entities.remote(bank_id))}
+
+
+# recall, reflect, rerank ----------------------------------------------------------------------
+@api.post("/v1/banks/{bank_id}/recall", tags=["recall"])
+async def recall(request: Request, response: Response, body: RecallBody,
+                 bank_id: str = Depends(bank_access)) -> dict:
+    out = await _call(_ingress(request).recall.recall.remote(bank_id, body.model_dump(mode="json")))
+    response.headers["X-Memlane-Replica"] = out.pop("served_by", "")
+    return out
+
+
+@api.post("/v1/banks/{bank_id}/reflect", tags=["reflect"])
+async def reflect(request: Request, body: ReflectBody, bank_id: str = Depends(bank_access)) -> dict:
+    """Answer in the bank's voice from its memories (needs an LLM: 503 until one is set)."""
+    return await _call(_ingress(request).reflect.reflect.remote(
+        bank_id, body.model_dump(mode="json", exclude_none=True)))
+
+
+@api.post("/v1/rerank", tags=["recall"])
+async def rerank(request: Request, body: RerankBody, who: Principal = Depends(principal)) -> dict:
+    scores = await _call(_ingress(request).reranker.rerank.remote(body.query, body.documents))
+    return {"scores": scores}
+
+
+@serve.deployment(name="Ingress")
+@serve.ingress(api)
+class Ingress:
+    """Routes HTTP to the deployments; holds no engine state."""
+
+    def __init__(self, memory, recall, reflect, reranker) -> None:
+        import logging
+
+        from memlane.settings import Settings
+        from serve.metrics import EndpointMetrics
+
+        settings = Settings()
+        self.memory, self.recall, self.reflect, self.reranker = memory, recall, reflect, reranker
+        self.auth = Authenticator(settings.api_keys, enabled=settings.auth == "on")
+        self.max_body_bytes = settings.max_body_bytes
+        self._metrics = EndpointMetrics()
+        self._log = logging.getLogger("memlane.serve")
+
+    def metrics_record(self, route: str, method: str, status: int, ms: float) -> None:
+        self._metrics.record(route, method, status, ms)
+
+    def log_exception(self, request: Request) -> None:
+        self._log.exception("unhandled error on %s %s", request.method, request.url.path)

@@ -1,0 +1,55 @@
+"""HTTP request bodies. Unknown fields are rejected (a typo in an option must not silently
+fall back to its default)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlane.model import Disposition, FactType, RecallRequest, RetainItem
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BankBody(_Body):
+    """PUT /v1/banks/{bank_id}: create the bank, or update the fields given."""
+
+    name: str | None = Field(None, max_length=256)
+    background: str | None = Field(None, max_length=60_000)
+    disposition: Disposition | None = None
+
+
+class RetainBody(_Body):
+    items: list[RetainItem] = Field(min_length=1, max_length=10_000)
+    document_id: str | None = Field(None, min_length=1, max_length=256)
+    tags: list[str] = Field(default_factory=list)
+    # true: answer 202 with an operation id at once and retain in the background
+    async_: bool = Field(False, alias="async")
+
+
+class RecallBody(RecallRequest):
+    """POST /v1/banks/{bank_id}/recall: the engine's RecallRequest."""
+
+
+class ReflectBody(_Body):
+    query: str = Field(min_length=1, max_length=10_000)
+    max_tokens: int = Field(4096, gt=0, le=1_000_000)
+    budget: Literal["low", "mid", "high"] = "mid"
+    as_of: datetime | None = None
+    tags: list[str] | None = None
+
+
+class RerankBody(_Body):
+    query: str = Field(min_length=1, max_length=10_000)
+    documents: list[str] = Field(min_length=1, max_length=1000)
+
+
+class MemoryQuery(_Body):
+    offset: int = Field(0, ge=0)
+    limit: int = Field(100, ge=1, le=1000)
+    type: list[FactType] | None = None
+    document_id: str | None = None
