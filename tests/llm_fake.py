@@ -120,3 +120,37 @@ class FakeLLMServer:
 
 def as_json(obj: Any) -> str:
     return json.dumps(obj)
+
+
+_TURN_LINE = None
+
+
+def turn_lines(user_text: str) -> list[tuple[str, str, str]]:
+    """(turn id, date, 'Speaker: text') of each '[id] (date time) Speaker: text' line of an
+    extraction prompt."""
+    import re
+
+    global _TURN_LINE
+    if _TURN_LINE is None:
+        _TURN_LINE = re.compile(r"^\[([^\]]+)\] \((\d{4}-\d{2}-\d{2}) [\d:]+\) (.*)$", re.M)
+    return _TURN_LINE.findall(user_text)
+
+
+def extraction_reply(user_text: str, owner: str = "") -> str:
+    """A valid extraction for a prompt: fact 0 from the first turn, fact 1 from the others
+    (caused by fact 0), dated on the turns' own dates."""
+    turns = turn_lines(user_text)
+    facts = []
+    groups = [turns[:1], turns[1:]] if len(turns) > 1 else [turns]
+    for i, group in enumerate(groups):
+        speaker = group[0][2].split(":", 1)[0]
+        facts.append({
+            "what": "; ".join(t[2] for t in group),
+            "who": [speaker], "fact_type": "experience" if speaker == owner else "world",
+            "occurred_start": group[0][1], "occurred_end": group[-1][1],
+            "entities": [{"name": speaker, "type": "PERSON"}],
+            "source_turn_ids": [t[0] for t in group],
+            "causal_relations": ([{"target_index": 0, "relation": "caused_by", "strength": 0.8}]
+                                 if i else []),
+        })
+    return json.dumps({"facts": facts})
