@@ -189,6 +189,15 @@ def _register_backfill() -> None:
 _register_backfill()
 
 
+def _register_llm() -> None:
+    from cluster.llm_cmd import register
+
+    register(app)
+
+
+_register_llm()
+
+
 def main() -> None:
     app()
 
