@@ -168,3 +168,19 @@ def test_engine_builds_the_llm_extractor_from_settings(settings):
                                     "llm_model": "x"})
     with Memory(s) as m:
         assert isinstance(m.extractor, LLMExtractor) and m.extractor.fallback.name == "rules"
+
+
+def test_eval_locomo_retains_through_the_llm(server, settings, embedder, extractor, tmp_path):
+    from memlane.engine import Memory
+    from memlane.eval.locomo import run_locomo
+
+    server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
+    s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",
+                                    "extractor": "llm", "llm_background": "off"})
+    path = write_locomo_fixture(tmp_path / "fx.json")
+    ext = LLMExtractor(build_llm(s, "retain"), extractor)
+    with Memory(s, embedder=embedder, extractor=ext) as memory:
+        report = run_locomo(memory, path, ks=(5,), progress=False)
+        assert memory.store.count_units("locomo-fx-1") == 6  # 3 chunks x 2 LLM facts
+    assert ext.stats == {"llm": 5} and len(server.requests) == 5
+    assert report  # scored over the LLM-extracted units
