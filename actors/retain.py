@@ -118,6 +118,9 @@ class RetainWorker:
 
         documents = decode_bank(payload)
         report = self.memory.retain(bank_id, documents)
+        # Consolidation jobs (observations, opinions; only with an LLM) finish before the
+        # bank is evicted, so they do not reload it.
+        self.memory.wait_background()
         self.memory.derived.evict(bank_id)  # the snapshot is on disk; keep actor memory bounded
         return report.as_dict()
 

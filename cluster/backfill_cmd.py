@@ -97,10 +97,7 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
     from pipelines.backfill import (BackfillConfig, RejectLimitExceeded, prepare_backfill,
                                     run_backfill)
 
-    # Sent to every worker; the Milvus token is not (workers read MEMLANE_MILVUS_TOKEN from
-    # their own environment, so the secret never lands in Ray's object store).
-    overrides = {k: v for k, v in settings.model_dump(mode="json").items()
-                 if k not in ("data_dir", "milvus_uri", "milvus_token")}
+    overrides = worker_settings(settings)
     cfg = BackfillConfig(path=path, milvus_uri=uri or "", data_dir=settings.data_dir, fmt=format,
                          workers=workers, max_reject_share=max_reject_share,
                          progress=not json_out or sys.stderr.isatty(), settings=overrides)
@@ -115,7 +112,7 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
             ray.init(address=address, logging_level="WARNING",
                      runtime_env={"env_vars": {k: v for k, v in os.environ.items()
                                                if k.startswith("MEMLANE_")
-                                               and k != "MEMLANE_MILVUS_TOKEN"}})
+                                               and not _secret(k[len("MEMLANE_"):].lower())}})
             try:
                 summary = run_backfill(cfg, plan)
             finally:
@@ -154,6 +151,19 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
         typer.echo(json.dumps(_public(out)))
     else:
         typer.echo(_format(out))
+
+
+def _secret(key: str) -> bool:
+    return key == "milvus_token" or key.endswith("api_key")
+
+
+def worker_settings(settings) -> dict:
+    """The Settings sent to every worker (MEMLANE_EXTRACTOR=llm and the LLM endpoints
+    included). Secrets are not: the Milvus token and the LLM API keys would land in Ray's
+    object store (and a SecretStr dumps as asterisks); workers read MEMLANE_MILVUS_TOKEN and
+    MEMLANE_LLM_*API_KEY from their own environment (a local Ray inherits the driver's)."""
+    return {k: v for k, v in settings.model_dump(mode="json").items()
+            if k not in ("data_dir", "milvus_uri") and not _secret(k)}
 
 
 def _public(summary: dict) -> dict:

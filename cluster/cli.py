@@ -196,6 +196,15 @@ _register_backfill()
 _register_serve()
 
 
+def _register_llm() -> None:
+    from cluster.llm_cmd import register
+
+    register(app)
+
+
+_register_llm()
+
+
 def main() -> None:
     app()
 

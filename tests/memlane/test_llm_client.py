@@ -1,0 +1,186 @@
+"""The OpenAI-compatible client and structured replies, against a fake server over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from pydantic import BaseModel
+
+from llm_fake import FakeLLMServer
+from memlane.errors import ConfigError
+from memlane.llm import build_llm, role_config
+from memlane.llm.config import RoleConfig
+from memlane.llm.errors import LLMError, LLMOutputError
+from memlane.llm.openai_compat import OpenAICompatLLM
+from memlane.llm.structured import complete_json, parse_json_object
+from memlane.settings import Settings
+
+MSG = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def server():
+    with FakeLLMServer() as s:
+        yield s
+
+
+def _client(server, *, retries=2, timeout=5.0, concurrency=4, mode="auto", key="sk-test"):
+    sleeps: list[float] = []
+    cfg = RoleConfig(role="retain", base_url=server.base_url, model="fake-model", api_key=key,
+                     timeout_s=timeout, max_retries=retries, backoff_s=0.25,
+                     concurrency=concurrency, json_mode=mode)
+    llm = OpenAICompatLLM(cfg, sleep=sleeps.append)
+    return llm, sleeps
+
+
+class Pet(BaseModel):
+    name: str
+    legs: int
+
+
+def test_complete_sends_model_messages_and_key(server):
+    server.script = ["hello there"]
+    llm, _ = _client(server)
+    assert llm.complete(MSG, max_tokens=7, temperature=0.3) == "hello there"
+    body = server.requests[0]
+    assert body["model"] == "fake-model" and body["messages"] == MSG
+    assert body["max_tokens"] == 7 and body["temperature"] == 0.3
+    assert "response_format" not in body
+    assert server.headers[0]["authorization"] == "Bearer sk-test"
+    assert llm.usage["requests"] == 1 and llm.usage["completion_tokens"] == 5
+
+
+def test_json_schema_is_requested_when_supported(server):
+    server.script = ['{"name": "Pixel", "legs": 4}']
+    llm, _ = _client(server)
+    pet = complete_json(llm, MSG, Pet)
+    assert pet == Pet(name="Pixel", legs=4)
+    fmt = server.requests[0]["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"]["properties"]["legs"]
+    assert llm.schema_supported is True
+
+
+def test_a_server_that_refuses_json_schema_gets_the_schema_in_the_prompt(server):
+    server.responder = lambda body: ({"status": 400} if "response_format" in body
+                                     else '{"name": "Pixel", "legs": 4}')
+    llm, _ = _client(server)
+    assert complete_json(llm, MSG, Pet).name == "Pixel"
+    assert complete_json(llm, MSG, Pet).legs == 4
+    assert llm.schema_supported is False
+    # One refused schema request, then prompt-side JSON only (no more refusals).
+    assert ["response_format" in r for r in server.requests] == [True, False, False]
+    system = server.requests[1]["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("be brief")
+    assert '"legs"' in system["content"]
+
+
+def test_malformed_output_is_repaired_once(server):
+    server.script = ["Sure! here it is: {name: Pixel}", '```json\n{"name": "Pixel", "legs": 4}\n```']
+    llm, _ = _client(server)
+    assert complete_json(llm, MSG, Pet) == Pet(name="Pixel", legs=4)
+    repair = server.requests[1]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": "Sure! here it is: {name: Pixel}"}
+    assert "rejected: not valid JSON" in repair[-1]["content"]
+
+
+def test_output_still_invalid_after_repair_raises_with_the_reason(server):
+    server.script = ['{"name": "Pixel"}', '{"name": "Pixel", "legs": "many"}']
+    llm, _ = _client(server)
+    with pytest.raises(LLMOutputError, match="legs"):
+        complete_json(llm, MSG, Pet)
+    assert len(server.requests) == 2
+
+
+def test_retries_on_5xx_and_429_with_backoff_and_retry_after(server):
+    server.script = [{"status": 503}, {"status": 429, "headers": {"Retry-After": "1.5"}}, "ok"]
+    llm, sleeps = _client(server, retries=3)
+    assert llm.complete(MSG) == "ok"
+    assert len(server.requests) == 3
+    assert sleeps == [0.25, 1.5]  # backoff 0.25 * 2**0, then the server's Retry-After
+    assert llm.usage["retries"] == 2
+
+
+def test_gives_up_after_the_retries(server):
+    server.script = [{"status": 500}] * 3
+    llm, sleeps = _client(server, retries=2)
+    with pytest.raises(LLMError, match="failed after 3 attempts: HTTP 500"):
+        llm.complete(MSG)
+    assert len(server.requests) == 3 and sleeps == [0.25, 0.5]
+
+
+def test_client_errors_are_not_retried(server):
+    server.script = [{"status": 401}]
+    llm, _ = _client(server)
+    with pytest.raises(LLMError, match="refused the request: HTTP 401"):
+        llm.complete(MSG)
+    assert len(server.requests) == 1
+
+
+def test_a_timeout_is_retried(server):
+    server.script = [{"delay": 2.0, "content": "too late"}, "in time"]
+    llm, _ = _client(server, timeout=0.3)
+    assert llm.complete(MSG) == "in time"
+    assert len(server.requests) == 2
+
+
+def test_timeouts_exhaust_the_retries(server):
+    server.script = [{"delay": 2.0, "content": "late"}] * 2
+    llm, _ = _client(server, timeout=0.3, retries=1)
+    with pytest.raises(LLMError, match="timed out after 0.3s"):
+        llm.complete(MSG)
+
+
+def test_concurrency_limit_bounds_requests_in_flight(server):
+    server.responder = lambda body: {"delay": 0.2, "content": "ok"}
+    llm, _ = _client(server, concurrency=2)
+    out: list[str] = []
+    threads = [threading.Thread(target=lambda: out.append(llm.complete(MSG))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == ["ok"] * 6
+    assert server.max_inflight == 2
+
+
+def test_unreachable_server_is_an_llm_error():
+    cfg = RoleConfig(role="reflect", base_url="http://127.0.0.1:9/v1", model="m", api_key=None,
+                     timeout_s=1, max_retries=1, backoff_s=0, concurrency=1, json_mode="auto")
+    with pytest.raises(LLMError, match="reflect LLM at http://127.0.0.1:9/v1 failed after 2 attempts"):
+        OpenAICompatLLM(cfg, sleep=lambda s: None).complete(MSG)
+
+
+def test_parse_json_object_variants():
+    assert parse_json_object('{"a": 1}') == {"a": 1}
+    assert parse_json_object('```json\n{"a": 1}\n```') == {"a": 1}
+    assert parse_json_object('Here: {"a": {"b": 2}} done') == {"a": {"b": 2}}
+    with pytest.raises(ValueError, match="expected a JSON object"):
+        parse_json_object("[1, 2]")
+    with pytest.raises(ValueError, match="empty reply"):
+        parse_json_object("  ")
+
+
+def test_build_llm_per_role_settings(monkeypatch):
+    assert build_llm(Settings(), "reflect") is None
+    s = Settings(llm_base_url="http://a/v1", llm_model="small", llm_reflect_model="large",
+                 llm_qa_base_url="http://b/v1/", llm_api_key="k1", llm_reflect_api_key="k2")
+    assert role_config(s, "retain").model == "small"
+    r = role_config(s, "reflect")
+    assert (r.model, r.base_url, r.api_key) == ("large", "http://a/v1", "k2")
+    assert role_config(s, "qa").base_url == "http://b/v1"
+    assert "k1" not in repr(role_config(s, "retain")) and "k1" not in repr(s)
+    llm = build_llm(s, "consolidation")
+    assert isinstance(llm, OpenAICompatLLM) and llm.model == "small"
+    llm.close()
+    with pytest.raises(ConfigError, match="unknown LLM role 'chat'"):
+        build_llm(s, "chat")
+    with pytest.raises(ConfigError, match="MEMLANE_LLM_MODEL"):
+        build_llm(Settings(llm_base_url="http://a/v1"), "retain")
+    monkeypatch.setenv("MEMLANE_LLM_BASE_URL", "http://env/v1")
+    monkeypatch.setenv("MEMLANE_LLM_MODEL", "m0")
+    monkeypatch.setenv("MEMLANE_LLM_RETAIN_MODEL", "m1")
+    env = Settings()
+    assert role_config(env, "retain").model == "m1" and role_config(env, "reflect").model == "m0"
+    assert json.loads(env.model_dump_json())["llm_base_url"] == "http://env/v1"
