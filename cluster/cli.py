@@ -91,16 +91,28 @@ def recall(query: str = typer.Argument(..., help="What to remember."),
            include_chunks: bool = typer.Option(False, "--chunks"),
            trace: bool = typer.Option(False, "--trace"),
            json_out: bool = typer.Option(False, "--json"),
+           url: Optional[str] = typer.Option(None, "--url",
+                                             help="Ask a running service (http://127.0.0.1:8000) "
+                                                  "instead of the local data directory."),
+           api_key: Optional[str] = typer.Option(None, "--api-key", envvar="MEMLANE_API_KEY",
+                                                 help="Service API key (default MEMLANE_API_KEY)."),
            data_dir: Optional[Path] = DataDir) -> None:
     """Recall memories for a query, packed to a token budget."""
+    options = dict(max_tokens=max_tokens, budget=budget, types=type or None, tags=tag or None,
+                   include_chunks=include_chunks, trace=trace)
+    if url:
+        _recall_remote(url, api_key, bank, query, options, json_out)
+        return
     with _errors():
         with _memory(data_dir) as memory:
-            result = memory.recall(bank, query, max_tokens=max_tokens, budget=budget,
-                                   types=type or None, tags=tag or None,
-                                   include_chunks=include_chunks, trace=trace)
+            result = memory.recall(bank, query, **options)
     if json_out:
         typer.echo(result.model_dump_json(exclude={"memories": {"__all__": {"unit": {"embedding"}}}}))
         return
+    _print_recall(result)
+
+
+def _print_recall(result, via: str = "") -> None:
     for m in result.memories:
         u = m.unit
         when = (u.occurred_start or u.mentioned_at).date().isoformat()
@@ -108,7 +120,28 @@ def recall(query: str = typer.Argument(..., help="What to remember."),
     for c in result.chunks:
         typer.echo(f"--- chunk {c.document_id}/{c.session_id}#{c.index}\n{c.text}")
     typer.echo(f"({len(result.memories)} memories, {result.tokens} tokens, "
-               f"{result.timings_ms.get('total', 0):.0f} ms)", err=True)
+               f"{result.timings_ms.get('total', 0):.0f} ms{via})", err=True)
+
+
+def _recall_remote(url: str, api_key: Optional[str], bank: str, query: str, options: dict,
+                   json_out: bool) -> None:
+    """``recall --url``: the same query through the service's HTTP API."""
+    import httpx
+
+    from memlane.client import MemlaneAPIError, MemlaneClient
+    from memlane.model import RecallResult
+
+    try:
+        with MemlaneClient(url, api_key) as client:
+            raw = client.recall(bank, query, **{k: v for k, v in options.items() if v is not None})
+    except MemlaneAPIError as exc:
+        _fail(f"{exc.message} (HTTP {exc.status})")
+    except httpx.HTTPError as exc:
+        _fail(f"cannot reach {url}: {type(exc).__name__}: {exc}")
+    if json_out:
+        typer.echo(json.dumps(raw))
+        return
+    _print_recall(RecallResult.model_validate(raw), f", via {url}")
 
 
 @app.command()

@@ -355,6 +355,7 @@ class Memory:
         """Rebuild derived state from what the store now holds (the new revision token tells
         other processes too), drop entities nothing mentions and fix mention counts. Returns
         how many entities were dropped."""
+        self._prune_observations(bank_id)
         self.derived.drop(bank_id)
         self.store.bump_revision(bank_id)
         self.derived.ensure(bank_id)
@@ -368,6 +369,32 @@ class Memory:
             self.store.upsert_entities(bank_id, changed)
         self.graph.snapshot(bank_id)
         return dropped
+
+    def _prune_observations(self, bank_id: str) -> None:
+        """Observations summarise facts; when facts are deleted, an observation keeps only the
+        sources that still exist (proof_count follows) and goes when none is left, so no
+        summary outlives its evidence. Its text is rewritten by the next consolidation."""
+        from memlane.interfaces import UnitFilter
+
+        ids = self.store.list_unit_ids(bank_id, UnitFilter(fact_types=[FactType.observation],
+                                                           only_valid=False))
+        if not ids:
+            return
+        observations = self.store.get_units(bank_id, ids, with_embedding=True)
+        sources = sorted({f for o in observations for f in o.source_fact_ids})
+        alive = set(self.store.get_unit_fields(bank_id, sources, fields=[])) if sources else set()
+        gone, changed = [], []
+        for obs in observations:
+            kept = [f for f in obs.source_fact_ids if f in alive]
+            if obs.source_fact_ids and not kept:
+                gone.append(obs.id)
+            elif len(kept) != len(obs.source_fact_ids):
+                changed.append(obs.model_copy(update={"source_fact_ids": kept,
+                                                      "proof_count": len(kept)}))
+        if changed:
+            self.store.upsert_units(bank_id, changed)
+        if gone:
+            self.store.delete_units(bank_id, gone)
 
     # listing ------------------------------------------------------------------------------
     def list_memories(self, bank_id: str, *, offset: int = 0, limit: int = 100,

@@ -1,0 +1,315 @@
+"""The service end to end: `memlane serve` on loopback (real Ray Serve, Milvus Lite server,
+MiniLM, spaCy), driven over HTTP with the SDK, httpx and the CLI. One service per module: it
+takes about 30 s to start on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from conftest import SHARED_LOCOMO
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = {"k-alice": ["alice", "shared"], "k-bob": ["bob"], "k-admin": "*"}
+BODY_LIMIT = 200_000
+CITIES = ["Lisbon", "Kyoto", "Nairobi", "Quito", "Oslo"]
+
+
+def _memlane(*args, env=None, timeout=600):
+    exe = Path(sys.executable).with_name("memlane")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    from cluster.local import free_port
+
+    root = tmp_path_factory.mktemp("service")
+    config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
+    for dep in config["applications"][0]["deployments"]:
+        if dep["name"] == "Recall":  # two replicas: writes must be visible on both
+            dep["autoscaling_config"].update(min_replicas=2, max_replicas=2)
+    cfg = root / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    port = free_port()
+    env = {**os.environ, "MEMLANE_API_KEYS": json.dumps(KEYS), "MEMLANE_AUTH": "on",
+           "MEMLANE_MAX_BODY_BYTES": str(BODY_LIMIT)}
+    env.pop("MEMLANE_LLM_BASE_URL", None)
+    started = _memlane("serve", "--port", str(port), "--data-dir", str(root / "data"),
+                       "--config", str(cfg), "--timeout", "420", "--json", env=env, timeout=480)
+    assert started.returncode == 0, started.stderr
+    state = json.loads(started.stdout.strip().splitlines()[-1])
+    try:
+        yield state
+    finally:
+        stopped = _memlane("serve", "--stop", "--data-dir", str(root / "data"), timeout=200)
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout
+        assert not (root / "data" / "serve.json").exists()
+
+
+def _client(service, key="k-admin"):
+    from memlane.client import MemlaneClient
+
+    return MemlaneClient(service["url"], key, timeout=120)
+
+
+def _http(service, key="k-admin"):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=service["url"], headers=headers, timeout=120)
+
+
+def _locomo_session():
+    if not SHARED_LOCOMO.exists():
+        pytest.skip("../shared/data/locomo10.json is not on this machine")
+    sample = json.loads(SHARED_LOCOMO.read_text())[0]
+    conv = sample["conversation"]
+    when = conv["session_1_date_time"]  # e.g. "1:56 pm on 8 May, 2023"
+    from memlane.ingest.loaders import _parse_time
+
+    ts = _parse_time(when, lambda: "session_1_date_time")
+    return [{"content": t["text"], "speaker": t["speaker"], "session_id": "session_1",
+             "timestamp": ts.isoformat()} for t in conv["session_1"]]
+
+
+def _snapshot(http, bank):
+    mems = http.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()
+    return (sorted(m["id"] for m in mems["items"]),
+            http.get(f"/v1/banks/{bank}/documents").json(),
+            http.get(f"/v1/banks/{bank}").json())
+
+
+def test_health_is_open_and_openapi_lists_the_api(service):
+    with _http(service, key=None) as http:
+        assert http.get("/v1/health").json()["status"] == "ok"
+        paths = http.get("/openapi.json").json()["paths"]
+    for path in ("/v1/banks/{bank_id}", "/v1/banks/{bank_id}/memories", "/v1/banks/{bank_id}/recall",
+                 "/v1/banks/{bank_id}/reflect", "/v1/banks/{bank_id}/documents/{document_id}"):
+        assert path in paths
+
+
+def test_locomo_session_retained_over_http_is_recalled_on_every_replica_then_deleted(service):
+    turns = _locomo_session()
+    with _client(service, "k-alice") as m, _http(service, "k-alice") as http:
+        bank = m.put_bank("alice", name="", background="")
+        assert bank["bank_id"] == "alice"
+        report = m.retain("alice", turns, document_id="conv-26")
+        assert report["turns"] == len(turns) and report["units"] == len(turns)
+        probe = turns[5]["content"]
+        replicas, answers = set(), []
+        for _ in range(40):  # the router spreads requests; stop once both replicas answered
+            r = http.post("/v1/banks/alice/recall", json={"query": probe, "max_tokens": 300})
+            assert r.status_code == 200, r.text
+            replicas.add(r.headers["X-Memlane-Replica"])
+            answers.append(r.json()["memories"][0]["unit"]["text"])
+            if len(replicas) == 2:
+                break
+        assert len(replicas) == 2, "recall never reached the second replica"
+        assert all(a.endswith(probe) for a in answers)  # right after retain, on both replicas
+        assert m.stats("alice")["units"] == len(turns)
+
+        removed = m.delete_document("alice", "conv-26")
+        assert removed["units"] == len(turns) and removed["chunks"] >= 1
+        assert m.list_memories("alice")["total"] == 0
+        assert m.list_documents("alice") == []
+        assert m.list_entities("alice") == []
+        stats = m.stats("alice")
+        assert (stats["units"], stats["chunks"], stats["graph"]["units"]) == (0, 0, 0)
+        for _ in range(4):  # every replica sees the deletion
+            assert http.post("/v1/banks/alice/recall", json={"query": probe}).json()["memories"] == []
+
+
+def test_async_retain_returns_an_operation_that_completes(service):
+    with _client(service, "k-bob") as m:
+        m.put_bank("bob")
+        op = m.retain("bob", ["Bob adopted a cat named Miso in March 2024."], wait=False)
+        assert op["status"] in ("queued", "running")
+        deadline = time.monotonic() + 120
+        while op["status"] in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.5)
+            op = m.operation("bob", op["operation_id"])
+        assert op["status"] == "succeeded", op
+        assert op["result"]["units"] == 1
+        hits = m.recall("bob", "cat named Miso")["memories"]
+        assert "Miso" in hits[0]["unit"]["text"]
+    from memlane.client import MemlaneAPIError
+
+    with _client(service, "k-admin") as admin:
+        admin.put_bank("shared")
+        with pytest.raises(MemlaneAPIError) as err:  # the operation belongs to bob's bank
+            admin.operation("shared", op["operation_id"])
+        assert err.value.status == 404
+
+
+def test_keys_only_reach_their_banks(service):
+    with _client(service, "k-bob") as bob, _http(service, key=None) as anon:
+        bob.put_bank("bob")
+        bob.retain("bob", ["Bob's locker code is 4417."], document_id="locker")
+        before = _snapshot(_http(service, "k-bob"), "bob")
+        assert anon.get("/v1/banks/bob").status_code == 401
+        assert anon.get("/v1/banks/bob", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert anon.get("/v1/banks/bob", headers={"Authorization": "Basic k-bob"}).status_code == 401
+        alice = {"Authorization": "Bearer k-alice"}
+        for method, path, body in (("GET", "/v1/banks/bob", None),
+                                   ("POST", "/v1/banks/bob/recall", {"query": "locker code"}),
+                                   ("POST", "/v1/banks/bob/memories", {"items": [{"content": "x"}]}),
+                                   ("DELETE", "/v1/banks/bob/documents/locker", None),
+                                   ("DELETE", "/v1/banks/bob", None),
+                                   ("PUT", "/v1/banks/bob", {"name": "hijack"})):
+            r = anon.request(method, path, json=body, headers=alice)
+            assert r.status_code == 403, (method, path, r.text)
+            assert r.json()["error"]["code"] == "forbidden"
+        listed = {b["bank_id"] for b in _client(service, "k-alice").list_banks()}
+        assert "bob" not in listed
+        assert _snapshot(_http(service, "k-bob"), "bob") == before
+
+
+BAD_REQUESTS = [
+    # (method, path, json body or raw bytes, status, field)
+    ("POST", "/v1/banks/carol/recall", {"query": 42}, 422, "query"),
+    ("POST", "/v1/banks/carol/recall", {"query": "x", "max_tokens": "many"}, 422, "max_tokens"),
+    ("POST", "/v1/banks/carol/recall", {}, 422, "query"),
+    ("POST", "/v1/banks/carol/recall", {"query": "x", "budget": "huge"}, 422, "budget"),
+    ("POST", "/v1/banks/carol/recall", {"query": "x", "max_tokens": -5}, 422, "max_tokens"),
+    ("POST", "/v1/banks/carol/recall", {"query": "x", "colour": "red"}, 422, "colour"),
+    ("POST", "/v1/banks/carol/recall", b'{"query": "x"', 400, "body"),
+    ("POST", "/v1/banks/carol/recall", b"x" * (BODY_LIMIT + 1), 413, "body"),
+    ("POST", "/v1/banks/nobody/recall", {"query": "x"}, 404, "bank_id"),
+    ("POST", "/v1/banks/bad%20id!/recall", {"query": "x"}, 422, "bank_id"),
+    ("POST", "/v1/banks/carol/memories", {}, 422, "items"),
+    ("POST", "/v1/banks/carol/memories", {"items": [{}]}, 422, "items.0.content"),
+    ("POST", "/v1/banks/carol/memories", {"items": [{"content": "ok", "timestamp": "yesterday-ish"}]},
+     422, "items.0.timestamp"),
+    ("POST", "/v1/banks/carol/memories", {"items": "not a list"}, 422, "items"),
+    ("POST", "/v1/banks/nobody/memories", {"items": [{"content": "x"}]}, 404, "bank_id"),
+    ("PUT", "/v1/banks/carol", {"disposition": {"skepticism": 9}}, 422, "disposition.skepticism"),
+    ("GET", "/v1/banks/carol/memories?limit=0", None, 422, "limit"),
+    ("GET", "/v1/banks/carol/memories/does-not-exist", None, 404, "memory_id"),
+    ("DELETE", "/v1/banks/carol/documents/does-not-exist", None, 404, "document_id"),
+]
+
+
+def test_bad_input_gets_a_4xx_naming_the_field_and_changes_nothing(service):
+    with _client(service) as m, _http(service) as http:
+        m.put_bank("carol", name="Carol")
+        m.retain("carol", ["Carol keeps bees on the roof."], document_id="bees")
+        before = _snapshot(http, "carol")
+        for method, path, body, status, field in BAD_REQUESTS:
+            kw = {"content": body, "headers": {"content-type": "application/json"}} \
+                if isinstance(body, bytes) else {"json": body}
+            r = http.request(method, path, **kw)
+            assert r.status_code == status, (method, path, r.text)
+            err = r.json()["error"]
+            assert err["field"] == field, (path, body, err)
+            assert err["message"]
+        assert _snapshot(http, "carol") == before
+        assert http.get("/v1/banks/nobody").status_code == 404
+
+
+def test_reflect_without_an_llm_is_503_naming_the_setting(service):
+    with _http(service) as http:
+        http.put("/v1/banks/dave", json={})
+        r = http.post("/v1/banks/dave/reflect", json={"query": "What do I think of jazz?"})
+    assert r.status_code == 503
+    assert r.json()["error"]["code"] == "llm_not_configured"
+    assert "MEMLANE_LLM_BASE_URL" in r.json()["error"]["message"]
+
+
+def test_cli_recall_through_the_service(service):
+    with _client(service, "k-bob") as m:
+        m.put_bank("bob")
+        m.retain("bob", ["Bob's favourite tea is genmaicha."], document_id="tea")
+    ok = _memlane("recall", "--url", service["url"], "--api-key", "k-bob", "--bank", "bob",
+                  "favourite tea", timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "genmaicha" in ok.stdout.splitlines()[0]
+    denied = _memlane("recall", "--url", service["url"], "--api-key", "k-bob", "--bank", "alice",
+                      "anything", timeout=120)
+    assert denied.returncode == 2
+    assert denied.stderr.strip().count("\n") == 0 and "403" in denied.stderr
+
+
+def test_async_client_recalls_concurrently(service):
+    import asyncio
+
+    from memlane.client import AsyncMemlaneClient
+
+    async def run():
+        async with AsyncMemlaneClient(service["url"], "k-admin") as m:
+            await m.put_bank("erin")
+            await m.retain("erin", [f"Erin spent a week in {c} last year." for c in CITIES],
+                           document_id="trip")
+            results = await asyncio.gather(*(m.recall("erin", f"week in {c}") for c in CITIES))
+        return results
+
+    results = asyncio.run(run())
+    for city, res in zip(CITIES, results):
+        assert city in res["memories"][0]["unit"]["text"]
+
+
+def test_killing_a_recall_replica_under_load_loses_nothing(service):
+    import ray
+    from ray import serve
+    from ray.util.state import list_actors
+
+    with _client(service) as m:
+        m.put_bank("frank")
+        m.retain("frank", [f"Frank's note {i}: the parcel code is P{i:03d}." for i in range(20)],
+                 document_id="notes")
+        expected = m.list_memories("frank")["total"]
+    assert expected == 20
+    results: list[int] = []
+    stop = threading.Event()
+
+    def load():  # bounded: one client, sequential, until told to stop (at most ~2 min)
+        with _http(service) as http:
+            deadline = time.monotonic() + 120
+            while not stop.is_set() and time.monotonic() < deadline:
+                try:
+                    results.append(http.post("/v1/banks/frank/recall",
+                                             json={"query": "parcel code P007"}).status_code)
+                except httpx.HTTPError:
+                    results.append(-1)
+
+    ray.init(address=service["ray_address"], logging_level="ERROR")
+    try:
+        thread = threading.Thread(target=load)
+        thread.start()
+        time.sleep(2)
+        replicas = [a for a in list_actors(filters=[("state", "=", "ALIVE")])
+                    if a.class_name.endswith("memlane:Recall")]
+        assert len(replicas) == 2
+        victim = replicas[0]
+        ray.kill(ray.get_actor(victim.name, namespace=victim.ray_namespace), no_restart=True)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:  # Serve replaces the replica
+            alive = [a for a in list_actors(filters=[("state", "=", "ALIVE")])
+                     if a.class_name.endswith("memlane:Recall")]
+            status = serve.status().applications["memlane"].deployments["Recall"]
+            if len(alive) == 2 and victim.actor_id not in {a.actor_id for a in alive} \
+                    and status.status == "HEALTHY":
+                break
+            time.sleep(1)
+        else:
+            pytest.fail("Serve did not replace the killed recall replica within 180 s")
+        stop.set()
+        thread.join()
+    finally:
+        stop.set()
+        ray.shutdown()
+    assert results and results[-1] == 200
+    with _client(service) as m, _http(service) as http:
+        after = [http.post("/v1/banks/frank/recall", json={"query": "parcel code P007"})
+                 for _ in range(6)]
+        assert all(r.status_code == 200 for r in after)
+        assert all("P007" in r.json()["memories"][0]["unit"]["text"] for r in after)
+        assert m.list_memories("frank")["total"] == expected
