@@ -124,6 +124,10 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _tokens(value: Any) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """A Markdown summary of a report built by :func:`build_report`."""
     systems = report["systems"]
@@ -160,7 +164,7 @@ def markdown(report: dict[str, Any]) -> str:
                     continue
                 lines.append(f"| {system} | {cat} | {e['n']} | {_fmt(e['accuracy'])} | "
                              f"{e['ci95'][0]:.3f}-{e['ci95'][1]:.3f} | "
-                             f"{_fmt(e['context_tokens_mean'])} | {e['errors']} |")
+                             f"{_tokens(e['context_tokens_mean'])} | {e['errors']} |")
         lines.append("")
     for note in report.get("notes", []):
         lines.append(f"> {note}")
