@@ -94,13 +94,13 @@ def test_llm_failure_is_logged_not_raised():
 
 def _rows():
     return [
-        {"id": "1", "category": "a", "scores": {"m": {"r@1": 1.0, "r@5": 1.0}, "b": {"r@1": 0.0, "r@5": 1.0}},
+        {"id": "1", "category": "a", "scores": {"m": {"recall@1": 1.0, "recall@5": 1.0}, "b": {"recall@1": 0.0, "recall@5": 1.0}},
          "qa": {"m": {"correct": True, "context_tokens": 100}}},
-        {"id": "2", "category": "a", "scores": {"m": {"r@1": 0.0, "r@5": 1.0}, "b": {"r@1": 0.0, "r@5": 0.0}},
+        {"id": "2", "category": "a", "scores": {"m": {"recall@1": 0.0, "recall@5": 1.0}, "b": {"recall@1": 0.0, "recall@5": 0.0}},
          "qa": {"m": {"correct": True, "context_tokens": 300}}},
         {"id": "3", "category": "b", "scores": {"m": {}, "b": {}},  # e.g. abstention: no scores
          "qa": {"m": {"correct": False, "context_tokens": 200}}},
-        {"id": "4", "category": "b", "scores": {"m": {"r@1": 1.0, "r@5": 1.0}, "b": {"r@1": 1.0, "r@5": 1.0}},
+        {"id": "4", "category": "b", "scores": {"m": {"recall@1": 1.0, "recall@5": 1.0}, "b": {"recall@1": 1.0, "recall@5": 1.0}},
          "qa": {"m": {"correct": True, "context_tokens": 400}}},
         {"id": "5", "category": "b", "scores": {"m": {}, "b": {}}, "qa": {"m": {"error": "boom"}}},
     ]
@@ -110,9 +110,9 @@ def test_summarize_scores_means_over_scored_rows():
     s = summarize_scores(_rows(), ["m", "b"])
     assert list(s) == ["all", "a", "b"]
     # m r@1 over rows 1,2,4 = (1+0+1)/3; b r@5 = (1+0+1)/3; 5 rows, 3 scored
-    assert s["all"]["m"]["r@1"] == round(2 / 3, 4) and s["all"]["b"]["r@5"] == round(2 / 3, 4)
-    assert s["all"]["questions"] == 5 and s["all"]["n"]["r@1"] == 3
-    assert s["a"]["m"] == {"r@1": 0.5, "r@5": 1.0} and s["b"]["n"]["r@1"] == 1
+    assert s["all"]["m"]["recall@1"] == round(2 / 3, 4) and s["all"]["b"]["recall@5"] == round(2 / 3, 4)
+    assert s["all"]["questions"] == 5 and s["all"]["n"]["recall@1"] == 3
+    assert s["a"]["m"] == {"recall@1": 0.5, "recall@5": 1.0} and s["b"]["n"]["recall@1"] == 1
 
 
 def test_summarize_qa_wilson_and_tokens():
@@ -130,10 +130,10 @@ def test_summarize_qa_wilson_and_tokens():
 
 def test_markdown_and_run_directory(tmp_path):
     report = build_report(benchmark="t", title="Test run", systems=["m", "b"], rows=_rows(),
-                          info={"questions": 5}, qa_systems=["m"], headline="r@5",
+                          info={"questions": 5}, qa_systems=["m"], headline="recall@5",
                           notes=["a note"], command="memlane eval t")
     md = markdown(report)
-    assert "## r" in md and "| system | category | n | @1 | @5 |" in md
+    assert "## recall" in md and "| system | category | n | @1 | @5 |" in md
     assert "| m | all | 3 | 0.667 | 1.000 |" in md
     assert "| m | all | 4 | 0.750 | 0.301-0.954 | 250.0 | 1 |" in md
     assert "reproduce: `memlane eval t`" in md and "> a note" in md
@@ -143,4 +143,4 @@ def test_markdown_and_run_directory(tmp_path):
     for p in files:
         if p.suffix == ".png":
             assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 1000
-    assert json.loads((tmp_path / "run" / "report.json").read_text())["summary"]["a"]["m"]["r@1"] == 0.5
+    assert json.loads((tmp_path / "run" / "report.json").read_text())["summary"]["a"]["m"]["recall@1"] == 0.5
