@@ -87,10 +87,12 @@ def percentile(xs: Sequence[float], q: float) -> float | None:
 
 def progress_bar(enabled: bool):
     """A rich progress display on stderr (disabled: a no-op with the same API)."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # stderr: stdout carries the report (text, Markdown or JSON).
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), disable=not enabled)
+                    TimeElapsedColumn(), console=Console(stderr=True), disable=not enabled)
 
 
 Advance = Callable[[int], None]
