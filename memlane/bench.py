@@ -194,6 +194,9 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
         lat.append((time.perf_counter() - t) * 1000)
         stages.append(res.timings_ms)
     store_base, index_base = [], []  # the floor any recall pays: embed + one dense top-100
+    for q in queries[:10]:  # warm-ups, as for recall
+        memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())
+        memory.derived.search_dense(bank, embedder.embed([q]), 100)
     for q in queries:
         t = time.perf_counter()
         memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())

@@ -32,12 +32,13 @@ def run_suite(data_dir: Path, *, sizes: Sequence[int], queries: int = 200,
               command: str | None = None) -> dict[str, Any]:
     """Run the suite in a fresh ``data_dir``; returns the report. ``serve_bench`` is called
     after the engine is closed (it may start its own store over the same directory), with the
-    keyword arguments it accepts among ``data_dir`` and ``queries``."""
+    keyword arguments it accepts among ``data_dir`` and ``queries``; its dict becomes the
+    ``serve`` section (``serve_skipped``, a string, when there is none)."""
     t0 = time.perf_counter()
     report = run_engine_bench(Path(data_dir), sizes=sizes, queries=queries, retain_turns=retain_turns)
     report["footprint"] = [{"memories": r["memories"], **r.pop("footprint")} for r in report["recall"]]
     if serve_bench is None:
-        report["serve"] = {"skipped": serve_skipped}
+        report["serve"] = serve_skipped
     else:
         accepted = inspect.signature(serve_bench).parameters
         kwargs = {k: v for k, v in {"data_dir": Path(data_dir) / "serve", "queries": queries}.items()
@@ -78,6 +79,9 @@ def suite_markdown(report: dict[str, Any]) -> str:
     for f in report.get("footprint", []):
         lines.append(f"| {f['memories']:,} | {f['rss_bytes_per_memory']} | {f['disk_bytes_per_memory']} | "
                      f"{f['raw_vector_bytes_per_memory']} | {f['raw_text_bytes_per_memory']} |")
+    lines += ["", "In process: RSS grown by building the bank's index and graph, divided by its size "
+              "(a fixed first-build overhead dominates small banks). On disk: bytes the store "
+              "added under the data directory."]
     lines += ["", "## Retain throughput vs raw embedding (in process)", "",
               "| corpus | turns | retain turns/s | raw embedding sentences/s | ratio |",
               "| --- | ---: | ---: | ---: | ---: |"]
@@ -85,9 +89,11 @@ def suite_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {name} | {r['turns']} | {r['retain_turns_per_s']} | "
                      f"{r['raw_embed_sentences_per_s']} | {r['ratio']} |")
     lines += ["", "## Serve requests/s vs a trivial endpoint", ""]
-    serve = report.get("serve", {})
-    for key, value in serve.items():
-        lines.append(f"- {key}: {value}")
+    serve = report.get("serve")
+    if isinstance(serve, dict):
+        lines += [f"- {key}: {value}" for key, value in serve.items()]
+    else:
+        lines.append(f"- {serve}")
     return "\n".join(lines).rstrip() + "\n"
 
 

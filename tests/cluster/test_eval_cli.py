@@ -121,7 +121,7 @@ def test_bench_suite_tiny(runner, tmp_path):
         assert f["disk_bytes_per_memory"] > 0 and f["raw_text_bytes_per_memory"] > 10
     assert report["retain"]["templated"]["turns"] == 12
     # serve/loadbench.py is not in this tree: the section says so instead of failing
-    assert report["serve"] == {"skipped": "skipped: serve/loadbench.py not available"}
+    assert report["serve"] == "skipped: serve/loadbench.py not available"
     assert sorted(p.name for p in out.iterdir()) == ["bench.json", "bench.md", "latency_vs_size.png"]
     assert "| 300 |" in (out / "bench.md").read_text()
 
@@ -129,3 +129,20 @@ def test_bench_suite_tiny(runner, tmp_path):
 def test_bench_suite_bad_size(runner, tmp_path):
     r = runner.invoke(app, ["bench", "suite", "--size", "0", "--data-dir", str(tmp_path / "s")])
     assert r.exit_code == 2 and "--size must be >= 1" in _one_error_line(r)
+
+
+def test_suite_runs_a_given_serve_bench_with_the_arguments_it_takes(tmp_path):
+    from memlane.bench_suite import run_suite, suite_markdown
+
+    calls = []
+
+    def fake_serve_bench(queries):  # accepts only one of the offered arguments
+        calls.append(queries)
+        return {"recall_rps": 12.5, "trivial_rps": 80.0}
+
+    report = run_suite(tmp_path / "scratch", sizes=[50], queries=2, retain_turns=0,
+                       serve_bench=fake_serve_bench)
+    assert calls == [2]
+    assert report["serve"] == {"recall_rps": 12.5, "trivial_rps": 80.0}
+    assert report["retain"] == {} and [r["memories"] for r in report["recall"]] == [50]
+    assert "- recall_rps: 12.5" in suite_markdown(report)
