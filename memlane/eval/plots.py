@@ -62,6 +62,7 @@ def plot_report(report: dict[str, Any], out_dir: Path) -> list[Path]:
                 if any(finite(y) for y in ys):
                     ax.plot(ks, [y if finite(y) else float("nan") for y in ys], marker="o", label=system)
             ax.set_xscale("log")
+            ax.minorticks_off()  # the ks are the ticks; log minor labels only clutter
             ax.set_xticks(ks)
             ax.set_xticklabels([str(k) for k in ks])
             ax.set_ylim(0, 1)

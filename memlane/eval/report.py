@@ -59,7 +59,8 @@ def summarize_scores(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> 
                 for metric, value in (row.get("scores", {}).get(system) or {}).items():
                     sums[metric] += float(value)
                     counts[metric] += 1
-            entry[system] = {m: round(sums[m] / counts[m], 4) for m in sorted(sums, key=_metric_order)}
+            # Metrics keep the order the rows give them (turn level before session level).
+            entry[system] = {m: round(sums[m] / counts[m], 4) for m in sums}
             for m, c in counts.items():
                 entry["n"][m] = max(entry["n"].get(m, 0), c)
         out[cat] = entry
@@ -93,11 +94,6 @@ def summarize_qa(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> dict
             }
         out[cat] = entry
     return out
-
-
-def _metric_order(name: str) -> tuple[str, int]:
-    family, k = split_metric(name)
-    return family, k or 0
 
 
 def families(summary: dict[str, Any], systems: Sequence[str]) -> dict[str, list[int]]:
@@ -134,7 +130,7 @@ def markdown(report: dict[str, Any]) -> str:
     summary = report["summary"]
     lines = [f"# {report['title']}", ""]
     for key, value in report.get("info", {}).items():
-        lines.append(f"- {key}: {_fmt(value)}")
+        lines.append(f"- {key}: {'-' if value is None else value}")
     if report.get("command"):
         lines.append(f"- reproduce: `{report['command']}`")
     lines.append("")
