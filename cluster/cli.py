@@ -175,30 +175,6 @@ def delete(bank: str = typer.Option(..., "--bank"),
                 typer.echo(f"deleted bank {bank}")
 
 
-@eval_app.command("locomo")
-def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json (default: ../shared/data/locomo10.json)."),
-                k: List[int] = typer.Option([5, 10], "--k", help="Cut-offs (repeatable)."),
-                limit: Optional[int] = typer.Option(None, "--limit", help="First N conversations only."),
-                reuse_banks: bool = typer.Option(False, "--reuse-banks",
-                                                 help="Skip retain for banks already built (tuning recall)."),
-                json_out: bool = typer.Option(False, "--json"),
-                data_dir: Optional[Path] = typer.Option(Path(".memlane-eval"), "--data-dir",
-                                                        help="Where the eval's banks live.")) -> None:
-    """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines."""
-    from memlane.eval.locomo import default_locomo_path, format_report, run_locomo
-
-    with _errors():
-        target = path or default_locomo_path()
-        if not target.exists():
-            raise FileNotFoundError(f"LoCoMo file not found: {target}")
-        if any(x < 1 for x in k):
-            raise ValueError("--k must be >= 1")
-        with _memory(data_dir) as memory:
-            report = run_locomo(memory, target, ks=sorted(set(k)), limit=limit,
-                                progress=not json_out, reuse_banks=reuse_banks)
-    typer.echo(json.dumps(report) if json_out else format_report(report))
-
-
 @bench_app.command("engine")
 def bench_engine(sizes: List[int] = typer.Option([1000, 10000, 100000], "--size"),
                  queries: int = typer.Option(200, "--queries"),
@@ -225,17 +201,22 @@ def _register_serve() -> None:
     app.command("serve", help="Start the online service on 127.0.0.1 (or --stop it).")(serve_command)
 
 
-_register_backfill()
-_register_serve()
-
-
 def _register_llm() -> None:
     from cluster.llm_cmd import register
 
     register(app)
 
 
+def _register_eval() -> None:
+    from cluster.eval_cmd import register
+
+    register(eval_app, bench_app)
+
+
+_register_backfill()
+_register_serve()
 _register_llm()
+_register_eval()
 
 
 def main() -> None:

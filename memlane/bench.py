@@ -3,8 +3,10 @@ measured in the same run.
 
 - Recall banks are synthetic: templated sentences with random unit vectors written straight to
   the store (embedding 100k texts would take ~13 minutes here and latency does not depend on
-  what the vectors mean). The query is embedded for real. Baseline: one bare dense search of
-  the same bank, the floor that any recall pays.
+  what the vectors mean), in bounded batches so 1M memories fit. The query is embedded for
+  real. Baselines: one bare dense search of the same bank in the store and in the in-process
+  index, the floor that any recall pays. Footprint: bytes per memory in process (RSS grown by
+  the index and graph build) and on disk, beside the raw float32 vector and the raw text.
 - Retain: synthetic chat turns through the whole retain path (NER, time parsing, entities,
   embedding, links, Milvus and graph writes) beside raw embedding of the very texts retain
   embeds, with the same model and batch size.
@@ -106,11 +108,166 @@ def _pct(xs: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def synthetic_batches(bank_id: str, n: int, dim: int, batch: int = 5000):
+    """``n`` synthetic units in lists of at most ``batch`` (ids ``u0000000`` on), generated
+    lazily: memory stays bounded by one batch whatever ``n`` is (1M included)."""
+    for lo in range(0, n, batch):
+        units = synthetic_units(bank_id, min(n, lo + batch) - lo, dim, seed=lo)
+        for j, u in enumerate(units):
+            u.id = f"u{lo + j:07d}"
+        yield units
+
+
+def rss_bytes() -> int:
+    """This process's resident set size (Linux /proc; 0 where unavailable)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def trim_heap() -> None:
+    """Hand freed heap back to the OS (glibc), so an RSS delta measures what a new bank
+    holds rather than what an earlier, deleted one left in the allocator."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (0 when it does not exist)."""
+    total = 0
+    for p in Path(path).rglob("*"):
+        try:
+            if p.is_file() and not p.is_symlink():
+                total += p.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int = 5000) -> dict[str, Any]:
+    """Recall latency and memory footprint at one bank size, beside their baselines.
+
+    Writes a synthetic bank of ``size`` units in bounded batches, builds its in-process index
+    and graph, times ``queries`` recalls (after 10 warm-ups) against two baselines over the same
+    bank (embed + one dense top-100 search of the store; embed + one dense top-100 search of
+    the in-process index), measures bytes per memory (RSS grown by the index build, bytes the
+    store wrote to disk) beside the raw float32 vector and the raw text, and deletes the bank."""
+    bank = f"bench-{size}"
+    embedder = memory.embedder
+    data_dir = Path(memory.settings.data_dir)
+    _say(f"writing a bank of {size:,} synthetic memories")
+    memory.create_bank(bank)
+    disk_before = dir_bytes(data_dir)
+    text_bytes = 0
+    t = time.perf_counter()
+    for units in synthetic_batches(bank, size, embedder.dim, batch):
+        text_bytes += sum(len(u.text.encode("utf-8")) for u in units)
+        memory.store.upsert_units(bank, units)
+    memory.store.bump_revision(bank)
+    load_s = time.perf_counter() - t
+    disk_after = dir_bytes(data_dir)
+    trim_heap()
+    rss_before = rss_bytes()
+    t = time.perf_counter()
+    memory.derived.ensure(bank)  # builds the in-process index and graph from Milvus
+    build_s = time.perf_counter() - t
+    trim_heap()
+    rss_after = rss_bytes()
+    _say(f"stored in {load_s:.1f}s, index built in {build_s:.1f}s; {len(queries)} recalls")
+    for q in queries[:10]:
+        memory.recall(bank, q, max_tokens=1024)
+    lat, stages = [], []
+    for q in queries:
+        t = time.perf_counter()
+        res = memory.recall(bank, q, max_tokens=1024)
+        lat.append((time.perf_counter() - t) * 1000)
+        stages.append(res.timings_ms)
+    store_base, index_base = [], []  # the floor any recall pays: embed + one dense top-100
+    for q in queries[:10]:  # warm-ups, as for recall
+        memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())
+        memory.derived.search_dense(bank, embedder.embed([q]), 100)
+    for q in queries:
+        t = time.perf_counter()
+        memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())
+        store_base.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        memory.derived.search_dense(bank, embedder.embed([q]), 100)
+        index_base.append((time.perf_counter() - t) * 1000)
+    row = {
+        "memories": size, "load_s": round(load_s, 1), "index_build_s": round(build_s, 1),
+        "p50_ms": round(_pct(lat, 0.5), 1), "p95_ms": round(_pct(lat, 0.95), 1),
+        "baseline_dense_p50_ms": round(_pct(store_base, 0.5), 1),
+        "baseline_dense_p95_ms": round(_pct(store_base, 0.95), 1),
+        "baseline_index_dense_p50_ms": round(_pct(index_base, 0.5), 1),
+        "baseline_index_dense_p95_ms": round(_pct(index_base, 0.95), 1),
+        "stage_mean_ms": {k: round(statistics.fmean(s.get(k, 0.0) for s in stages), 1)
+                          for k in stages[0]} if stages else {},
+        "footprint": {
+            "rss_bytes_per_memory": round((rss_after - rss_before) / size, 1),
+            "disk_bytes_per_memory": round((disk_after - disk_before) / size, 1),
+            "raw_vector_bytes_per_memory": embedder.dim * 4,
+            "raw_text_bytes_per_memory": round(text_bytes / size, 1),
+            "process_rss_mb": round(rss_after / 2**20, 1),
+        },
+    }
+    memory.delete_bank(bank)
+    return row
+
+
+def bench_retain(memory, retain_turns: int) -> dict[str, Any]:
+    """Retain throughput over ``retain_turns`` templated turns (and as many of the bundled
+    sample chats, when present) beside raw embedding of the very texts retain embeds."""
+    from memlane.retain.chunking import format_turn
+
+    embedder = memory.embedder
+    out: dict[str, Any] = {}
+    corpora = {"templated": [("bench", synthetic_turns(retain_turns))]}
+    sample = sample_documents(retain_turns)
+    if sample:
+        corpora["sample-chats"] = sample
+    for name, docs in corpora.items():
+        n = sum(len(turns) for _, turns in docs)
+        _say(f"retain throughput over {n} {name} turns")
+        texts = [format_turn(t) for _, turns in docs for t in turns]
+        embedder.embed(texts[:64])
+        t = time.perf_counter()
+        embedder.embed(texts)
+        raw = len(texts) / (time.perf_counter() - t)
+        bank = f"bench-retain-{name}"
+        memory.create_bank(bank)
+        t = time.perf_counter()
+        rep = memory.retain(bank, docs)
+        retain_s = time.perf_counter() - t
+        out[name] = {
+            "turns": n, "retain_turns_per_s": round(n / retain_s, 1),
+            "raw_embed_sentences_per_s": round(raw, 1),
+            "ratio": round(n / retain_s / raw, 3), "stage_s": rep.timings_s,
+        }
+        memory.delete_bank(bank)
+    return out
+
+
+def bench_queries(n: int) -> list[str]:
+    """``n`` templated questions about the synthetic memories (fixed seed)."""
+    rng = random.Random(3)
+    return [f"What did {rng.choice(NAMES)} say about {rng.choice(THINGS)}?" for _ in range(n)]
+
+
 def run_engine_bench(data_dir: Path, *, sizes: Sequence[int] = (1000, 10000, 100000),
                      queries: int = 200, retain_turns: int = 1500) -> dict[str, Any]:
     """Run the benchmark in a fresh data directory; returns the figures."""
     from memlane.engine import Memory
-    from memlane.retain.chunking import format_turn
     from memlane.settings import Settings
 
     data_dir = Path(data_dir)
@@ -119,70 +276,12 @@ def run_engine_bench(data_dir: Path, *, sizes: Sequence[int] = (1000, 10000, 100
     memory = Memory(Settings(data_dir=data_dir))
     report: dict[str, Any] = {"recall": [], "retain": {}}
     try:
-        embedder = memory.embedder
-        rng = random.Random(3)
-        qs = [f"What did {rng.choice(NAMES)} say about {rng.choice(THINGS)}?" for _ in range(queries)]
+        qs = bench_queries(queries)
         for size in sizes:
-            bank = f"bench-{size}"
-            _say(f"writing a bank of {size:,} synthetic memories")
-            memory.create_bank(bank)
-            t = time.perf_counter()
-            for lo in range(0, size, 5000):
-                units = synthetic_units(bank, min(size, lo + 5000) - lo, embedder.dim, seed=lo)
-                for j, u in enumerate(units):
-                    u.id = f"u{lo + j:07d}"
-                memory.store.upsert_units(bank, units)
-            memory.store.bump_revision(bank)
-            load_s = time.perf_counter() - t
-            t = time.perf_counter()
-            memory.derived.ensure(bank)  # builds the in-process index and graph from Milvus
-            build_s = time.perf_counter() - t
-            _say(f"stored in {load_s:.1f}s, index built in {build_s:.1f}s; {queries} recalls")
-            for q in qs[:10]:
-                memory.recall(bank, q, max_tokens=1024)
-            lat, stages = [], []
-            for q in qs:
-                t = time.perf_counter()
-                res = memory.recall(bank, q, max_tokens=1024)
-                lat.append((time.perf_counter() - t) * 1000)
-                stages.append(res.timings_ms)
-            base = []  # the floor any recall pays: embed the query, one dense top-100 search
-            for q in qs:
-                t = time.perf_counter()
-                memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())
-                base.append((time.perf_counter() - t) * 1000)
-            report["recall"].append({
-                "memories": size, "load_s": round(load_s, 1), "index_build_s": round(build_s, 1),
-                "p50_ms": round(_pct(lat, 0.5), 1), "p95_ms": round(_pct(lat, 0.95), 1),
-                "baseline_dense_p50_ms": round(_pct(base, 0.5), 1),
-                "baseline_dense_p95_ms": round(_pct(base, 0.95), 1),
-                "stage_mean_ms": {k: round(statistics.fmean(s.get(k, 0.0) for s in stages), 1)
-                                  for k in stages[0]},
-            })
-            memory.delete_bank(bank)
+            report["recall"].append(bench_recall_size(memory, size, qs))
 
-        corpora = {"templated": [("bench", synthetic_turns(retain_turns))]}
-        sample = sample_documents(retain_turns)
-        if sample:
-            corpora["sample-chats"] = sample
-        for name, docs in corpora.items():
-            n = sum(len(turns) for _, turns in docs)
-            _say(f"retain throughput over {n} {name} turns")
-            texts = [format_turn(t) for _, turns in docs for t in turns]
-            embedder.embed(texts[:64])
-            t = time.perf_counter()
-            embedder.embed(texts)
-            raw = len(texts) / (time.perf_counter() - t)
-            bank = f"bench-retain-{name}"
-            memory.create_bank(bank)
-            t = time.perf_counter()
-            rep = memory.retain(bank, docs)
-            retain_s = time.perf_counter() - t
-            report["retain"][name] = {
-                "turns": n, "retain_turns_per_s": round(n / retain_s, 1),
-                "raw_embed_sentences_per_s": round(raw, 1),
-                "ratio": round(n / retain_s / raw, 3), "stage_s": rep.timings_s,
-            }
+        if retain_turns > 0:
+            report["retain"] = bench_retain(memory, retain_turns)
     finally:
         memory.close()
     return report

@@ -162,3 +162,101 @@ def write_jsonl_fixture(path: str | Path, rows: Iterable[dict[str, Any] | str]) 
     lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# ------------------------------------------------------------------------------------------
+# LongMemEval-shaped fixture (original text, nothing from LongMemEval)
+#
+# Three questions, each with its own haystack of three sessions (dates in LongMemEval's
+# "2023/05/20 (Sat) 02:21" form):
+#
+# * ``fx-kayak`` (single-session-user): the user names their kayak in ``answer_k1`` turn 1
+#   (has_answer); the other two sessions are about other things.
+# * ``fx-trip`` (multi-session): the evidence is split over ``answer_t1`` turn 1 (the city)
+#   and ``answer_t2`` turn 3 (the month), one has_answer turn each.
+# * ``fx-cello_abs`` (abstention, single-session-user): asks about a cello teacher nobody
+#   mentioned; no has_answer turn, no answer sessions.
+
+LME_FIXTURE_EVIDENCE = {
+    "fx-kayak": ["answer_k1:1"],
+    "fx-trip": ["answer_t1:1", "answer_t2:3"],
+    "fx-cello_abs": [],
+}
+
+
+def _lme_turn(role: str, content: str, has_answer: bool = False) -> dict[str, Any]:
+    return {"role": role, "content": content, "has_answer": has_answer}
+
+
+def longmemeval_fixture_data() -> list[dict[str, Any]]:
+    """The fixture's questions as Python objects (a fresh copy each call)."""
+    noise_garden = [
+        _lme_turn("user", "How deep should I plant tulip bulbs in clay soil?"),
+        _lme_turn("assistant", "About three times the bulb's height; add grit to clay for drainage."),
+    ]
+    noise_bread = [
+        _lme_turn("user", "My sourdough starter smells like nail polish, is it ruined?"),
+        _lme_turn("assistant", "That acetone smell means it is hungry. Feed it twice a day."),
+        _lme_turn("user", "Thanks, I will feed it tonight."),
+    ]
+    return [
+        {
+            "question_id": "fx-kayak",
+            "question_type": "single-session-user",
+            "question": "What did I name my new kayak?",
+            "question_date": "2024/06/20 (Thu) 10:00",
+            "answer": "Minnow",
+            "answer_session_ids": ["answer_k1"],
+            "haystack_session_ids": ["noise_g1", "answer_k1", "noise_b1"],
+            "haystack_dates": ["2024/05/02 (Thu) 09:15", "2024/05/18 (Sat) 17:40",
+                               "2024/06/01 (Sat) 08:05"],
+            "haystack_sessions": [
+                noise_garden,
+                [_lme_turn("user", "I bought a bright yellow kayak and named it Minnow.", True),
+                 _lme_turn("assistant", "Minnow is a lovely name for a kayak! Where will you paddle?"),
+                 _lme_turn("user", "Probably on the reservoir near my flat.")],
+                noise_bread,
+            ],
+        },
+        {
+            "question_id": "fx-trip",
+            "question_type": "multi-session",
+            "question": "Which city am I visiting for the climbing festival, and in which month?",
+            "question_date": "2024/07/10 (Wed) 12:00",
+            "answer": "Innsbruck, in September",
+            "answer_session_ids": ["answer_t1", "answer_t2"],
+            "haystack_session_ids": ["answer_t1", "noise_b2", "answer_t2"],
+            "haystack_dates": ["2024/06/03 (Mon) 19:30", "2024/06/15 (Sat) 11:00",
+                               "2024/06/29 (Sat) 21:10"],
+            "haystack_sessions": [
+                [_lme_turn("user", "I booked a trip to Innsbruck for the climbing festival!", True),
+                 _lme_turn("assistant", "Exciting! Innsbruck has great crags nearby.")],
+                noise_bread,
+                [_lme_turn("user", "Can you suggest stretches for sore forearms?"),
+                 _lme_turn("assistant", "Try wrist flexor and extensor stretches, 30 seconds each."),
+                 _lme_turn("user", "The climbing festival is in September, so I have time to train.", True)],
+            ],
+        },
+        {
+            "question_id": "fx-cello_abs",
+            "question_type": "single-session-user",
+            "question": "What is the name of my cello teacher?",
+            "question_date": "2024/06/20 (Thu) 10:00",
+            "answer": "The information provided is not enough. You did not mention a cello teacher.",
+            "answer_session_ids": [],
+            "haystack_session_ids": ["noise_g2", "noise_b3", "noise_g3"],
+            "haystack_dates": ["2024/05/02 (Thu) 09:15", "2024/05/20 (Mon) 18:00",
+                               "2024/06/01 (Sat) 08:05"],
+            "haystack_sessions": [noise_garden, noise_bread,
+                                  [_lme_turn("user", "Which violin strings suit a beginner?"),
+                                   _lme_turn("assistant", "Synthetic-core strings are forgiving and stay in tune.")]],
+        },
+    ]
+
+
+def write_longmemeval_fixture(path: str | Path, data: list[dict[str, Any]] | None = None) -> Path:
+    """Write the LongMemEval-shaped fixture (or ``data``) to ``path`` and return the path."""
+    path = Path(path)
+    path.write_text(json.dumps(longmemeval_fixture_data() if data is None else data, indent=1),
+                    encoding="utf-8")
+    return path

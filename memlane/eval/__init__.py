@@ -1,4 +1,6 @@
-"""Evaluation: LoCoMo question data and retrieval metrics (recall@k, Wilson intervals)."""
+"""Evaluation: LoCoMo and LongMemEval question data, retrieval metrics (recall@k, LongMemEval's
+official recall_any/recall_all/ndcg_any, Wilson intervals); runners in ``locomo`` and
+``longmemeval``, the report format in ``report``, QA with a judge in ``qa``."""
 
 from memlane.eval.locomo_data import (
     ADVERSARIAL_ANSWER,
@@ -8,8 +10,14 @@ from memlane.eval.locomo_data import (
     load_qa_jsonl,
     normalize_evidence,
 )
+from memlane.eval.longmemeval_data import LMEQuestion, load_longmemeval
 from memlane.eval.metrics import (
+    OFFICIAL_KS,
+    is_abstention,
     mean,
+    ndcg_any_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
     ranked_turns,
     recall_at_k,
     session_of,
@@ -18,6 +26,13 @@ from memlane.eval.metrics import (
 )
 
 __all__ = [
+    "LMEQuestion",
+    "OFFICIAL_KS",
+    "is_abstention",
+    "load_longmemeval",
+    "ndcg_any_at_k",
+    "recall_all_at_k",
+    "recall_any_at_k",
     "ADVERSARIAL_ANSWER",
     "CATEGORY_NAMES",
     "QAItem",

@@ -1,27 +1,32 @@
-"""LoCoMo retrieval eval: evidence recall@k at turn and session level, Memlane vs baselines.
+"""LoCoMo retrieval eval: evidence recall@k at turn and session level, Memlane vs baselines,
+in the harness report format (and QA with a judge when an LLM is given).
 
 Each conversation goes into its own bank. For every question of categories 1-4, recall runs and
 the returned memories are turned into a ranking of source turns (a turn takes the rank of the
 first memory that carries it). Baselines in the same run rank the same units by plain BM25 and
-by plain dense similarity, straight from the store, with no fusion, graph or boosts.
-Questions whose evidence normalises to nothing (4 in LoCoMo) are left out of the averages.
+by plain dense similarity, straight from the store, with no fusion, graph or boosts
+(:mod:`memlane.eval.harness`). Questions whose evidence normalises to nothing (4 in LoCoMo)
+are left out of the recall averages (they still get QA).
+
+The report keeps the keys the first version printed (``turn_recall@5``, ``baselines``,
+``per_category``, ...) beside the harness keys (``summary``, ``info``, ``qa_summary``).
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
+from memlane.eval.harness import SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
 from memlane.eval.locomo_data import load_locomo_questions
-from memlane.eval.metrics import mean, ranked_turns, recall_at_k, session_recall_at_k
+from memlane.eval.metrics import recall_at_k, session_recall_at_k
+from memlane.eval.report import ALL, QuestionLog, build_report
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-SYSTEMS = ("memlane", "bm25", "dense")
-# Deep enough that every system returns well over the largest k distinct turns.
+# Deep enough that every system returns well over the largest k distinct turns (LoCoMo turns
+# are short); kept from the first version so its figures stay comparable.
 RECALL_TOKENS = 8192
-BASELINE_DEPTH = 100
 
 
 def default_locomo_path() -> Path:
@@ -33,15 +38,19 @@ def _bank_id(sample_id: str) -> str:
     return f"locomo-{sample_id}"
 
 
-def _turns_of(hits_fields: Sequence[dict[str, Any]]) -> list[str]:
-    return ranked_turns([list(f.get("source_turns") or ()) for f in hits_fields])
+def _category(cat: int) -> str:
+    return f"{cat} {CATEGORY_NAMES[cat]}"
 
 
 def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | None = None,
-               progress: bool = True, reuse_banks: bool = False) -> dict[str, Any]:
+               progress: bool = True, reuse_banks: bool = False, log: QuestionLog | None = None,
+               qa_llm=None, qa_tokens: int = 4096, full_context: bool = True,
+               command: str | None = None) -> dict[str, Any]:
     """Ingest each conversation into its own bank and score recall; returns the report dict.
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
-    settings against banks built by an earlier run of the same code)."""
+    settings against banks built by an earlier run of the same code); ``log`` receives a row
+    per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt."""
+    from memlane.eval.qa import locomo_grader, locomo_verdict
     from memlane.ingest import load_conversations
 
     t0 = time.perf_counter()
@@ -49,20 +58,15 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
     questions = load_locomo_questions(path, categories=(1, 2, 3, 4))
     if limit is not None:
         conversations = conversations[:limit]
-    bar = _progress(progress)
 
     ingest_s = 0.0
-    scores: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in SYSTEMS}
-    per_cat: dict[str, dict[int, dict[str, list[float]]]] = {
-        s: defaultdict(lambda: defaultdict(list)) for s in SYSTEMS}
+    rows: list[dict[str, Any]] = []
     latencies: list[float] = []
     skipped = 0
-    n_questions = 0
-    with bar:
-        total_turns = sum(len(c.turns) for c in conversations)
-        total_q = sum(len(questions.get(c.document_id, [])) for c in conversations)
-        t_ingest = bar.add_task("retain", total=total_turns)
-        t_query = bar.add_task("recall", total=total_q)
+    with progress_bar(progress) as bar:
+        t_ingest = bar.add_task("retain", total=sum(len(c.turns) for c in conversations))
+        t_query = bar.add_task("recall", total=sum(len(questions.get(c.document_id, []))
+                                                   for c in conversations))
         for conv in conversations:
             bank = _bank_id(conv.document_id)
             start = time.perf_counter()
@@ -72,50 +76,84 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
                 memory.retain(bank, [(conv.document_id, conv.turns)],
                               progress=lambda n: bar.advance(t_ingest, n))
             ingest_s += time.perf_counter() - start
-            for qa in questions.get(conv.document_id, []):
+            for i, qa in enumerate(questions.get(conv.document_id, [])):
                 bar.advance(t_query, 1)
                 relevant = set(qa.evidence)
-                if not relevant:
+                if not relevant and qa_llm is None:
                     skipped += 1
                     continue
-                n_questions += 1
-                start = time.perf_counter()
-                result = memory.recall(bank, qa.question, max_tokens=RECALL_TOKENS)
-                latencies.append((time.perf_counter() - start) * 1000)
-                vector = memory.embedder.embed([qa.question])
-                rankings = {
-                    "memlane": ranked_turns([m.unit.source_turns for m in result.memories]),
-                    "bm25": _turns_of([h.fields for h in memory.store.search_lexical(
-                        bank, qa.question, BASELINE_DEPTH, fields=["source_turns"])]),
-                    "dense": _turns_of([h.fields for h in memory.store.search_dense(
-                        bank, vector, BASELINE_DEPTH, fields=["source_turns"])[0]]),
+                rankings, result, ms = rank_all(memory, bank, qa.question,
+                                                recall_tokens=RECALL_TOKENS)
+                scores: dict[str, dict[str, float]] = {s: {} for s in SYSTEMS}
+                if relevant:
+                    latencies.append(ms)
+                    for system, ranked in rankings.items():
+                        for k in ks:
+                            scores[system][f"turn_recall@{k}"] = recall_at_k(ranked, relevant, k)
+                            scores[system][f"session_recall@{k}"] = session_recall_at_k(ranked, relevant, k)
+                else:
+                    skipped += 1
+                row: dict[str, Any] = {
+                    "id": f"{conv.document_id}#{i}", "category": _category(qa.category),
+                    "question": qa.question, "answer": qa.answer, "evidence": qa.evidence,
+                    "recall_ms": round(ms, 1), "scores": scores,
+                    "top_turns": {s: rankings[s][:10] for s in SYSTEMS},
                 }
-                for system, ranked in rankings.items():
-                    for k in ks:
-                        for key, value in ((f"turn_recall@{k}", recall_at_k(ranked, relevant, k)),
-                                           (f"session_recall@{k}", session_recall_at_k(ranked, relevant, k))):
-                            scores[system][key].append(value)
-                            per_cat[system][qa.category][key].append(value)
+                if qa_llm is not None:
+                    row["qa"] = qa_for(memory, qa_llm, question=qa.question, result=result,
+                                       history=conv.turns, grade=locomo_grader(qa.question, qa.answer),
+                                       verdict=locomo_verdict, qa_tokens=qa_tokens,
+                                       full_context=full_context)
+                rows.append(row)
+                if log is not None:
+                    log.write(row)
 
-    def summary(system: str) -> dict[str, Any]:
-        out: dict[str, Any] = {key: round(mean(v), 4) for key, v in scores[system].items()}
+    n_scored = sum(1 for r in rows if r["scores"]["memlane"])
+    info = {
+        "dataset": Path(path).name, "conversations": len(conversations),
+        "questions": n_scored, "skipped (no evidence)": skipped, "ks": ", ".join(map(str, ks)),
+        "recall p50 ms": percentile(latencies, 0.5), "recall p95 ms": percentile(latencies, 0.95),
+        "retain s": round(ingest_s, 1), "wall s": round(time.perf_counter() - t0, 1),
+    }
+    notes = ["Evidence recall: the fraction of a question's evidence turns (session recall: "
+             "their sessions) among the first k distinct turns (sessions) a system ranks; "
+             "categories 1-4; items without evidence are left out of recall.",
+             "Baselines rank the same units straight from the store: bm25 (plain BM25) and dense "
+             "(plain cosine with the same embedder), no fusion, graph, time or boosts."]
+    report = build_report(benchmark="locomo", title=f"LoCoMo evidence recall ({Path(path).name})",
+                          systems=SYSTEMS, rows=rows, info=info,
+                          qa_systems=qa_systems(qa_llm is not None, full_context),
+                          headline=f"turn_recall@{max(ks)}",
+                          notes=notes, command=command)
+    report.update(_legacy(report, ks, len(conversations), n_scored, skipped, latencies, ingest_s,
+                          time.perf_counter() - t0))
+    return report
+
+
+def _legacy(report: dict[str, Any], ks: Sequence[int], conversations: int, questions: int,
+            skipped: int, latencies: list[float], ingest_s: float, wall_s: float) -> dict[str, Any]:
+    """The first version's keys: Memlane's means at top level, baselines under ``baselines``,
+    ``per_category`` keyed by category number."""
+    summary = report["summary"]
+
+    def system(name: str) -> dict[str, Any]:
+        out: dict[str, Any] = dict(summary.get(ALL, {}).get(name, {}))
         out["per_category"] = {
-            str(cat): {"name": CATEGORY_NAMES[cat], "questions": len(next(iter(vals.values()))),
-                       **{key: round(mean(v), 4) for key, v in vals.items()}}
-            for cat, vals in sorted(per_cat[system].items())}
+            cat.split()[0]: {"name": cat.split(maxsplit=1)[1],
+                             "questions": entry["n"].get(f"turn_recall@{ks[0]}", 0),
+                             **entry.get(name, {})}
+            for cat, entry in summary.items() if cat != ALL and entry.get(name)}
         return out
 
-    report = summary("memlane")
-    report["baselines"] = {"bm25": summary("bm25"), "dense": summary("dense")}
-    latencies.sort()
-    report.update({
-        "conversations": len(conversations), "questions": n_questions,
-        "skipped_no_evidence": skipped, "ks": list(ks),
-        "recall_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else None,
-        "recall_ms_p95": round(latencies[int(len(latencies) * 0.95)], 1) if latencies else None,
-        "ingest_s": round(ingest_s, 1), "wall_s": round(time.perf_counter() - t0, 1),
+    legacy = system("memlane")
+    legacy["baselines"] = {"bm25": system("bm25"), "dense": system("dense")}
+    legacy.update({
+        "conversations": conversations, "questions": questions, "skipped_no_evidence": skipped,
+        "ks": list(ks), "recall_ms_p50": percentile(latencies, 0.5),
+        "recall_ms_p95": percentile(latencies, 0.95), "ingest_s": round(ingest_s, 1),
+        "wall_s": round(wall_s, 1),
     })
-    return report
+    return legacy
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -131,12 +169,6 @@ def format_report(report: dict[str, Any]) -> str:
         rows = [("all", report["questions"], data)]
         rows += [(f"{c} {v['name']}", v["questions"], v) for c, v in data["per_category"].items()]
         for label, n, values in rows:
-            lines.append(f"{name:<9}{label:<14}{n:>5}  " + "  ".join(f"{values[k]:>17.4f}" for k in keys))
+            lines.append(f"{name:<9}{label:<14}{n:>5}  " + "  ".join(
+                f"{values[k]:>17.4f}" if k in values else f"{'-':>17}" for k in keys))
     return "\n".join(lines)
-
-
-def _progress(enabled: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), disable=not enabled)

@@ -100,3 +100,105 @@ def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, f
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+# ------------------------------------------------------------------------------------------
+# LongMemEval's retrieval metrics, as its evaluation code computes them
+# (xiaowu0162/LongMemEval, src/retrieval/eval_utils.py; re-implemented, not copied).
+#
+# Rankings here are lists of ids, best first (the official code ranks corpus indices; an id
+# list is the same thing once each corpus id is looked up). Three details of the official code
+# are kept on purpose, because the point is numbers comparable with published ones:
+#
+# * No relevant documents: recall_any = 0, recall_all = 1 (``all`` of nothing is true) and
+#   ndcg = 0 (the ideal DCG is 0). The official averages leave abstention questions (ids ending
+#   in ``_abs``) out, which is where empty gold sets come from.
+# * Its DCG does not discount the first *two* ranks: relevance[0] + sum over positions i >= 1
+#   (0-based) of relevance[i] / log2(i + 1). That is log2(rank) for rank >= 2, not the textbook
+#   log2(rank + 1); we follow the code.
+# * The ideal DCG is taken over the whole corpus' relevance labels, so a relevant document the
+#   system never returned still counts in the denominator.
+
+OFFICIAL_KS = (1, 3, 5, 10, 30, 50)
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+
+
+def is_abstention(question_id: str) -> bool:
+    """LongMemEval's rule: a question whose id contains ``_abs`` is an abstention question (the
+    official scripts test ``'_abs' in question_id``; the ids end with it)."""
+    return "_abs" in str(question_id)
+
+
+def recall_any_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    """1.0 when any relevant id is among the first ``k`` ranked ids, else 0.0 (also 0.0 when
+    nothing is relevant)."""
+    _check_k(k)
+    top = set(ranked[:k])
+    return float(any(r in top for r in set(relevant)))
+
+
+def recall_all_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    """1.0 when every relevant id is among the first ``k`` ranked ids, else 0.0 (1.0 when
+    nothing is relevant, as in the official code)."""
+    _check_k(k)
+    top = set(ranked[:k])
+    return float(all(r in top for r in set(relevant)))
+
+
+def dcg(relevances: Sequence[float], k: int) -> float:
+    """LongMemEval's DCG@k: ``rel[0] + sum(rel[i] / log2(i + 1) for i in 1..k-1)`` (0-based
+    i), so ranks 1 and 2 both weigh 1, rank 3 weighs 1/log2(3), and so on."""
+    _check_k(k)
+    rel = list(relevances)[:k]
+    if not rel:
+        return 0.0
+    return float(rel[0]) + sum(float(r) / math.log2(i + 1) for i, r in enumerate(rel) if i >= 1)
+
+
+def ndcg_any_at_k(ranked: Sequence[str], relevant: Iterable[str], corpus: Sequence[str],
+                  k: int) -> float:
+    """LongMemEval's ndcg_any@k with binary relevance.
+
+    ``ranked`` is the system's ranking (best first; it may be shorter than the corpus, the
+    missing tail counts as not retrieved), ``corpus`` every id the system could have returned,
+    one entry per corpus item (repeats allowed: at session level one entry per turn, as in the
+    official turn-to-session conversion). The ideal DCG sorts the corpus' labels. 0.0 when no
+    corpus item is relevant."""
+    rel = set(relevant)
+    ideal = dcg(sorted((1.0 if c in rel else 0.0 for c in corpus), reverse=True), k)
+    if ideal == 0:
+        return 0.0
+    return dcg([1.0 if r in rel else 0.0 for r in ranked], k) / ideal
+
+
+def retrieval_scores(ranked: Sequence[str], relevant: Iterable[str], corpus: Sequence[str],
+                     k: int) -> dict[str, float]:
+    """``{"recall_any@k", "recall_all@k", "ndcg_any@k"}`` for one ranking (the official
+    ``evaluate_retrieval``)."""
+    rel = list(relevant)
+    return {f"recall_any@{k}": recall_any_at_k(ranked, rel, k),
+            f"recall_all@{k}": recall_all_at_k(ranked, rel, k),
+            f"ndcg_any@{k}": ndcg_any_at_k(ranked, rel, corpus, k)}
+
+
+def session_scores_from_turns(ranked_turns: Sequence[str], relevant_turns: Iterable[str],
+                              corpus_turns: Sequence[str], k: int, *,
+                              session_key: Callable[[str], str] = session_of) -> dict[str, float]:
+    """Session-level metrics from a *turn* ranking, as the official turn-to-session conversion
+    computes them: turn ids map to their sessions; the cut-off grows from ``k`` until the top
+    holds ``k`` distinct sessions (when the ranking never holds that many, it ends one past the
+    corpus size, as the official loop does); then :func:`retrieval_scores` runs on the session
+    list (repeats kept) with the turn-level corpus mapped to sessions."""
+    _check_k(k)
+    sessions = [session_key(t) for t in ranked_turns]
+    gold = {session_key(t) for t in relevant_turns}
+    corpus = [session_key(t) for t in corpus_turns]
+    effective = k
+    while effective <= len(corpus) and len(set(sessions[:effective])) < k:
+        effective += 1
+    scores = retrieval_scores(sessions, gold, corpus, effective)
+    return {f"{name.split('@')[0]}@{k}": v for name, v in scores.items()}

@@ -1,0 +1,210 @@
+"""``memlane eval locomo|longmemeval`` and ``memlane bench suite``.
+
+Registered on the CLI's ``eval`` and ``bench`` groups by :func:`register`. Every eval run writes
+a run directory (``--out``, default ``<data-dir>/runs/<benchmark>-<time>``) holding
+``questions.jsonl`` (one row per question, written as the run goes), ``report.json``,
+``summary.md`` and PNG plots. Bad input exits with code 2 and one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+LLM_MISSING = ("--qa needs an LLM: set MEMLANE_LLM_BASE_URL (and MEMLANE_LLM_MODEL) to an "
+               "OpenAI-compatible endpoint")
+SERVE_MISSING = "skipped: serve/loadbench.py not available"
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(code=2)
+
+
+def _command() -> str:
+    """The command line that reproduces this run."""
+    return "memlane " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _run_dir(out: Optional[Path], data_dir: Path, benchmark: str) -> Path:
+    return out or data_dir / "runs" / f"{benchmark}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def qa_llm(settings):
+    """The answerer/judge for ``--qa`` from the LLM layer (role ``"qa"``); exits with code 2
+    and one line when the layer is not installed or no LLM is configured."""
+    try:
+        from memlane.llm import build_llm  # the LLM layer is optional: imported only for --qa
+    except ImportError:
+        _fail(LLM_MISSING)
+    llm = build_llm(settings, "qa")
+    if llm is None:
+        _fail(LLM_MISSING)
+    return llm
+
+
+def _check_ks(ks: List[int]) -> list[int]:
+    if any(x < 1 for x in ks):
+        raise ValueError("--k must be >= 1")
+    return sorted(set(ks))
+
+
+def _finish(report: dict, run_dir: Path, json_out: bool, text: str, plots: bool) -> None:
+    from memlane.eval.report import write_run
+
+    write_run(run_dir, report, plots=plots)
+    typer.echo(f"run directory: {run_dir}", err=True)
+    typer.echo(json.dumps(report) if json_out else text)
+
+
+def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json (default: ../shared/data/locomo10.json)."),
+                k: List[int] = typer.Option([5, 10], "--k", help="Cut-offs (repeatable)."),
+                limit: Optional[int] = typer.Option(None, "--limit", help="First N conversations only."),
+                reuse_banks: bool = typer.Option(False, "--reuse-banks",
+                                                 help="Skip retain for banks already built (tuning recall)."),
+                qa: bool = typer.Option(False, "--qa", help="Also answer and grade with an LLM judge."),
+                qa_tokens: int = typer.Option(4096, "--qa-tokens", help="Recalled tokens the answerer gets."),
+                full_context: bool = typer.Option(True, "--full-context/--no-full-context",
+                                                  help="QA baseline: answer from the whole conversation."),
+                out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: <data-dir>/runs/locomo-<time>)."),
+                plots: bool = typer.Option(True, "--plots/--no-plots"),
+                json_out: bool = typer.Option(False, "--json"),
+                data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir",
+                                              help="Where the eval's banks live.")) -> None:
+    """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines."""
+    from cluster.cli import _errors, _memory
+    from memlane.eval.locomo import default_locomo_path, format_report, run_locomo
+    from memlane.eval.report import QuestionLog
+    from memlane.settings import Settings
+
+    with _errors():
+        target = path or default_locomo_path()
+        if not target.exists():
+            raise FileNotFoundError(f"LoCoMo file not found: {target}")
+        ks = _check_ks(k)
+        if limit is not None and limit < 1:
+            raise ValueError("--limit must be >= 1")
+        if qa_tokens < 1:
+            raise ValueError("--qa-tokens must be >= 1")
+        run_dir = _run_dir(out, data_dir, "locomo")
+        llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
+        with _memory(data_dir) as memory:
+            with QuestionLog(run_dir / "questions.jsonl") as log:
+                report = run_locomo(memory, target, ks=ks, limit=limit, progress=not json_out,
+                                    reuse_banks=reuse_banks, log=log, qa_llm=llm,
+                                    qa_tokens=qa_tokens, full_context=full_context,
+                                    command=_command())
+    _finish(report, run_dir, json_out, format_report(report), plots)
+
+
+def eval_longmemeval(path: Path = typer.Argument(..., help="A LongMemEval JSON file (S, M or oracle)."),
+                     k: List[int] = typer.Option([1, 3, 5, 10, 30, 50], "--k", help="Cut-offs (repeatable)."),
+                     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions only."),
+                     reuse_banks: bool = typer.Option(False, "--reuse-banks",
+                                                      help="Skip retain for banks already built."),
+                     qa: bool = typer.Option(False, "--qa", help="Also answer and grade with the official judge prompts."),
+                     qa_tokens: int = typer.Option(4096, "--qa-tokens", help="Recalled tokens the answerer gets."),
+                     full_context: bool = typer.Option(True, "--full-context/--no-full-context",
+                                                       help="QA baseline: answer from the whole haystack."),
+                     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: <data-dir>/runs/longmemeval-<time>)."),
+                     plots: bool = typer.Option(True, "--plots/--no-plots"),
+                     json_out: bool = typer.Option(False, "--json"),
+                     data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir",
+                                                   help="Where the eval's banks live.")) -> None:
+    """LongMemEval retrieval metrics (official recall_any/recall_all/ndcg_any at turn and
+    session level, per question type) for Memlane and BM25/dense baselines; one bank per question."""
+    from cluster.cli import _errors, _memory
+    from memlane.eval.longmemeval import run_longmemeval
+    from memlane.eval.longmemeval_data import load_longmemeval
+    from memlane.eval.report import QuestionLog, markdown
+    from memlane.settings import Settings
+
+    with _errors():
+        ks = _check_ks(k)
+        if limit is not None and limit < 1:
+            raise ValueError("--limit must be >= 1")
+        if qa_tokens < 1:
+            raise ValueError("--qa-tokens must be >= 1")
+        load_longmemeval(path, limit=limit)  # validate the whole slice before any bank is written
+        run_dir = _run_dir(out, data_dir, "longmemeval")
+        llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
+        with _memory(data_dir) as memory:
+            with QuestionLog(run_dir / "questions.jsonl") as log:
+                report = run_longmemeval(memory, path, ks=ks, limit=limit, progress=not json_out,
+                                         reuse_banks=reuse_banks, log=log, qa_llm=llm,
+                                         qa_tokens=qa_tokens, full_context=full_context,
+                                         command=_command())
+    _finish(report, run_dir, json_out, markdown(report), plots)
+
+
+def _serve_bench():
+    """The lead's Serve load benchmark when it is importable, else None."""
+    try:
+        from serve.loadbench import run_serve_bench
+    except ImportError:
+        return None
+    return run_serve_bench
+
+
+def bench_suite(sizes: List[int] = typer.Option([1000, 10000, 100000, 1000000], "--size",
+                                                help="Bank sizes (repeatable)."),
+                queries: int = typer.Option(200, "--queries"),
+                retain_turns: int = typer.Option(1500, "--retain-turns", help="0 skips retain."),
+                serve: bool = typer.Option(True, "--serve/--no-serve", help="Run the Serve section."),
+                out: Optional[Path] = typer.Option(None, "--out",
+                                                   help="Where bench.json, bench.md and the plot go (default: <data-dir>/runs/bench-<time>)."),
+                json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+                markdown_out: bool = typer.Option(False, "--markdown", help="Print the Markdown summary."),
+                plots: bool = typer.Option(True, "--plots/--no-plots"),
+                data_dir: Path = typer.Option(Path(".memlane-bench"), "--data-dir",
+                                              help="Scratch data directory (emptied first).")) -> None:
+    """The performance suite: recall latency and footprint vs bank size, retain vs raw
+    embedding, Serve req/s vs a trivial endpoint; each beside its baseline from the same run."""
+    from cluster.cli import _errors
+    from memlane.bench_suite import run_suite, suite_markdown, write_suite
+
+    with _errors():
+        if not sizes or any(s < 1 for s in sizes):
+            raise ValueError("--size must be >= 1")
+        if queries < 1:
+            raise ValueError("--queries must be >= 1")
+        if retain_turns < 0:
+            raise ValueError("--retain-turns must be >= 0")
+        serve_fn = _serve_bench() if serve else None
+        # Not under data_dir: the suite empties that first.
+        run_dir = out or Path(f"{data_dir}-runs") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
+        report = run_suite(data_dir, sizes=sorted(set(sizes)), queries=queries,
+                           retain_turns=retain_turns, serve_bench=serve_fn,
+                           serve_skipped=SERVE_MISSING if serve else "skipped: --no-serve",
+                           command=_command())
+        write_suite(report, run_dir, plots=plots)
+    typer.echo(f"run directory: {run_dir}", err=True)
+    if json_out:
+        typer.echo(json.dumps(report))
+    else:
+        typer.echo(suite_markdown(report) if markdown_out else _short(report))
+
+
+def _short(report: dict) -> str:
+    from memlane.bench import format_bench
+
+    lines = [format_bench(report)]
+    for f in report.get("footprint", []):
+        lines.append(f"footprint at {f['memories']:,}: {f['rss_bytes_per_memory']} B/memory in "
+                     f"process, {f['disk_bytes_per_memory']} B on disk (raw vector "
+                     f"{f['raw_vector_bytes_per_memory']} B, raw text {f['raw_text_bytes_per_memory']} B)")
+    lines.append(f"serve: {report.get('serve')}")
+    return "\n".join(lines)
+
+
+def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add the eval and bench-suite commands to the CLI's groups."""
+    eval_app.command("locomo")(eval_locomo)
+    eval_app.command("longmemeval")(eval_longmemeval)
+    bench_app.command("suite")(bench_suite)

@@ -1,0 +1,98 @@
+"""What every benchmark run shares: the systems compared (Memlane and its baselines, ranked on
+the same bank in the same run), the progress display and the QA step.
+
+Baselines rank the bank's units straight from the store of record, with no fusion, graph,
+temporal channel or boosts: plain BM25 over the same analysed text, and plain dense (COSINE)
+similarity with the same embedder. They see exactly the memories Memlane's recall sees, so
+the difference between the rows is recall's doing.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any, Callable, Sequence
+
+from memlane.eval.metrics import ranked_turns
+
+SYSTEMS = ("memlane", "bm25", "dense")
+QA_SYSTEMS = ("memlane", "full-context")
+# Deep enough that every system returns more distinct turns than the largest k (50).
+RECALL_TOKENS = 65536
+BASELINE_DEPTH = 100
+# The context budget the answerer gets from Memlane in QA mode.
+QA_TOKENS = 4096
+
+
+def _turns_of(hits) -> list[str]:
+    return ranked_turns([list(h.fields.get("source_turns") or ()) for h in hits])
+
+
+def rank_all(memory, bank_id: str, query: str, *, as_of: datetime | None = None,
+             recall_tokens: int = RECALL_TOKENS, depth: int = BASELINE_DEPTH):
+    """Rank the bank's source turns for ``query`` with each system.
+
+    Returns ``(rankings, result, latency_ms)``: turn rankings by system name, Memlane's
+    :class:`~memlane.model.RecallResult` (for QA) and its recall latency."""
+    start = time.perf_counter()
+    result = memory.recall(bank_id, query, max_tokens=recall_tokens, as_of=as_of)
+    latency_ms = (time.perf_counter() - start) * 1000
+    vector = memory.embedder.embed([query])
+    rankings = {
+        "memlane": ranked_turns([m.unit.source_turns for m in result.memories]),
+        "bm25": _turns_of(memory.store.search_lexical(bank_id, query, depth, fields=["source_turns"])),
+        "dense": _turns_of(memory.store.search_dense(bank_id, vector, depth, fields=["source_turns"])[0]),
+    }
+    return rankings, result, latency_ms
+
+
+def qa_for(memory, llm, *, question: str, result, history: Sequence[Any], grade, verdict,
+           qa_tokens: int = QA_TOKENS, question_date: datetime | None = None,
+           full_context: bool = True) -> dict[str, Any]:
+    """QA entries for one question: Memlane answers from the best ``qa_tokens`` of its recall,
+    the full-context baseline from the whole history; the same answerer and judge grade both.
+    Context tokens are counted with the embedder's tokenizer (not the answerer's, which the
+    harness cannot know), the same way for both systems."""
+    from memlane.eval.qa import answer_and_grade, history_context, memory_context, pack
+
+    packed = pack(result.memories, qa_tokens)
+    out = {"memlane": answer_and_grade(
+        llm, question=question, context=memory_context(packed),
+        context_tokens=sum(m.tokens for m in packed), grade=grade, verdict=verdict,
+        question_date=question_date)}
+    if full_context:
+        context = history_context(history)
+        # Line by line: one huge string would only trip the tokenizer's length warning.
+        tokens = sum(memory.embedder.count_tokens(context.split("\n")))
+        out["full-context"] = answer_and_grade(
+            llm, question=question, context=context, context_tokens=tokens, grade=grade,
+            verdict=verdict, question_date=question_date)
+    return out
+
+
+def qa_systems(enabled: bool, full_context: bool = True) -> tuple[str, ...]:
+    """The QA rows a run reports: none without QA, Memlane (and the full-context baseline)."""
+    if not enabled:
+        return ()
+    return QA_SYSTEMS if full_context else QA_SYSTEMS[:1]
+
+
+def percentile(xs: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (None for no values)."""
+    if not xs:
+        return None
+    ordered = sorted(xs)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+
+def progress_bar(enabled: bool):
+    """A rich progress display on stderr (disabled: a no-op with the same API)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    # stderr: stdout carries the report (text, Markdown or JSON).
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=Console(stderr=True), disable=not enabled)
+
+
+Advance = Callable[[int], None]

@@ -1,0 +1,142 @@
+"""LongMemEval retrieval eval (and QA with a judge): one bank per question, Memlane beside
+BM25-only and dense-only baselines on the same bank.
+
+Each question's haystack is retained into its own bank ``lme-<question_id>``; the question is
+recalled (with its question date as ``as_of``, so "last week" means the week before the
+question) and every system's ranking is turned into a ranking of source turns.
+
+Metrics per question and system (k in 1, 3, 5, 10, 30, 50 by default):
+
+* ``turn_recall_any@k``, ``turn_recall_all@k``, ``turn_ndcg_any@k``: against the turns with
+  ``has_answer`` true, the corpus being every retained turn of the haystack;
+* ``session_recall_any@k``, ``session_recall_all@k``, ``session_ndcg_any@k``: the official
+  turn-to-session conversion of the same ranking (see
+  :func:`memlane.eval.metrics.session_scores_from_turns`);
+* those six are the official metrics and, as in the official averages, abstention questions
+  (``_abs``) have none of them;
+* ``answer_session_recall_any@k``: whether any of the file's ``answer_session_ids`` is among
+  the first k distinct sessions, for every question that names answer sessions (abstention
+  questions included).
+
+Differences from the official retrieval script, on purpose: its corpus holds user turns only
+(and session texts made of user turns); a Memlane bank holds every turn, so our corpus and
+turn-level gold include assistant turns (``single-session-assistant`` questions have their
+evidence there). Rankings come from the systems here, not from the official retrievers.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from memlane.eval.harness import (QA_TOKENS, SYSTEMS, percentile, progress_bar, qa_for, qa_systems,
+                                  rank_all)
+from memlane.eval.longmemeval_data import LMEQuestion, load_longmemeval
+from memlane.eval.metrics import (OFFICIAL_KS, recall_any_at_k, retrieval_scores, session_of,
+                                  session_scores_from_turns)
+from memlane.eval.report import QuestionLog, build_report
+
+HEADLINE = "session_recall_any@5"
+
+
+def score_question(q: LMEQuestion, ranked: Sequence[str], ks: Sequence[int]) -> dict[str, float]:
+    """Every metric of one system's turn ranking for one question (see the module doc)."""
+    scores: dict[str, float] = {}
+    if not q.abstention:
+        corpus = q.corpus_turns
+        for k in ks:
+            for name, v in retrieval_scores(ranked, q.evidence_turns, corpus, k).items():
+                scores[f"turn_{name}"] = v
+            for name, v in session_scores_from_turns(ranked, q.evidence_turns, corpus, k).items():
+                scores[f"session_{name}"] = v
+    if q.answer_session_ids:
+        sessions = list(dict.fromkeys(q.original_session(session_of(t)) for t in ranked))
+        for k in ks:
+            scores[f"answer_session_recall_any@{k}"] = recall_any_at_k(sessions, q.answer_session_ids, k)
+    return scores
+
+
+def run_longmemeval(memory, path: str | Path, *, ks: Sequence[int] = OFFICIAL_KS,
+                    limit: int | None = None, progress: bool = True, reuse_banks: bool = False,
+                    log: QuestionLog | None = None, qa_llm=None, qa_tokens: int = QA_TOKENS,
+                    full_context: bool = True, use_question_date: bool = True,
+                    command: str | None = None) -> dict[str, Any]:
+    """Run the eval over the first ``limit`` questions of a LongMemEval file; returns the
+    harness report (:func:`memlane.eval.report.build_report`). ``reuse_banks`` skips retain
+    for banks that already hold memories; ``log`` receives one row per question; ``qa_llm``
+    (an :class:`~memlane.interfaces.LLM`) turns on QA with the official judge prompts."""
+    from memlane.eval.qa import lme_grader, lme_verdict
+
+    t0 = time.perf_counter()
+    path = Path(path)
+    questions = load_longmemeval(path, limit=limit)
+    rows: list[dict[str, Any]] = []
+    latencies: list[float] = []
+    ingest_s = 0.0
+    reused = 0
+    with progress_bar(progress) as bar:
+        t_ingest = bar.add_task("retain", total=sum(len(q.turns) for q in questions))
+        t_query = bar.add_task("questions", total=len(questions))
+        for q in questions:
+            bank = q.bank_id
+            start = time.perf_counter()
+            if reuse_banks and memory.store.count_units(bank):
+                reused += 1
+                bar.advance(t_ingest, len(q.turns))
+            elif q.turns:
+                memory.retain(bank, [(q.question_id, q.turns)],
+                              progress=lambda n: bar.advance(t_ingest, n))
+            else:
+                memory.create_bank(bank)  # an empty haystack still gets a (empty) bank
+            ingest_s += time.perf_counter() - start
+            as_of = q.question_date if use_question_date else None
+            rankings, result, ms = rank_all(memory, bank, q.question, as_of=as_of)
+            latencies.append(ms)
+            row: dict[str, Any] = {
+                "id": q.question_id, "category": q.question_type, "abstention": q.abstention,
+                "question": q.question, "answer": q.answer,
+                "evidence_turns": q.evidence_turns, "answer_session_ids": q.answer_session_ids,
+                "recall_ms": round(ms, 1),
+                "scores": {s: score_question(q, rankings[s], ks) for s in SYSTEMS},
+                "top_turns": {s: rankings[s][:10] for s in SYSTEMS},
+            }
+            if qa_llm is not None:
+                row["qa"] = qa_for(memory, qa_llm, question=q.question, result=result,
+                                   history=q.turns, grade=lme_grader(q.question_type, q.question,
+                                                                     q.answer, q.abstention),
+                                   verdict=lme_verdict, qa_tokens=qa_tokens,
+                                   question_date=q.question_date, full_context=full_context)
+            rows.append(row)
+            if log is not None:
+                log.write(row)
+            # Banks are many and small: keep only the one in hand in memory.
+            memory.derived.evict(bank)
+            bar.advance(t_query, 1)
+
+    n_abs = sum(1 for q in questions if q.abstention)
+    no_gold = sum(1 for q in questions if not q.abstention and not q.evidence_turns)
+    info = {
+        "dataset": path.name, "questions": len(questions), "abstention questions": n_abs,
+        "non-abstention questions without has_answer turns": no_gold,
+        "ks": ", ".join(map(str, ks)), "banks reused": reused,
+        "recall p50 ms": percentile(latencies, 0.5), "recall p95 ms": percentile(latencies, 0.95),
+        "retain s": round(ingest_s, 1), "wall s": round(time.perf_counter() - t0, 1),
+    }
+    notes = [
+        "turn_* and session_* metrics are LongMemEval's official recall_any, recall_all and "
+        "ndcg_any (its DCG, its turn-to-session conversion); abstention (_abs) questions are "
+        "excluded from them. answer_session_recall_any covers every question naming answer "
+        "sessions, abstention included.",
+        "Corpus: every retained turn (user and assistant); the official script indexes user "
+        "turns only.",
+        "Baselines rank the same units straight from the store: bm25 (plain BM25) and dense "
+        "(plain cosine with the same embedder), no fusion, graph, time or boosts.",
+    ]
+    if qa_llm is not None:
+        notes.append(f"QA: Memlane answers from its best {qa_tokens} recalled tokens; "
+                     "full-context from the whole haystack; same answerer, official judge prompts.")
+    return build_report(benchmark="longmemeval", title=f"LongMemEval retrieval ({path.name})",
+                        systems=SYSTEMS, rows=rows, info=info,
+                        qa_systems=qa_systems(qa_llm is not None, full_context),
+                        headline=HEADLINE, notes=notes, command=command)

@@ -1,0 +1,234 @@
+"""The shared report format of every evaluation run (LoCoMo, LongMemEval): per-question rows,
+their summary, and a run directory holding ``report.json``, ``summary.md``,
+``questions.jsonl`` and PNG plots.
+
+A **row** is one question::
+
+    {"id": "...", "category": "single-session-user",
+     "scores": {"memlane": {"turn_recall_any@5": 1.0, ...}, "bm25": {...}, "dense": {...}},
+     "qa": {"memlane": {"answer": "...", "correct": true, "context_tokens": 812}, ...},
+     ...anything else worth logging (gold ids, top ranked ids, latency)}
+
+A metric a question does not take part in is simply absent from its ``scores`` (an abstention
+question has no official LongMemEval retrieval scores; a LoCoMo item without evidence has no
+recall), so every mean is over the questions that have the metric, and ``n`` says how many.
+
+Metric names are ``<family>@<k>`` (``turn_recall_any@10``); the Markdown summary gives one
+table per family with a column per k, and the recall@k plot one curve per system and family.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Sequence, TextIO
+
+from memlane.eval.metrics import wilson_interval
+
+ALL = "all"
+
+
+def split_metric(name: str) -> tuple[str, int | None]:
+    """``"turn_recall_any@10"`` -> ``("turn_recall_any", 10)``; a name without ``@k`` ->
+    ``(name, None)``."""
+    family, sep, k = name.rpartition("@")
+    if sep and k.isdigit():
+        return family, int(k)
+    return name, None
+
+
+def summarize_scores(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> dict[str, Any]:
+    """Means of every metric per system, overall (``"all"``) and per category.
+
+    Returns ``{category: {"questions": rows in it, "n": {metric: rows scored},
+    system: {metric: mean}}}`` with ``"all"`` first and categories sorted."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[ALL].append(row)
+        groups[str(row.get("category"))].append(row)
+    out: dict[str, Any] = {}
+    for cat in [ALL] + sorted(c for c in groups if c != ALL):
+        members = groups[cat]
+        entry: dict[str, Any] = {"questions": len(members), "n": {}}
+        for system in systems:
+            sums: dict[str, float] = defaultdict(float)
+            counts: dict[str, int] = defaultdict(int)
+            for row in members:
+                for metric, value in (row.get("scores", {}).get(system) or {}).items():
+                    sums[metric] += float(value)
+                    counts[metric] += 1
+            # Metrics keep the order the rows give them (turn level before session level).
+            entry[system] = {m: round(sums[m] / counts[m], 4) for m in sums}
+            for m, c in counts.items():
+                entry["n"][m] = max(entry["n"].get(m, 0), c)
+        out[cat] = entry
+    return out
+
+
+def summarize_qa(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> dict[str, Any]:
+    """QA accuracy per system, overall and per category, with Wilson 95 % intervals and mean
+    context tokens. Questions whose answer or grade failed (``"error"`` in the row) are counted
+    apart and left out of the accuracy."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row.get("qa"):
+            groups[ALL].append(row)
+            groups[str(row.get("category"))].append(row)
+    out: dict[str, Any] = {}
+    for cat in [ALL] + sorted(c for c in groups if c != ALL):
+        entry: dict[str, Any] = {}
+        for system in systems:
+            graded = [r["qa"][system] for r in groups[cat] if system in r["qa"]]
+            ok = [g for g in graded if "error" not in g]
+            correct = sum(1 for g in ok if g.get("correct"))
+            lo, hi = wilson_interval(correct, len(ok))
+            tokens = [g["context_tokens"] for g in ok if "context_tokens" in g]
+            entry[system] = {
+                "n": len(ok), "correct": correct,
+                "accuracy": round(correct / len(ok), 4) if ok else None,
+                "ci95": [round(lo, 4), round(hi, 4)],
+                "context_tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else None,
+                "errors": len(graded) - len(ok),
+            }
+        out[cat] = entry
+    return out
+
+
+def families(summary: dict[str, Any], systems: Sequence[str]) -> dict[str, list[int]]:
+    """Metric families in the summary and their ks, in first-seen order."""
+    fams: dict[str, set[int]] = {}
+    for system in systems:
+        for metric in summary.get(ALL, {}).get(system, {}):
+            family, k = split_metric(metric)
+            fams.setdefault(family, set())
+            if k is not None:
+                fams[family].add(k)
+    return {f: sorted(ks) for f, ks in fams.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _tokens(value: Any) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """A Markdown summary of a report built by :func:`build_report`."""
+    systems = report["systems"]
+    summary = report["summary"]
+    lines = [f"# {report['title']}", ""]
+    for key, value in report.get("info", {}).items():
+        lines.append(f"- {key}: {'-' if value is None else value}")
+    if report.get("command"):
+        lines.append(f"- reproduce: `{report['command']}`")
+    lines.append("")
+    for family, ks in families(summary, systems).items():
+        lines += [f"## {family}", "",
+                  "| system | category | n | " + " | ".join(f"@{k}" for k in ks) + " |",
+                  "| --- | --- | ---: | " + " | ".join("---:" for _ in ks) + " |"]
+        for system in systems:
+            for cat, entry in summary.items():
+                values = entry.get(system, {})
+                if not any(f"{family}@{k}" in values for k in ks):
+                    continue
+                n = entry["n"].get(f"{family}@{ks[0]}", 0)
+                cells = " | ".join(_fmt(values.get(f"{family}@{k}")) for k in ks)
+                lines.append(f"| {system} | {cat} | {n} | {cells} |")
+        lines.append("")
+    qa = report.get("qa_summary")
+    if qa:
+        qa_systems = report.get("qa_systems", [])
+        lines += ["## QA accuracy (LLM judge, Wilson 95 % interval)", "",
+                  "| system | category | n | accuracy | 95 % CI | context tokens | errors |",
+                  "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
+        for system in qa_systems:
+            for cat, entry in qa.items():
+                e = entry.get(system)
+                if not e:
+                    continue
+                lines.append(f"| {system} | {cat} | {e['n']} | {_fmt(e['accuracy'])} | "
+                             f"{e['ci95'][0]:.3f}-{e['ci95'][1]:.3f} | "
+                             f"{_tokens(e['context_tokens_mean'])} | {e['errors']} |")
+        lines.append("")
+    for note in report.get("notes", []):
+        lines.append(f"> {note}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The report object and the run directory
+
+
+def build_report(*, benchmark: str, title: str, systems: Sequence[str],
+                 rows: Sequence[dict[str, Any]], info: dict[str, Any] | None = None,
+                 qa_systems: Sequence[str] = (), headline: str | None = None,
+                 notes: Iterable[str] = (), command: str | None = None) -> dict[str, Any]:
+    """The harness report: run info, the score summary, the QA summary when rows hold QA
+    results. ``headline`` names the metric the per-category plot shows."""
+    report: dict[str, Any] = {
+        "benchmark": benchmark, "title": title, "systems": list(systems),
+        "info": dict(info or {}), "headline": headline, "notes": list(notes),
+        "command": command, "summary": summarize_scores(rows, systems),
+    }
+    if qa_systems and any(r.get("qa") for r in rows):
+        report["qa_systems"] = list(qa_systems)
+        report["qa_summary"] = summarize_qa(rows, qa_systems)
+    return report
+
+
+class QuestionLog:
+    """Per-question JSON Lines written as the run goes, so an interrupted run keeps its rows."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._file: TextIO | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(path, "w", encoding="utf-8")
+
+    def write(self, row: dict[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> "QuestionLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write_run(run_dir: Path, report: dict[str, Any], *, plots: bool = True) -> list[Path]:
+    """Write ``report.json``, ``summary.md`` and the plots into ``run_dir`` (the question log
+    is written during the run by :class:`QuestionLog`). Returns the files written."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    written = [run_dir / "report.json", run_dir / "summary.md"]
+    written[0].write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    written[1].write_text(markdown(report), encoding="utf-8")
+    if plots:
+        from memlane.eval.plots import plot_report
+
+        written += plot_report(report, run_dir)
+    return written
+
+
+def finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
