@@ -197,6 +197,24 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
     return ctx
 
 
+def connect_local(address: str, **kwargs):
+    """``ray.init`` as a second driver of a loopback cluster started by :func:`start_local_ray`
+    (a running ``memlane serve``). Without the loopback switch Ray rewrites 127.0.0.1 to the
+    machine's routable address and never reaches the GCS. A local cluster uses token auth
+    (Ray 2.60's default); a driver joining it by address only sends the token from
+    ~/.ray/auth_token when RAY_AUTH_MODE=token says so."""
+    bind_ray_to_loopback()
+    import ray
+    from ray._raylet import Config
+
+    if "RAY_AUTH_MODE" not in os.environ:
+        os.environ["RAY_AUTH_MODE"] = "token"
+        # Ray caches its config on first use in a process (a test session, say): reload it.
+        Config.initialize("")
+
+    return ray.init(address=address, **kwargs)
+
+
 @contextmanager
 def local_cluster(data_dir: str | Path, *, num_cpus: int | None = None,
                   include_dashboard: bool | None = None,

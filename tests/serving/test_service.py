@@ -246,8 +246,10 @@ def test_async_client_recalls_concurrently(service):
     async def run():
         async with AsyncMemlaneClient(service["url"], "k-admin") as m:
             await m.put_bank("erin")
-            await m.retain("erin", [f"Erin spent a week in {c} last year." for c in CITIES],
-                           document_id="trip")
+            # one document each, retained concurrently (in one document each turn's
+            # neighbours would be indexed with it as conversation context)
+            await asyncio.gather(*(m.retain("erin", [f"Erin spent a week in {c} last year."],
+                                            document_id=f"trip-{c}") for c in CITIES))
             results = await asyncio.gather(*(m.recall("erin", f"week in {c}") for c in CITIES))
         return results
 
@@ -259,7 +261,11 @@ def test_async_client_recalls_concurrently(service):
 def test_killing_a_recall_replica_under_load_loses_nothing(service):
     import ray
     from ray import serve
-    from ray.util.state import list_actors
+
+    def recall_replicas() -> list[str]:
+        # Named actors come from the GCS directly (the state API needs the dashboard).
+        return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                      if a["name"].startswith("SERVE_REPLICA::memlane#Recall#"))
 
     with _client(service) as m:
         m.put_bank("frank")
@@ -280,23 +286,23 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
                 except httpx.HTTPError:
                     results.append(-1)
 
-    ray.init(address=service["ray_address"], logging_level="ERROR")
+    from cluster.local import connect_local
+
+    connect_local(service["ray_address"], logging_level="ERROR")
     try:
         thread = threading.Thread(target=load)
         thread.start()
         time.sleep(2)
-        replicas = [a for a in list_actors(filters=[("state", "=", "ALIVE")])
-                    if a.class_name.endswith("memlane:Recall")]
+        replicas = recall_replicas()
         assert len(replicas) == 2
         victim = replicas[0]
-        ray.kill(ray.get_actor(victim.name, namespace=victim.ray_namespace), no_restart=True)
+        ray.kill(ray.get_actor(victim, namespace="serve"), no_restart=True)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:  # Serve replaces the replica
-            alive = [a for a in list_actors(filters=[("state", "=", "ALIVE")])
-                     if a.class_name.endswith("memlane:Recall")]
+            alive = recall_replicas()
             status = serve.status().applications["memlane"].deployments["Recall"]
-            if len(alive) == 2 and victim.actor_id not in {a.actor_id for a in alive} \
-                    and status.status == "HEALTHY":
+            if len(alive) == 2 and victim not in alive and status.status == "HEALTHY" \
+                    and status.replica_states.get("RUNNING") == 2:
                 break
             time.sleep(1)
         else:

@@ -1,0 +1,31 @@
+"""Serve load benchmark: ``python benchmarks/serve_bench.py [--seconds 20] [--json]``.
+See serve/loadbench.py."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from serve.loadbench import format_serve_bench, run_serve_bench  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--data-dir", type=Path, default=Path(".memlane-serve-bench"))
+    p.add_argument("--bank-size", type=int, default=10_000)
+    p.add_argument("--seconds", type=float, default=20.0, help="per level and endpoint")
+    p.add_argument("--concurrency", type=int, action="append", help="repeatable (default 1, 8, 32)")
+    p.add_argument("--downscale-s", type=float, default=20.0)
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args()
+    report = run_serve_bench(a.data_dir, bank_size=a.bank_size, seconds=a.seconds,
+                             concurrencies=a.concurrency or (1, 8, 32), downscale_s=a.downscale_s)
+    print(json.dumps(report) if a.json else format_serve_bench(report))
+
+
+if __name__ == "__main__":
+    main()
