@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     # "off" only for local development: every request then acts with access to every bank.
     auth: Literal["on", "off"] = "on"
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    # Banks a recall replica loads before it takes traffic; when empty, every bank of a store
+    # holding at most recall_warm_max_banks banks.
+    recall_warm_banks: list[str] = Field(default_factory=list)
+    recall_warm_max_banks: int = Field(16, ge=0)
     # Async operations whose worker stopped heartbeating for this long are reported failed.
     operation_stale_s: float = Field(120.0, gt=0)
 

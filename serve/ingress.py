@@ -185,11 +185,12 @@ async def list_entities(request: Request, bank_id: str = Depends(bank_access)) -
 
 # recall, reflect, rerank ----------------------------------------------------------------------
 @api.post("/v1/banks/{bank_id}/recall", tags=["recall"])
-async def recall(request: Request, response: Response, body: RecallBody,
-                 bank_id: str = Depends(bank_access)) -> dict:
-    out = await _call(_ingress(request).recall.recall.remote(bank_id, body.model_dump(mode="json")))
-    response.headers["X-Memlane-Replica"] = out.pop("served_by", "")
-    return out
+async def recall(request: Request, body: RecallBody,
+                 bank_id: str = Depends(bank_access)) -> Response:
+    data, replica = await _call(_ingress(request).recall.recall.remote(
+        bank_id, body.model_dump(mode="json")))
+    return Response(content=data, media_type="application/json",
+                    headers={"X-Memlane-Replica": replica})
 
 
 @api.post("/v1/banks/{bank_id}/reflect", tags=["reflect"])
