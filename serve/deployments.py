@@ -24,6 +24,7 @@ log = logging.getLogger("memlane.serve")
 # Not part of the API answer: the vector, and the neighbouring text indexed only for lexical
 # search (it doubled the size of a recall response: 57 KB for 1,024 tokens).
 _API_EXCLUDE = {"memories": {"__all__": {"unit": {"embedding", "context"}}}}
+_REFLECT_EXCLUDE = {**_API_EXCLUDE, "opinions": {"__all__": {"embedding", "context"}}}
 
 
 def _replica_id() -> str:
@@ -132,10 +133,10 @@ class ReflectDeployment:
     def __init__(self, embedder, reranker) -> None:
         self.memory = _remote_memory(embedder, reranker)
 
-    def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        query = request.pop("query")
-        result = self.memory.reflect(bank_id, query, **request)
-        return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+    def reflect(self, bank_id: str, request: dict[str, Any]) -> bytes:
+        options = dict(request)
+        result = self.memory.reflect(bank_id, options.pop("query"), **options)
+        return result.model_dump_json(exclude=_REFLECT_EXCLUDE).encode()
 
 
 @serve.deployment(name="Memory")

@@ -194,10 +194,11 @@ async def recall(request: Request, body: RecallBody,
 
 
 @api.post("/v1/banks/{bank_id}/reflect", tags=["reflect"])
-async def reflect(request: Request, body: ReflectBody, bank_id: str = Depends(bank_access)) -> dict:
+async def reflect(request: Request, body: ReflectBody, bank_id: str = Depends(bank_access)) -> Response:
     """Answer in the bank's voice from its memories (needs an LLM: 503 until one is set)."""
-    return await _call(_ingress(request).reflect.reflect.remote(
+    data = await _call(_ingress(request).reflect.reflect.remote(
         bank_id, body.model_dump(mode="json", exclude_none=True)))
+    return Response(content=data, media_type="application/json")
 
 
 @api.post("/v1/rerank", tags=["recall"])

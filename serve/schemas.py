@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.model import Disposition, FactType, RecallRequest, RetainItem
+from memlane.reflect.service import ReflectRequest
 
 
 class _Body(BaseModel):
@@ -35,12 +36,8 @@ class RecallBody(RecallRequest):
     """POST /v1/banks/{bank_id}/recall: the engine's RecallRequest."""
 
 
-class ReflectBody(_Body):
-    query: str = Field(min_length=1, max_length=10_000)
-    max_tokens: int = Field(4096, gt=0, le=1_000_000)
-    budget: Literal["low", "mid", "high"] = "mid"
-    as_of: datetime | None = None
-    tags: list[str] | None = None
+class ReflectBody(ReflectRequest):
+    """POST /v1/banks/{bank_id}/reflect: the engine's ReflectRequest."""
 
 
 class RerankBody(_Body):
