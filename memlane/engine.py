@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import ValidationError
 
-from memlane.errors import BankNotFound, ConfigError, InvalidInput, LLMNotConfigured, NotFound
+from memlane.errors import BankNotFound, ConfigError, InvalidInput, NotFound
 from memlane.model import (Bank, Disposition, Entity, FactType, MemoryUnit, RecallRequest,
                            RecallResult, RetainItem, Turn, check_bank_id, now_utc, utc)
 from memlane.settings import Settings

@@ -57,12 +57,11 @@ async def limits_and_metrics(request: Request, call_next):
     start = time.perf_counter()
     length = request.headers.get("content-length")
     limit = ingress.max_body_bytes
-    if length is not None and (not length.isdigit() or int(length) > limit):
-        response = error_response(413, "payload_too_large",
-                                  f"request body is larger than the limit of {limit} bytes "
-                                  "(MEMLANE_MAX_BODY_BYTES)", "body")
-    elif length is None and request.method in ("POST", "PUT", "PATCH") \
-            and len(await request.body()) > limit:  # chunked upload: measure what came
+    if length is not None:
+        too_big = not length.isdigit() or int(length) > limit
+    else:  # a chunked upload: measure what came
+        too_big = request.method in ("POST", "PUT", "PATCH") and len(await request.body()) > limit
+    if too_big:
         response = error_response(413, "payload_too_large",
                                   f"request body is larger than the limit of {limit} bytes "
                                   "(MEMLANE_MAX_BODY_BYTES)", "body")

@@ -3,8 +3,6 @@ fall back to its default)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
