@@ -34,7 +34,7 @@ def _replica_id() -> str:
         return "local"
 
 
-def _remote_memory(embedder_handle, reranker_handle=None):
+def _remote_memory(embedder_handle, reranker_handle=None, local_embedder: bool = False):
     """An engine whose embedder (and, with a cross-encoder configured, reranker) are the
     Embedder and Rerank deployments."""
     from memlane.engine import Memory
@@ -44,8 +44,13 @@ def _remote_memory(embedder_handle, reranker_handle=None):
     from serve.remote import RemoteEmbedder, RemoteReranker
 
     settings = Settings()
-    counter = TokenCounter(resolve_model_path(settings.embedder_model))
-    embedder = RemoteEmbedder(embedder_handle, counter, settings.embedding_dim)
+    if local_embedder:
+        from memlane.models.embedder import build_embedder
+
+        embedder = build_embedder(settings)
+    else:
+        counter = TokenCounter(resolve_model_path(settings.embedder_model))
+        embedder = RemoteEmbedder(embedder_handle, counter, settings.embedding_dim)
     # Without a cross-encoder the reranker is the RRF-rank fallback, a few microseconds of
     # arithmetic: a round trip to another replica would cost more than it does.
     reranker = None
@@ -97,7 +102,10 @@ class RecallDeployment:
     bank's revision token)."""
 
     def __init__(self, embedder, reranker) -> None:
-        self.memory = _remote_memory(embedder, reranker)
+        from memlane.settings import Settings
+
+        self.memory = _remote_memory(embedder, reranker,
+                                     local_embedder=Settings().recall_embedder == "local")
         self.replica = _replica_id()
         self._warm()
 
