@@ -21,8 +21,8 @@ from memlane.model import RecallRequest
 
 log = logging.getLogger("memlane.serve")
 
-# Not part of the API answer: the vector, and the neighbouring text indexed only for lexical
-# search (it doubled the size of a recall response: 57 KB for 1,024 tokens).
+# Not part of the API answer: the vector, and the neighbouring turns indexed only for lexical
+# search (a client reads them from the neighbouring memories or from include_chunks).
 _API_EXCLUDE = {"memories": {"__all__": {"unit": {"embedding", "context"}}}}
 _REFLECT_EXCLUDE = {**_API_EXCLUDE, "opinions": {"__all__": {"embedding", "context"}}}
 
