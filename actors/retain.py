@@ -24,6 +24,7 @@ batch's second bank, so the first is already written); ``raise:<marker path>`` r
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -112,17 +113,40 @@ class RetainWorker:
         except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker
             self.metrics = None
 
-    def retain_bank(self, bank_id: str, payload: str) -> dict[str, Any]:
-        """Retain one bank's documents; return its report (counts and stage seconds)."""
+    def retain_bank(self, bank_id: str, payload: str, replies: str | None = None) -> dict[str, Any]:
+        """Retain one bank's documents; return its report (counts and stage seconds).
+        ``replies`` (JSON ``{chunk_id: reply}`` from the vLLM batch stage) replaces the
+        extractor for this bank; chunks without a valid reply fall back to the rules."""
         from pipelines.corpus import decode_bank
 
         documents = decode_bank(payload)
-        report = self.memory.retain(bank_id, documents)
+        retainer = self.memory.retainer
+        extractor = retainer.extractor
+        if replies is not None:
+            from pipelines.llm_extract import PrecomputedExtractor
+
+            retainer.extractor = PrecomputedExtractor(json.loads(replies), self._rules(),
+                                                      model="vllm-batch")
+        try:
+            report = self.memory.retain(bank_id, documents)
+        finally:
+            retainer.extractor = extractor
         # Consolidation jobs (observations, opinions; only with an LLM) finish before the
         # bank is evicted, so they do not reload it.
         self.memory.wait_background()
         self.memory.derived.evict(bank_id)  # the snapshot is on disk; keep actor memory bounded
         return report.as_dict()
+
+    def _rules(self):
+        """The LLM-free extractor, the fallback of batch-extracted chunks."""
+        if getattr(self, "_rules_extractor", None) is None:
+            from memlane.retain.extract_rules import RuleExtractor
+            from memlane.retain.ner import SpacyNER
+
+            ext = self.memory.extractor
+            self._rules_extractor = ext if ext.name == "rules" else RuleExtractor(
+                SpacyNER(self.settings.spacy_model))
+        return self._rules_extractor
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, list] = {k: [] for k in ("bank_id", "fingerprint", "status", "error",
@@ -130,8 +154,10 @@ class RetainWorker:
                                                 "links", "seconds", "worker_pid", "node_id")}
         ids = list(batch["bank_id"])
         fault_at = 2 if len(ids) > 1 else 1  # after the first bank is written, when there is one
-        for n, (bank_id, payload, fp) in enumerate(zip(ids, batch["payload"],
-                                                       batch["fingerprint"]), start=1):
+        replies = batch.get("replies") or [None] * len(ids)
+        for n, (bank_id, payload, fp, reply) in enumerate(zip(ids, batch["payload"],
+                                                              batch["fingerprint"], replies),
+                                                          start=1):
             bank_id = str(bank_id)
             t0 = time.perf_counter()
             report, error = None, ""
@@ -139,7 +165,8 @@ class RetainWorker:
                 try:
                     if n == fault_at and attempt == 0:
                         _maybe_fault()
-                    report = self.retain_bank(bank_id, str(payload))
+                    report = self.retain_bank(bank_id, str(payload),
+                                              None if reply is None else str(reply))
                     break
                 except Exception as exc:  # noqa: BLE001 - reported per bank, job goes on
                     error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]

@@ -70,7 +70,13 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
              json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
              max_reject_share: float = typer.Option(0.01, "--max-reject-share",
                                                     help="Fail (exit 2) when more than this share "
-                                                         "of records is rejected.")) -> None:
+                                                         "of records is rejected."),
+             vllm_model: Optional[str] = typer.Option(
+                 None, "--vllm-model", help="Extract facts with this model on the cluster's GPUs "
+                                            "(ray.data.llm + vLLM, the gpu extra); chunks it "
+                                            "cannot parse fall back to the rules."),
+             vllm_replicas: int = typer.Option(1, "--vllm-replicas", min=1,
+                                               help="vLLM engines (one per GPU).")) -> None:
     """Backfill a corpus (LoCoMo, LongMemEval, JSONL/Parquet records) into memory banks on Ray."""
     from pydantic import ValidationError
 
@@ -88,6 +94,12 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
             raise FileNotFoundError(f"{path}: no such file or directory")
         settings = Settings(data_dir=data_dir) if data_dir else Settings()
         uri = milvus_uri or settings.milvus_uri
+        if vllm_model is not None:
+            import importlib.util
+
+            if importlib.util.find_spec("vllm") is None:
+                raise ValueError("--vllm-model needs vLLM: install the gpu extra "
+                                 "(pip install 'memlane[gpu]') on a machine with GPUs")
         if address and not uri:
             raise ValueError("--address needs --milvus-uri (or MEMLANE_MILVUS_URI): the workers "
                              "of a cluster cannot share a local Milvus Lite directory")
@@ -101,6 +113,10 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
     cfg = BackfillConfig(path=path, milvus_uri=uri or "", data_dir=settings.data_dir, fmt=format,
                          workers=workers, max_reject_share=max_reject_share,
                          progress=not json_out or sys.stderr.isatty(), settings=overrides)
+    if vllm_model is not None:
+        from pipelines.llm_extract import VLLMExtractConfig
+
+        cfg.vllm = VLLMExtractConfig(model_source=vllm_model, concurrency=vllm_replicas)
     summary = None
     t0 = time.perf_counter()
     try:

@@ -109,22 +109,31 @@ class BackfillConfig:
     settings: dict[str, Any] = field(default_factory=dict)
     max_restarts: int = 3
     runtime_env: dict[str, Any] | None = None  # e.g. {"env_vars": {...}} for the workers
+    # LLM extraction on GPUs with ray.data.llm (pipelines/llm_extract.py): a VLLMExtractConfig.
+    # Its replies travel with each bank to the retain workers, which validate them and fall
+    # back to the rules per chunk.
+    vllm: Any = None
 
 
-def _pack(rows: list[tuple[BankInput, str, str]], group_turns: int) -> list[dict[str, list]]:
+def _pack(rows: list[tuple[BankInput, str, str]], group_turns: int,
+          replies: dict[str, dict[str, str]] | None = None) -> list[dict[str, list]]:
     """Greedy packing of banks (largest first, so stragglers come early) into groups of at most
-    ``group_turns`` turns; a bank larger than that is a group alone."""
+    ``group_turns`` turns; a bank larger than that is a group alone. With ``replies`` (batch
+    LLM extraction, ``{bank_id: {chunk_id: reply}}``) each bank carries its own as JSON."""
     rows = sorted(rows, key=lambda r: -r[0].n_turns)
+    keys = ("bank_id", "payload", "fingerprint") + (("replies",) if replies is not None else ())
     groups: list[dict[str, list]] = []
-    cur: dict[str, list] = {"bank_id": [], "payload": [], "fingerprint": []}
+    cur: dict[str, list] = {k: [] for k in keys}
     size = 0
     for bank, payload, fp in rows:
         if cur["bank_id"] and size + bank.n_turns > group_turns:
             groups.append(cur)
-            cur, size = {"bank_id": [], "payload": [], "fingerprint": []}, 0
+            cur, size = {k: [] for k in keys}, 0
         cur["bank_id"].append(bank.bank_id)
         cur["payload"].append(payload)
         cur["fingerprint"].append(fp)
+        if replies is not None:
+            cur["replies"].append(json.dumps(replies.get(bank.bank_id, {})))
         size += bank.n_turns
     if cur["bank_id"]:
         groups.append(cur)
@@ -141,12 +150,11 @@ class _GroupAdapter:
 
     def __call__(self, batch):
         # batch_format="pyarrow": one table of group rows with list columns.
-        ids, payloads, fps = [], [], []
+        cols: dict[str, list] = {}
         for row in batch.to_pylist():
-            ids.extend(row["bank_id"])
-            payloads.extend(row["payload"])
-            fps.extend(row["fingerprint"])
-        return self.worker({"bank_id": ids, "payload": payloads, "fingerprint": fps})
+            for key, values in row.items():
+                cols.setdefault(key, []).extend(values)
+        return self.worker(cols)
 
 
 def _read_ledger(path: Path) -> dict[str, dict[str, Any]]:
@@ -284,6 +292,30 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
     return todo, skipped
 
 
+def _batch_extract(todo: list[tuple[BankInput, str, str]],
+                   cfg: BackfillConfig) -> dict[str, dict[str, str]]:
+    """Run the vLLM extraction stage over every chunk of the banks to retain (one ray.data.llm
+    job for the whole corpus, so the GPUs see full batches); ``{bank_id: {chunk_id: reply}}``.
+    Prompts are built as for a bank without an owner name, which is what a backfill creates."""
+    from memlane.model import Bank
+    from memlane.settings import Settings
+    from pipelines import llm_extract
+    from pipelines.corpus import decode_bank
+
+    chunk_max_turns = Settings(**cfg.settings).chunk_max_turns
+    rows, bank_of = [], {}
+    for bank, payload, _ in todo:
+        for row in llm_extract.chunk_rows(Bank(bank_id=bank.bank_id, name=""),
+                                          decode_bank(payload), chunk_max_turns):
+            bank_of[row["chunk_id"]] = bank.bank_id
+            rows.append(row)
+    out: dict[str, dict[str, str]] = {}
+    for chunk_id, reply in llm_extract.extract_replies(rows, cfg.vllm).items():
+        if chunk_id in bank_of:
+            out.setdefault(bank_of[chunk_id], {})[chunk_id] = reply
+    return out
+
+
 def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
                  on_result: Callable[[dict], None] | None = None) -> BackfillSummary:
     """Run the backfill on the Ray cluster this process is connected to (``ray.init`` first).
@@ -318,7 +350,8 @@ def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
         workers, cpu_each, gpu_each, gpu = _resource_plan(cfg.workers, cfg.use_gpu)
         summary.workers = workers
         summary.extra["gpu"] = gpu
-        groups = _pack(todo, cfg.group_turns)
+        replies = _batch_extract(todo, cfg) if cfg.vllm is not None else None
+        groups = _pack(todo, cfg.group_turns, replies)
         n_turns = {b.bank_id: b.n_turns for b, _, _ in todo}
         del todo
         settings = {**cfg.settings, "milvus_uri": cfg.milvus_uri, "data_dir": str(plan.data_dir)}

@@ -131,6 +131,7 @@ def test_cli_reject_share_over_limit_exits_2_before_writing(tmp_path):
     (["--format", "csv"], "--format must be one of"),
     (["--workers", "0"], "--workers must be >= 1"),
     (["--max-reject-share", "1.5"], "--max-reject-share must be in [0, 1]"),
+    (["--vllm-model", "some/model"], "--vllm-model needs vLLM"),  # not installed on CPU machines
 ])
 def test_cli_bad_options_exit_2(tmp_path, args, message):
     src = write_jsonl_fixture(tmp_path / "c.jsonl", _records(1, 2))

@@ -111,3 +111,62 @@ def test_real_vllm_batch_extraction(conv):  # pragma: no cover - GPU machines on
     finally:
         ray.shutdown()
     assert set(replies) == {r["chunk_id"] for r in rows}
+
+
+@pytest.mark.slow
+def test_backfill_retains_vllm_batch_replies(tmp_path, monkeypatch):
+    """run_backfill with a VLLMExtractConfig: one ray.data.llm job over every chunk of the
+    corpus (the GPU engine mocked at build_processor, here run on the driver), its replies
+    carried to the retain workers on a real local Ray and Milvus Lite server; the chunk whose
+    reply is cut off falls back to the rules."""
+    import ray
+    import ray.data.llm as rdl
+
+    from cluster.local import MilvusLiteServer, start_local_ray
+    from fixtures import write_jsonl_fixture
+    from memlane.settings import Settings
+    from memlane.stores.milvus import MilvusStore
+    from pipelines.backfill import BackfillConfig, run_backfill
+
+    prompts: list[str] = []
+
+    def fake_build_processor(config, preprocess=None, postprocess=None, **_):
+        def run(ds):
+            out = []
+            for row in ds.take_all():
+                req = preprocess(row)
+                prompts.append(req["messages"][1]["content"])
+                text = extraction_reply(req["messages"][1]["content"])
+                if row["bank_id"] == "b1":
+                    text = text[: len(text) // 2]  # cut off: the worker falls back
+                out.append(postprocess({**req, "generated_text": text}))
+            return ray.data.from_items(out)
+        return run
+
+    monkeypatch.setattr(rdl, "build_processor", fake_build_processor)
+    rows = [{"bank_id": f"b{b}", "session_id": "s1", "speaker": "Kit" if i % 2 else "Lou",
+             "text": f"Note {i} for bank {b} about the ferry to Bergen.",
+             "timestamp": f"2023-05-01T09:{i:02d}:00Z"} for b in range(2) for i in range(4)]
+    src = write_jsonl_fixture(tmp_path / "c.jsonl", rows)
+    with MilvusLiteServer(tmp_path / "milvus") as server:
+        start_local_ray(num_cpus=2, include_dashboard=False)
+        try:
+            cfg = BackfillConfig(path=src, milvus_uri=server.uri, data_dir=tmp_path / "bf",
+                                 progress=False, workers=1,
+                                 vllm=VLLMExtractConfig(model_source="fake/model"))
+            summary = run_backfill(cfg)
+        finally:
+            ray.shutdown()
+        store = MilvusStore(Settings(milvus_uri=server.uri), dim=384)
+        try:
+            units = {b: [u for batch in store.iter_units(b) for u in batch] for b in ("b0", "b1")}
+        finally:
+            store.close()
+    assert len(prompts) == 2  # one chunk per bank, all in the one batch job
+    assert summary.turns == 8 and summary.failed_banks == 0
+    # b0: the model's facts (extraction_reply writes 2 per chunk), marked with the model
+    assert len(units["b0"]) == 2
+    assert all(u.metadata.get("model") == "vllm-batch" for u in units["b0"])
+    # b1: its reply was cut off, so the rules wrote one fact per turn
+    assert len(units["b1"]) == 4
+    assert not any(u.metadata.get("model") for u in units["b1"])
