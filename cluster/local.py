@@ -163,6 +163,13 @@ def bind_ray_to_loopback() -> None:
         constants.ENABLE_RAY_CLUSTER = False
 
 
+def is_startup_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of Ray's fixed-window startup timeouts, which a second start on
+    the same machine gets past (see :func:`start_local_ray`)."""
+    text = str(exc)
+    return "timed out during startup" in text or "Timed out waiting for file" in text
+
+
 def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | None = None,
                     **kwargs):
     """``ray.init`` of a new single-node cluster with every listener on 127.0.0.1."""
@@ -188,8 +195,7 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
             # test runs while other jobs kept both cores busy); a second start succeeds.
             # The GCS port file can also time out the same way right after another local
             # cluster stopped ("Timed out waiting for file .../gcs_server_port_...").
-            if attempt or not ("timed out during startup" in str(exc)
-                               or "Timed out waiting for file" in str(exc)):
+            if attempt or not is_startup_timeout(exc):
                 raise
             ray.shutdown()
     node_ip = ctx.address_info.get("node_ip_address")
