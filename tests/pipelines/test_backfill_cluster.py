@@ -13,21 +13,19 @@ pytestmark = pytest.mark.slow
 
 
 def _start_cluster(cluster_cls):
-    """Head + one worker node, one CPU each. Started twice at most: CI once failed here with a
-    startup timeout inside ray's Node() while the 2 cores were busy, the case start_local_ray
-    already retries."""
-    from cluster.local import is_startup_timeout
+    """Head + one worker node, one CPU each, with the retries of a local start: CI once
+    failed here on Ray's startup timeout while the 2 cores were busy."""
+    from cluster.local import retry_startup
 
-    for attempt in (0, 1):
-        cluster = cluster_cls()
-        try:
-            cluster.add_node(num_cpus=1, include_dashboard=False)
-            cluster.add_node(num_cpus=1)
-            return cluster
-        except Exception as exc:  # noqa: BLE001
-            cluster.shutdown()
-            if attempt or not is_startup_timeout(exc):
-                raise
+    made: list = []
+
+    def start():
+        made.append(cluster_cls())
+        made[-1].add_node(num_cpus=1, include_dashboard=False)
+        made[-1].add_node(num_cpus=1)
+        return made[-1]
+
+    return retry_startup(start, lambda: made[-1].shutdown())
 
 
 def test_backfill_on_two_nodes(tmp_path):
