@@ -4,7 +4,8 @@ Stages::
 
     driver:  read + validate + group (pipelines.corpus)   -> rejects file, resume ledger
              pack banks into groups of ~GROUP_TURNS turns  -> one Dataset row per group
-    actors:  map_batches(RetainWorker, batch_size=1, compute=ActorPoolStrategy(size=workers))
+    actors:  map_batches(RetainWorker, batch_size=1, compute=ActorPoolStrategy(size=workers,
+             max_tasks_in_flight_per_actor=1))
              each call retains whole banks with the engine's Memory.retain
     driver:  stream results (iter_batches) -> ledger lines, summary, metrics
 
