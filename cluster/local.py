@@ -174,15 +174,55 @@ def is_startup_timeout(exc: BaseException) -> bool:
     return "timed out during startup" in text or "Timed out waiting for file" in text
 
 
+def _descendants(root: int) -> set[int]:
+    """PIDs of all descendants of ``root`` (Linux /proc; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out: set[int] = set()
+    frontier = [root]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            if child not in out:
+                out.add(child)
+                frontier.append(child)
+    return out
+
+
+def _kill(pids: set[int]) -> None:
+    """SIGKILL ``pids``. Not reaped here: their Popen owners (Ray's) may still wait on them."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
                   attempts: int = 3, pause_s: float = 5.0) -> T:
-    """``start()``, again after ``cleanup()`` and a pause when it fails on a Ray startup
-    timeout. On this 2-core machine the raylet occasionally misses Ray's fixed 30 s
-    registration window ("The current node timed out during startup"): 1 in ~6 test runs
-    while other jobs kept both cores busy, once in CI, and once three starts in a row within
-    90 s right after a benchmark stopped its cluster; the next start succeeded each time. The
-    GCS port file times out the same way ("Timed out waiting for file .../gcs_server_port_")."""
+    """``start()``; when it fails on a Ray startup timeout, ``cleanup()``, kill what the failed
+    attempt spawned, pause and start again (``attempts`` in all).
+
+    On this 2-core machine the raylet sometimes misses Ray's fixed 30 s registration window
+    ("The current node timed out during startup"), never writing a log line: in ~1 of 6 test
+    runs while other jobs kept both cores busy, once in CI, and twice in a row right after a
+    benchmark or the test suite had stopped its own cluster; a later start succeeded each time.
+    The cause is not found. The GCS port file can time out the same way ("Timed out waiting
+    for file .../gcs_server_port_")."""
     for attempt in range(1, attempts + 1):
+        before = _descendants(os.getpid())
         try:
             return start()
         except Exception as exc:  # noqa: BLE001
@@ -191,6 +231,11 @@ def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
             log.warning("Ray start %d of %d timed out (%s); retrying", attempt, attempts,
                         " ".join(str(exc).split())[:120])
             cleanup()
+            # A start that fails inside Ray's Node() leaves its GCS, dashboard and monitors
+            # running, unknown to ray.shutdown: a retry then found 127.0.0.1:8265 taken and
+            # came up without a dashboard. Processes that were there before (the Milvus Lite
+            # server) are kept.
+            _kill(_descendants(os.getpid()) - before)
             time.sleep(pause_s)
     raise AssertionError("unreachable")
 
@@ -205,14 +250,20 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
     # shutting down: two pipeline tests failed on "127.0.0.1:8265 already occupied").
     if include_dashboard is not False and "dashboard_port" not in kwargs:
         kwargs["dashboard_port"] = DASHBOARD_PORT if _port_free(DASHBOARD_PORT) else free_port()
-    # address="local": always a new cluster. Without it ray.init joins the cluster named in
-    # /tmp/ray/ray_current_cluster (any `ray start` or cluster_utils.Cluster on the machine),
-    # which then rejects num_cpus.
-    ctx = retry_startup(
-        lambda: ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
-                         dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
-                         logging_level="WARNING", **kwargs),
-        ray.shutdown)
+    def start():
+        # address="local": always a new cluster. Without it ray.init joins the cluster named
+        # in /tmp/ray/ray_current_cluster (any `ray start` or cluster_utils.Cluster on the
+        # machine), which then rejects num_cpus.
+        return ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
+                        dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
+                        logging_level="WARNING", **kwargs)
+
+    def cleanup():
+        ray.shutdown()
+        if "dashboard_port" in kwargs and not _port_free(kwargs["dashboard_port"]):
+            kwargs["dashboard_port"] = free_port()
+
+    ctx = retry_startup(start, cleanup)
     node_ip = ctx.address_info.get("node_ip_address")
     if node_ip != LOOPBACK:
         ray.shutdown()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from cluster.local import retry_startup
@@ -42,3 +44,29 @@ def test_other_errors_are_not_retried():
     with pytest.raises(ValueError, match="num_cpus"):
         retry_startup(flaky.start, flaky.cleanup, pause_s=0)
     assert (flaky.starts, flaky.cleanups) == (1, 0)
+
+
+def test_a_failed_attempt_leaves_no_process_behind(tmp_path):
+    """What a timed-out start spawned is killed before the retry; what ran before is kept."""
+    import subprocess
+    import sys
+
+    from cluster.local import _descendants
+
+    kept = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    spawned: list[subprocess.Popen] = []
+
+    def start():
+        if not spawned:  # the first attempt leaves a process running, as Ray's Node() does
+            spawned.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+            raise Exception("The current node timed out during startup.")
+        return "up"
+
+    try:
+        assert retry_startup(start, lambda: None, pause_s=0) == "up"
+        assert spawned[0].wait(timeout=10) == -9  # SIGKILLed
+        assert kept.poll() is None and kept.pid in _descendants(os.getpid())
+    finally:
+        for proc in (kept, *spawned):
+            proc.kill()
+            proc.wait()
