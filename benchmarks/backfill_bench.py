@@ -45,25 +45,9 @@ class RssSampler:
 
     @staticmethod
     def _sample(detail: list | None = None) -> float:
-        parent: dict[int, int] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-                parent[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-        tree, frontier = {os.getpid()}, [os.getpid()]
-        children: dict[int, list[int]] = {}
-        for pid, ppid in parent.items():
-            children.setdefault(ppid, []).append(pid)
-        while frontier:
-            for c in children.get(frontier.pop(), []):
-                if c not in tree:
-                    tree.add(c)
-                    frontier.append(c)
+        from cluster.local import descendants
+
+        tree = descendants(os.getpid()) | {os.getpid()}
         total_kb = 0
         for pid in tree:
             try:

@@ -174,7 +174,7 @@ def is_startup_timeout(exc: BaseException) -> bool:
     return "timed out during startup" in text or "Timed out waiting for file" in text
 
 
-def _descendants(root: int) -> set[int]:
+def descendants(root: int) -> set[int]:
     """PIDs of all descendants of ``root`` (Linux /proc; empty where there is none)."""
     children: dict[int, list[int]] = {}
     try:
@@ -222,7 +222,7 @@ def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
     The cause is not found. The GCS port file can time out the same way ("Timed out waiting
     for file .../gcs_server_port_")."""
     for attempt in range(1, attempts + 1):
-        before = _descendants(os.getpid())
+        before = descendants(os.getpid())
         try:
             return start()
         except Exception as exc:  # noqa: BLE001
@@ -235,7 +235,7 @@ def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
             # running, unknown to ray.shutdown: a retry then found 127.0.0.1:8265 taken and
             # came up without a dashboard. Processes that were there before (the Milvus Lite
             # server) are kept.
-            _kill(_descendants(os.getpid()) - before)
+            _kill(descendants(os.getpid()) - before)
             time.sleep(pause_s)
     raise AssertionError("unreachable")
 

@@ -51,7 +51,7 @@ def test_a_failed_attempt_leaves_no_process_behind(tmp_path):
     import subprocess
     import sys
 
-    from cluster.local import _descendants
+    from cluster.local import descendants
 
     kept = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     spawned: list[subprocess.Popen] = []
@@ -65,7 +65,7 @@ def test_a_failed_attempt_leaves_no_process_behind(tmp_path):
     try:
         assert retry_startup(start, lambda: None, pause_s=0) == "up"
         assert spawned[0].wait(timeout=10) == -9  # SIGKILLed
-        assert kept.poll() is None and kept.pid in _descendants(os.getpid())
+        assert kept.poll() is None and kept.pid in descendants(os.getpid())
     finally:
         for proc in (kept, *spawned):
             proc.kill()
