@@ -17,6 +17,14 @@ BANK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 _BANK_ID_RE = re.compile(BANK_ID_PATTERN)
 
 
+def not_blank(value: str, what: str) -> str:
+    """``value`` unchanged, or ValueError naming ``what`` when it holds only whitespace (the
+    shared check of request validators)."""
+    if not value.strip():
+        raise ValueError(f"{what} must not be empty")
+    return value
+
+
 def utc(dt: datetime) -> datetime:
     """Return ``dt`` as an aware UTC datetime (naive values are taken to be UTC)."""
     if dt.tzinfo is None:
@@ -213,16 +221,13 @@ class RetainItem(_Strict):
     @field_validator("content")
     @classmethod
     def _content(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("content must not be blank")
-        return v
+        return not_blank(v, "content")
 
     @field_validator("tags")
     @classmethod
     def _tags(cls, v: list[str]) -> list[str]:
         for tag in v:
-            if not tag.strip():
-                raise ValueError("tags must not be blank")
+            not_blank(tag, "tags")
         return v
 
     @field_validator("timestamp")
@@ -252,9 +257,7 @@ class RecallRequest(_Strict):
     @field_validator("query")
     @classmethod
     def _non_empty(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("query must not be empty")
-        return v
+        return not_blank(v, "query")
 
     @field_validator("as_of")
     @classmethod

@@ -32,7 +32,7 @@ from memlane.llm import build_llm, require_llm
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
 from memlane.model import (Bank, Budget, FactType, MemoryUnit, OpinionChange, RecalledMemory,
-                           now_utc)
+                           not_blank, now_utc)
 from memlane.reflect.background import BackgroundWorker
 from memlane.reflect.disposition import system_message
 from memlane.reflect.observations import ObservationReply, observation_id, observation_messages
@@ -67,9 +67,7 @@ class ReflectRequest(BaseModel):
     @field_validator("query")
     @classmethod
     def _non_empty(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("query must not be empty")
-        return v
+        return not_blank(v, "query")
 
 
 class ReflectResult(BaseModel):
