@@ -76,7 +76,6 @@ class SearchBackend(Protocol):
     in-process derived state (:class:`memlane.derived.DerivedState`). Both apply the filter rule
     of :mod:`memlane.units`, so they answer alike."""
 
-    # search
     # Searches return every scalar field in Hit.fields unless ``fields`` names the ones wanted
     # (an empty list: ids and scores only, the cheap form for the hot recall path).
     def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int, flt: UnitFilter | None = None,
@@ -91,8 +90,9 @@ class SearchBackend(Protocol):
 
     def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
                     flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
-        """Units whose occurrence interval overlaps [start, end]; score 0 (the caller scores
-        proximity)."""
+        """Units whose occurrence interval (:func:`memlane.units.effective_interval`) overlaps
+        [start, end]; score 0 (the caller scores proximity). Hits carry at least the three
+        occurrence fields (occurred_start, occurred_end, mentioned_at)."""
         ...
 
     def candidates(self, bank_id: str, ids: Sequence[str],

@@ -33,7 +33,8 @@ from memlane.model import FactType, Link, MemoryUnit, OpinionChange, utc
 
 __all__ = [
     "NONE_TIME_US", "TIME_FIELDS", "LIST_FIELDS", "HIT_FIELDS", "CANDIDATE_FIELDS", "FACT_CODES",
-    "to_us", "from_us", "us_to_s", "to_s", "to_dt", "json_value", "escape_string", "str_list", "nan_if_none",
+    "to_us", "from_us", "us_to_s", "to_s", "to_dt", "json_value", "escape_string", "str_list",
+    "nan_if_none",
     "occurrence", "effective_interval", "fields_interval", "valid_at",
     "check_filter", "matches", "milvus_expr", "filter_mask",
     "unit_fields", "unit_from_fields",

@@ -23,8 +23,14 @@ import numpy as np
 from memlane.interfaces import Hit, UnitFilter
 from memlane.model import FactType, MemoryUnit
 from memlane.stores.lexical import analyze
-from memlane.units import (CANDIDATE_FIELDS, FACT_CODES, effective_interval, filter_mask,
-                           nan_if_none, unit_fields)
+from memlane.units import (
+    CANDIDATE_FIELDS,
+    FACT_CODES,
+    effective_interval,
+    filter_mask,
+    nan_if_none,
+    unit_fields,
+)
 
 K1, B = 1.2, 0.75
 _TIME_KEYS = ("occurred_start", "occurred_end", "mentioned_at")

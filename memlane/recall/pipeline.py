@@ -13,8 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from memlane.interfaces import Embedder, GraphStore, Hit, Reranker, SearchBackend, UnitFilter, VectorStore
-from memlane.model import Chunk, RecallRequest, RecallResult, RecalledMemory, now_utc
+from memlane.interfaces import (
+    Embedder,
+    GraphStore,
+    Hit,
+    Reranker,
+    SearchBackend,
+    UnitFilter,
+    VectorStore,
+)
+from memlane.model import Chunk, RecalledMemory, RecallRequest, RecallResult, now_utc
 from memlane.recall import boosts
 from memlane.recall.fusion import rrf
 from memlane.recall.packing import pack

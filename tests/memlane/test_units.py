@@ -16,8 +16,15 @@ from memlane.model import FactType, MemoryUnit
 from memlane.recall.index import BankIndex
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
-from memlane.units import (effective_interval, fields_interval, matches, milvus_expr,
-                           occurrence, unit_fields, unit_from_fields)
+from memlane.units import (
+    effective_interval,
+    fields_interval,
+    matches,
+    milvus_expr,
+    occurrence,
+    unit_fields,
+    unit_from_fields,
+)
 
 DIM = 8
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)

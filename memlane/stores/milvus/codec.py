@@ -12,11 +12,28 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memlane.model import (Bank, Chunk, Disposition, Entity, FactType, Link, MemoryUnit,
-                           OpinionChange, check_bank_id)
+from memlane.model import (
+    Bank,
+    Chunk,
+    Disposition,
+    Entity,
+    FactType,
+    Link,
+    MemoryUnit,
+    OpinionChange,
+    check_bank_id,
+)
 from memlane.stores.lexical import analyze
-from memlane.units import (HIT_FIELDS, LIST_FIELDS, TIME_FIELDS, effective_interval, from_us,
-                           json_value, to_us, us_to_s)
+from memlane.units import (
+    HIT_FIELDS,
+    LIST_FIELDS,
+    TIME_FIELDS,
+    effective_interval,
+    from_us,
+    json_value,
+    to_us,
+    us_to_s,
+)
 
 NO_CONFIDENCE = -1.0  # confidence is in [0, 1]; -1 stands for None
 MAX_ID_BYTES = 512  # ids, document/chunk ids, list elements
@@ -109,6 +126,7 @@ def bank_row(bank: Bank) -> dict[str, Any]:
         "_v": PLACEHOLDER,
     }
 
+
 def row_bank(row: dict[str, Any]) -> Bank:
     return Bank(bank_id=row["id"], name=row.get("name") or "",
                 background=row.get("background") or "",
@@ -166,6 +184,7 @@ def chunk_row(bank_id: str, ch: Chunk) -> dict[str, Any]:
         "_v": PLACEHOLDER,
     }
 
+
 def row_chunk(bank_id: str, r: dict[str, Any]) -> Chunk:
     return Chunk(chunk_id=r["id"], bank_id=bank_id, document_id=r["document_id"],
                  session_id=r["session_id"], index=int(r["index"]), text=r["text"],
@@ -183,6 +202,7 @@ def entity_row(bank_id: str, e: Entity) -> dict[str, Any]:
         "mention_count": e.mention_count, "first_seen": to_us(e.first_seen),
         "last_seen": to_us(e.last_seen), "_v": PLACEHOLDER,
     }
+
 
 def row_entity(bank_id: str, r: dict[str, Any]) -> Entity:
     return Entity(entity_id=r["id"], bank_id=bank_id, name=r["name"], type=r["type"],

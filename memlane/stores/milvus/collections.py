@@ -12,8 +12,13 @@ from pymilvus.exceptions import MilvusException
 
 from memlane.model import check_bank_id
 from memlane.settings import Settings
-from memlane.stores.milvus.connection import (PREFIX_RE, collection_names, is_missing,
-                                              open_client, release_lite)
+from memlane.stores.milvus.connection import (
+    PREFIX_RE,
+    collection_names,
+    is_missing,
+    open_client,
+    release_lite,
+)
 from memlane.stores.milvus.schema import build_schema
 from memlane.units import str_list
 

@@ -9,9 +9,20 @@ from typing import Any, Sequence
 from pymilvus.exceptions import MilvusException
 
 from memlane.model import Bank, Chunk, Entity, check_bank_id
-from memlane.stores.milvus.codec import (BANK_OUT, CHUNK_OUT, ENTITY_OUT, MAX_ID_BYTES,
-                                         PLACEHOLDER, bank_row, check_json, chunk_row,
-                                         entity_row, row_bank, row_chunk, row_entity)
+from memlane.stores.milvus.codec import (
+    BANK_OUT,
+    CHUNK_OUT,
+    ENTITY_OUT,
+    MAX_ID_BYTES,
+    PLACEHOLDER,
+    bank_row,
+    check_json,
+    chunk_row,
+    entity_row,
+    row_bank,
+    row_chunk,
+    row_entity,
+)
 from memlane.stores.milvus.collections import Collections
 from memlane.stores.milvus.connection import is_missing
 from memlane.units import json_value

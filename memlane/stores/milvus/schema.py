@@ -7,7 +7,12 @@ from typing import Any
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 from memlane.stores.lexical import ANALYZER_PARAMS
-from memlane.stores.milvus.codec import MAX_ARRAY, MAX_ID_BYTES, MAX_TEXT_BYTES, PLACEHOLDER
+from memlane.stores.milvus.codec import (
+    MAX_ARRAY,
+    MAX_ID_BYTES,
+    MAX_TEXT_BYTES,
+    PLACEHOLDER,
+)
 from memlane.units import LIST_FIELDS, TIME_FIELDS
 
 

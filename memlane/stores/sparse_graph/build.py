@@ -7,7 +7,13 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from memlane.stores.sparse_graph.records import CAUSAL, SEMANTIC, Names, UnitRecord, View
+from memlane.stores.sparse_graph.records import (
+    CAUSAL,
+    SEMANTIC,
+    Names,
+    UnitRecord,
+    View,
+)
 
 
 def build_view(

@@ -22,6 +22,7 @@ ENTITY, TEMPORAL, SEMANTIC, CAUSAL = range(4)
 # entries and hop 2, through a hub entity of all units, ~100k (gather 0.4 ms).
 GATHER_MAX_FRACTION = 0.3
 
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A validated, normalised GraphNode, still with string ids."""

@@ -12,9 +12,17 @@ import numpy as np
 from memlane.interfaces import GraphNode
 from memlane.model import check_bank_id
 from memlane.stores.sparse_graph.build import build_view
-from memlane.stores.sparse_graph.records import (GATHER_MAX_FRACTION, EDGE_TYPES, BankState,
-                                                 compact_threshold, intern_all, Names,
-                                                 normalise, UnitRecord, View)
+from memlane.stores.sparse_graph.records import (
+    EDGE_TYPES,
+    GATHER_MAX_FRACTION,
+    BankState,
+    Names,
+    UnitRecord,
+    View,
+    compact_threshold,
+    intern_all,
+    normalise,
+)
 
 if TYPE_CHECKING:  # igraph is imported lazily: only to_igraph needs it
     import igraph
