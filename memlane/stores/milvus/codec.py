@@ -160,14 +160,13 @@ def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) 
         "chunk_id": check_bytes(f"{what} chunk_id", u.chunk_id, MAX_ID_BYTES),
         **{k: check_list(f"{what} {k}", getattr(u, k)) for k in LIST_FIELDS},
         "link_targets": check_list(f"{what} links",
-                                    list(dict.fromkeys(x.target_id for x in u.links))),
+                                   list(dict.fromkeys(x.target_id for x in u.links))),
         "superseded_by": (None if u.superseded_by is None else
-                          check_bytes(f"{what} superseded_by", u.superseded_by,
-                                       MAX_ID_BYTES)),
+                          check_bytes(f"{what} superseded_by", u.superseded_by, MAX_ID_BYTES)),
         "links": [{"target_id": x.target_id, "type": x.type.value, "weight": x.weight}
                   for x in u.links],
         "history": check_json(f"{what} history",
-                               [h.model_dump(mode="json") for h in u.history]),
+                              [h.model_dump(mode="json") for h in u.history]),
         "metadata": check_json(f"{what} metadata", u.metadata),
     }
 

@@ -41,8 +41,7 @@ class Records(Collections):
             for kind, name in names.items():
                 self._ensure(name, kind)
             if self.get_bank(bank_id) is None:
-                self._upsert_rows(self._banks, [bank_row(Bank(bank_id=bank_id,
-                                                                    name=bank_id))])
+                self._upsert_rows(self._banks, [bank_row(Bank(bank_id=bank_id, name=bank_id))])
         return names
 
     def _write_bank(self, bank_id: str, write) -> None:
