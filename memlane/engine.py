@@ -47,11 +47,11 @@ class Memory:
     @property
     def graph(self):
         if self._graph is None:
-            from memlane.stores.graph import IGraphStore
+            from memlane.stores.sparse_graph import SparseGraphStore
 
-            self._graph = IGraphStore(self.settings.graph_dir,
-                                      temporal_sigma_hours=self.settings.temporal_link_sigma_hours,
-                                      temporal_neighbors=self.settings.temporal_link_neighbors)
+            self._graph = SparseGraphStore(
+                temporal_sigma_hours=self.settings.temporal_link_sigma_hours,
+                temporal_neighbors=self.settings.temporal_link_neighbors)
         return self._graph
 
     @property
@@ -193,7 +193,6 @@ class Memory:
                 raise InvalidInput(f"tags: invalid tag {tag!r}")
         seen = self.derived.ensure(bank_id).revision
         report = self.retainer.retain(bank, conversations, tags=tags, progress=progress)
-        self.graph.snapshot(bank_id)
         self.derived.wrote(bank_id, seen)
         if self._retainer.on_units is not None:
             self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/service.py
@@ -367,7 +366,6 @@ class Memory:
                    if degrees.get(e.entity_id, 0) and degrees[e.entity_id] != e.mention_count]
         if changed:
             self.store.upsert_entities(bank_id, changed)
-        self.graph.snapshot(bank_id)
         return dropped
 
     def _prune_observations(self, bank_id: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -72,9 +71,41 @@ class Hit:
 
 
 @runtime_checkable
-class VectorStore(Protocol):
+class SearchBackend(Protocol):
+    """What recall's channels search: the store itself (``search_backend="milvus"``) or the
+    in-process derived state (:class:`memlane.derived.DerivedState`). Both apply the filter rule
+    of :mod:`memlane.units`, so they answer alike."""
+
+    # Searches return every scalar field in Hit.fields unless ``fields`` names the ones wanted
+    # (an empty list: ids and scores only, the cheap form for the hot recall path).
+    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int, flt: UnitFilter | None = None,
+                     fields: Sequence[str] | None = None) -> list[list[Hit]]:
+        """COSINE search; one hit list per query vector, best first."""
+        ...
+
+    def search_lexical(self, bank_id: str, text: str, limit: int, flt: UnitFilter | None = None,
+                       fields: Sequence[str] | None = None) -> list[Hit]:
+        """BM25 over unit text plus context; scores positive, best first."""
+        ...
+
+    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
+                    flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+        """Units whose occurrence interval (:func:`memlane.units.effective_interval`) overlaps
+        [start, end]; score 0 (the caller scores proximity). Hits carry at least the three
+        occurrence fields (occurred_start, occurred_end, mentioned_at)."""
+        ...
+
+    def candidates(self, bank_id: str, ids: Sequence[str],
+                   flt: UnitFilter | None) -> dict[str, dict[str, Any]]:
+        """Scoring fields (:data:`memlane.units.CANDIDATE_FIELDS`, times in epoch seconds) of
+        the ids that exist and pass ``flt``; unknown or filtered ids are absent."""
+        ...
+
+
+@runtime_checkable
+class VectorStore(SearchBackend, Protocol):
     """The store of record (Milvus): banks, units, chunks and entities, with dense, BM25 and
-    time-range search. Writes are upserts keyed by deterministic ids."""
+    time-range search (as a :class:`SearchBackend`). Writes are upserts keyed by deterministic ids."""
 
     # banks
     def upsert_bank(self, bank: Bank) -> None: ...
@@ -116,25 +147,6 @@ class VectorStore(Protocol):
     def put_operation(self, op_id: str, record: dict[str, Any]) -> None: ...
     def get_operation(self, op_id: str) -> dict[str, Any] | None: ...
 
-    # search
-    # Searches return every scalar field in Hit.fields unless ``fields`` names the ones wanted
-    # (an empty list: ids and scores only, the cheap form for the hot recall path).
-    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int, flt: UnitFilter | None = None,
-                     fields: Sequence[str] | None = None) -> list[list[Hit]]:
-        """COSINE search; one hit list per query vector, best first."""
-        ...
-
-    def search_lexical(self, bank_id: str, text: str, limit: int, flt: UnitFilter | None = None,
-                       fields: Sequence[str] | None = None) -> list[Hit]:
-        """BM25 over unit text plus context; scores positive, best first."""
-        ...
-
-    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
-                    flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
-        """Units whose occurrence interval overlaps [start, end]; score 0 (the caller scores
-        proximity)."""
-        ...
-
     def get_unit_fields(self, bank_id: str, ids: Sequence[str],
                         fields: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
         """Hit-style fields by unit id (unknown ids absent)."""
@@ -161,7 +173,7 @@ class GraphStore(Protocol):
     def remove_nodes(self, bank_id: str, ids: Sequence[str]) -> None: ...
     def drop_bank(self, bank_id: str) -> None: ...
     def evict(self, bank_id: str) -> None:
-        """Forget the bank in memory, keeping its snapshot."""
+        """Forget the bank in memory (it is rebuilt from the store of record when needed)."""
         ...
     def has_bank(self, bank_id: str) -> bool: ...
     def rebuild(self, bank_id: str, nodes: Iterable[GraphNode]) -> None: ...
@@ -175,5 +187,3 @@ class GraphStore(Protocol):
         ...
 
     def stats(self, bank_id: str) -> dict[str, int]: ...
-    def snapshot(self, bank_id: str) -> Path: ...
-    def load(self, bank_id: str) -> bool: ...

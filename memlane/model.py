@@ -195,9 +195,11 @@ class MemoryUnit(_Strict):
         return None if v is None else utc(v)
 
     def is_valid_at(self, when: datetime) -> bool:
-        """True when the unit was known and not yet superseded at ``when``."""
-        start = self.valid_from or self.mentioned_at
-        return start <= when and (self.invalid_at is None or self.invalid_at > when)
+        """True when the unit was known and not yet superseded at ``when`` (the ``as_of`` rule of
+        :mod:`memlane.units`)."""
+        from memlane.units import valid_at  # memlane.units builds on this module
+
+        return valid_at(self.mentioned_at, self.valid_from, self.invalid_at, utc(when))
 
 
 class RetainItem(_Strict):

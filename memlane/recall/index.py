@@ -23,26 +23,21 @@ import numpy as np
 from memlane.interfaces import Hit, UnitFilter
 from memlane.model import FactType, MemoryUnit
 from memlane.stores.lexical import analyze
+from memlane.units import (
+    CANDIDATE_FIELDS,
+    FACT_CODES,
+    effective_interval,
+    filter_mask,
+    nan_if_none,
+    unit_fields,
+)
 
 K1, B = 1.2, 0.75
-_FACT_CODES = {t.value: i for i, t in enumerate(FactType)}
 _TIME_KEYS = ("occurred_start", "occurred_end", "mentioned_at")
 
 
 def _ts(dt) -> float:
-    return math.nan if dt is None else dt.timestamp()
-
-
-def unit_fields(unit: MemoryUnit) -> dict:
-    """A unit in the store's hit-field form (times as epoch seconds), less vector and context."""
-    data = unit.model_dump(exclude={"embedding", "context", "id", "bank_id"})
-    data["bank_id"] = unit.bank_id
-    for key in ("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at"):
-        if data[key] is not None:
-            data[key] = int(data[key].timestamp())
-    data["fact_type"] = FactType(unit.fact_type).value
-    data["links"] = [{**link, "type": link["type"].value} for link in data["links"]]
-    return data
+    return nan_if_none(None if dt is None else dt.timestamp())
 
 
 class BankIndex:
@@ -91,18 +86,17 @@ class BankIndex:
                 self.ids.append(u.id)
                 self._pos[u.id] = i
                 self._vec[i] = u.embedding
-                start = u.occurred_start or u.mentioned_at
-                end = u.occurred_end or start
+                start, end = effective_interval(u)
                 c = self._cols
                 c["alive"][i] = 1.0
                 c["mentioned"][i] = u.mentioned_at.timestamp()
-                c["valid_from"][i] = _ts(u.valid_from or u.mentioned_at)
+                c["valid_from"][i] = _ts(u.valid_from)
                 c["invalid"][i] = _ts(u.invalid_at)
                 c["occ_start"][i] = _ts(u.occurred_start)
                 c["occ_end"][i] = _ts(u.occurred_end)
                 c["t_start"][i], c["t_end"][i] = start.timestamp(), end.timestamp()
-                c["ftype"][i] = _FACT_CODES[FactType(u.fact_type).value]
-                self._rows.append(unit_fields(u))
+                c["ftype"][i] = FACT_CODES[FactType(u.fact_type).value]
+                self._rows.append(unit_fields(u, CANDIDATE_FIELDS))
                 terms = Counter(analyze(f"{u.text} {u.context}").split())
                 c["dl"][i] = sum(terms.values())
                 self._docs.append(u.document_id)
@@ -174,27 +168,14 @@ class BankIndex:
 
     # search ---------------------------------------------------------------------------------
     def _mask(self, flt: UnitFilter | None) -> np.ndarray:
+        """Live rows that pass ``flt`` (the rule is memlane.units.filter_mask's)."""
         n, c = self._n, self._cols
-        mask = c["alive"][:n] > 0
+        alive = c["alive"][:n] > 0
         if flt is None:
-            return mask
-        if flt.fact_types:
-            mask &= np.isin(c["ftype"][:n], [_FACT_CODES[FactType(t).value] for t in flt.fact_types])
-        if flt.document_id is not None:
-            mask &= np.fromiter((d == flt.document_id for d in self._docs[:n]), bool, n)
-        if flt.tags:
-            wanted = frozenset(flt.tags)
-            test = (wanted.issubset if flt.tags_match == "all" else wanted.isdisjoint)
-            hit = np.fromiter((test(t) for t in self._tags[:n]), bool, n)
-            mask &= hit if flt.tags_match == "all" else ~hit
-        invalid = c["invalid"][:n]
-        if flt.as_of is not None:
-            t = flt.as_of.timestamp()
-            mask &= (c["mentioned"][:n] <= t) & (c["valid_from"][:n] <= t)
-            mask &= np.isnan(invalid) | (invalid > t)
-        elif flt.only_valid:
-            mask &= np.isnan(invalid)
-        return mask
+            return alive
+        return alive & filter_mask(flt, fact_code=c["ftype"][:n], mentioned=c["mentioned"][:n],
+                                   valid_from=c["valid_from"][:n], invalid_at=c["invalid"][:n],
+                                   document_ids=self._docs[:n], tags=self._tags[:n])
 
     def _top(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> list[Hit]:
         cand = np.flatnonzero(mask)
@@ -247,7 +228,7 @@ class BankIndex:
             for h in hits:
                 i = self._pos[h.id]
                 h.score = 0.0
-                h.fields = {k: (None if math.isnan(v) else int(v)) for k, v in
+                h.fields = {k: (None if math.isnan(v) else math.floor(v)) for k, v in
                             zip(_TIME_KEYS, (c["occ_start"][i], c["occ_end"][i], c["mentioned"][i]))}
             return hits
 
@@ -256,7 +237,7 @@ class BankIndex:
             return {i: float(self._cols["mentioned"][self._pos[i]]) for i in ids if i in self._pos}
 
     def candidates(self, ids: Sequence[str], flt: UnitFilter | None = None) -> dict[str, dict]:
-        """The fields (as :func:`unit_fields`) of each id that exists and passes ``flt``.
+        """The fields (as :func:`memlane.units.unit_fields`, less ``context``) of each id that exists and passes ``flt``.
         Shared, not copied: callers must not modify them."""
         with self._lock:
             mask = self._mask(flt)

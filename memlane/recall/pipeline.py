@@ -13,35 +13,37 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from memlane.interfaces import Embedder, GraphStore, Hit, Reranker, UnitFilter, VectorStore
-from memlane.model import Chunk, RecallRequest, RecallResult, RecalledMemory, now_utc
+from memlane.interfaces import (
+    Embedder,
+    GraphStore,
+    Hit,
+    Reranker,
+    SearchBackend,
+    UnitFilter,
+    VectorStore,
+)
+from memlane.model import Chunk, RecalledMemory, RecallRequest, RecallResult, now_utc
 from memlane.recall import boosts
-from memlane.recall.filters import matches
 from memlane.recall.fusion import rrf
 from memlane.recall.packing import pack
 from memlane.settings import BUDGET_DEPTH, Settings
-from memlane.stores.milvus import unit_from_fields  # Hit.fields -> MemoryUnit (the store's format)
+from memlane.units import fields_interval, unit_from_fields
 
 CHANNELS = ("semantic", "lexical", "graph", "temporal")
 _TIME_FIELDS = ("occurred_start", "occurred_end", "mentioned_at")
-# Everything a recalled memory returns, less the lexical-only context (often larger than the
-# memory itself); fetching 200 candidates with it cost 25 ms on Milvus Lite.
-_CANDIDATE_FIELDS = ("bank_id", "text", "fact_type", "occurred_start", "occurred_end",
-                     "mentioned_at", "confidence", "document_id", "chunk_id", "source_turns",
-                     "entity_ids", "tags", "links", "proof_count", "source_fact_ids", "history",
-                     "valid_from", "invalid_at", "superseded_by", "metadata")
 
 
 class Recaller:
     """Runs recall for a bank against the configured backends."""
 
     def __init__(self, settings: Settings, store: VectorStore, graph: GraphStore,
-                 embedder: Embedder, reranker: Reranker, search=None) -> None:
+                 embedder: Embedder, reranker: Reranker,
+                 search: SearchBackend | None = None) -> None:
         """``search`` serves the channels: the in-process DerivedState, or the store itself
         (``search_backend="milvus"``) when None."""
         self.settings = settings
         self.store = store
-        self.search = search if search is not None else store
+        self.search: SearchBackend = search if search is not None else store
         self.graph = graph
         self.embedder = embedder
         self.reranker = reranker
@@ -98,7 +100,7 @@ class Recaller:
         fields: dict[str, dict[str, Any]] = {}
         for lo in range(0, len(fused), n):  # a second round only when filtering dropped some
             batch = [doc for doc, _ in fused[lo:lo + n]]
-            fields.update(self._candidates(bank_id, batch, flt))
+            fields.update(self.search.candidates(bank_id, batch, flt))
             if len(fields) >= n or lo >= 2 * n:
                 break
         rrf_score = dict(fused)
@@ -118,9 +120,9 @@ class Recaller:
             b_rec = boosts.factor(s.recency_alpha, boosts.recency(f.get("mentioned_at"), ref_s,
                                                                    s.recency_half_life_days))
             b_tmp = 1.0
-            if interval is not None:
-                occ_s = f.get("occurred_start") or f.get("mentioned_at")
-                occ_e = f.get("occurred_end") or occ_s
+            occ = fields_interval(f) if interval is not None else None
+            if interval is not None and occ is not None:
+                occ_s, occ_e = occ
                 b_tmp = boosts.factor(s.temporal_alpha, proximity(
                     occ_s, occ_e, interval[0].timestamp(), interval[1].timestamp(), _scale(interval)))
             b_prf = boosts.factor(s.proof_alpha, boosts.proof(f.get("proof_count"), max_proof))
@@ -157,14 +159,6 @@ class Recaller:
         result.timings_ms = {k: round(v, 2) for k, v in timings.items()}
         return result
 
-    def _candidates(self, bank_id: str, ids: list[str], flt: UnitFilter) -> dict[str, dict[str, Any]]:
-        """Scoring fields of the ids that pass the filter (the store already filtered its
-        channels; graph hits are checked here)."""
-        if self.search is not self.store:
-            return self.search.candidates(bank_id, ids, flt)
-        fetched = self.store.get_unit_fields(bank_id, ids, _CANDIDATE_FIELDS)
-        return {d: f for d, f in fetched.items() if matches(f, flt)}
-
     def _temporal(self, bank_id, interval, depth, flt, proximity) -> list[Hit]:
         q0, q1 = interval[0].timestamp(), interval[1].timestamp()
         scale = _scale(interval)
@@ -174,8 +168,7 @@ class Recaller:
                                        depth * 3, flt, _TIME_FIELDS)
         mid = (q0 + q1) / 2
         for h in found:
-            start = h.fields.get("occurred_start") or h.fields.get("mentioned_at") or mid
-            end = h.fields.get("occurred_end") or start
+            start, end = fields_interval(h.fields) or (mid, mid)
             h.score = proximity(start, end, q0, q1, scale)
             h.fields.setdefault("_mid_gap", abs((start + end) / 2 - mid))
         found.sort(key=lambda h: (-h.score, h.fields.pop("_mid_gap"), h.id))

@@ -249,6 +249,57 @@ def test_milvus_search_backend_gives_the_same_top_hits(tmp_path, embedder, extra
     assert tops["memory"] == tops["milvus"]
 
 
+def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extractor):
+    """Units with an end and no start (the LLM extractor writes them for "finished X on ...")
+    are [end, end] on both backends: the temporal channel finds the same units in the same
+    order whether recall searches in process or on Milvus. In-process search used
+    [mentioned_at, end], which for these units is reversed and matched nothing."""
+    from datetime import datetime, timezone
+
+    from memlane.model import MemoryUnit
+    from memlane.settings import Settings
+
+    def at(d: int, end: bool = False) -> datetime:
+        return datetime(2024, 3, d, 23, 59, 59, tzinfo=timezone.utc) if end else \
+            datetime(2024, 3, d, tzinfo=timezone.utc)
+
+    facts = [  # (id, text, occurred_start, occurred_end, mentioned_at)
+        ("kayak", "Ana finished restoring the kayak.", None, at(10, True), at(20)),
+        ("grant", "Ana submitted the grant proposal.", None, at(11, True), at(25)),
+        ("thesis", "Ana handed in her thesis.", None, at(9, True), at(28)),
+        ("plan", "Ana will finish the mural by the deadline.", None, at(12, True), at(2)),
+        ("late", "Ana finished the marathon training.", None, at(27, True), at(29)),
+        ("pottery", "Ana started a pottery class.", at(10), None, at(26)),
+        ("trip", "Ana was in Porto for a conference.", at(8), at(11, True), at(21)),
+        ("tea", "Ana likes green tea.", None, None, at(10)),
+    ]
+    vectors = embedder.embed([f[1] for f in facts])
+    units = [MemoryUnit(id=i, bank_id="ana", text=t, occurred_start=s, occurred_end=e,
+                        mentioned_at=m, embedding=v.tolist())
+             for (i, t, s, e, m), v in zip(facts, vectors)]
+    temporal, tops = {}, {}
+    for backend in ("memory", "milvus"):
+        settings = Settings(data_dir=tmp_path / backend, search_backend=backend)
+        with Memory(settings, embedder=embedder, extractor=extractor) as m:
+            m.create_bank("ana")
+            m.store.upsert_units("ana", units)
+            m.store.bump_revision("ana")
+            res = m.recall("ana", "What did Ana do on March 10, 2024?", channels=["temporal"],
+                           trace=True)
+            ranked = sorted((x.trace["channels"]["temporal"]["rank"], x.unit.id)
+                            for x in res.memories)
+            temporal[backend] = [uid for _, uid in ranked]
+            tops[backend] = [x.unit.id for x in res.memories]
+    assert temporal["memory"] == temporal["milvus"]
+    assert tops["memory"] == tops["milvus"]
+    # The channel searches March 10 plus a day and a half on each side (to Mar 12 noon).
+    # Inside the day: kayak (end 23:59:59), pottery (start), tea (open: its mention), trip
+    # (Mar 8-11), by the distance of their middles to the day's middle (ties by id); then
+    # thesis (a second before the day) and grant (a day after). The plan ends Mar 12 23:59,
+    # outside, though it was mentioned on Mar 2: its mention is not its occurrence.
+    assert temporal["memory"] == ["kayak", "pottery", "tea", "trip", "thesis", "grant"]
+
+
 def test_auto_created_bank_has_no_owner_so_no_experience(memory, tmp_path):
     rows = [{"speaker": "priya", "text": "I walked the dog.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"}]
     memory.retain_file("priya", write_jsonl_fixture(tmp_path / "p.jsonl", rows))

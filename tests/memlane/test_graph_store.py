@@ -1,4 +1,4 @@
-"""Tests of the igraph/scipy memory graph (memlane.stores.graph.IGraphStore).
+"""Tests of the scipy.sparse memory graph (memlane.stores.sparse_graph.SparseGraphStore).
 
 Expected values are derived in the tests from the inputs (hand arithmetic or the small dense
 reference below), never from the store under test.
@@ -16,8 +16,7 @@ import pytest
 
 from memlane.interfaces import GraphNode, GraphStore
 from memlane.model import Link, LinkType
-from memlane.stores import graph as graph_mod
-from memlane.stores.graph import IGraphStore
+from memlane.stores.sparse_graph import SparseGraphStore
 
 BASE = 1_700_000_000.0
 HOUR = 3600.0
@@ -31,7 +30,7 @@ def link(target: str, kind: LinkType = LinkType.semantic, weight: float = 1.0) -
     return Link(target_id=target, type=kind, weight=weight)
 
 
-def edge_map(store: IGraphStore, bank: str, edge_type: str | None = None) -> dict:
+def edge_map(store: SparseGraphStore, bank: str, edge_type: str | None = None) -> dict:
     """{(frozenset(endpoints), type): weight} from the store's edge listing."""
     out = {}
     for a, b, t, w in store.edges(bank, edge_type):
@@ -119,11 +118,11 @@ def reference_spread(nodes, seeds, hops, decay, k, sigma_hours) -> dict[str, flo
 
 
 def test_implements_protocol():
-    assert isinstance(IGraphStore(None), GraphStore)
+    assert isinstance(SparseGraphStore(), GraphStore)
 
 
 def test_add_is_idempotent_and_replaces_edges():
-    g = IGraphStore(None, temporal_neighbors=1)
+    g = SparseGraphStore(temporal_neighbors=1)
     nodes = [
         node("a", BASE, ["x", "y"], [link("b")]),
         node("b", BASE + HOUR, ["x"]),
@@ -147,7 +146,7 @@ def test_add_is_idempotent_and_replaces_edges():
 
 
 def test_entity_links_are_bipartite_not_cliques():
-    g = IGraphStore(None, temporal_neighbors=0)
+    g = SparseGraphStore(temporal_neighbors=0)
     n = 300
     g.add_nodes("bank", [node(f"u{i}", BASE + i, ["speaker"]) for i in range(n)])
     st = g.stats("bank")
@@ -171,7 +170,7 @@ def expected_temporal(nodes, k, sigma_hours):
 
 def test_temporal_neighbours_and_weights_incremental_and_exact():
     sigma_h, k = 5.0, 2
-    g = IGraphStore(None, temporal_sigma_hours=sigma_h, temporal_neighbors=k)
+    g = SparseGraphStore(temporal_sigma_hours=sigma_h, temporal_neighbors=k)
     rng = random.Random(7)
     nodes = [node(f"t{i:02d}", BASE + rng.randrange(12) * HOUR) for i in range(25)]  # with ties
     g.add_nodes("bank", nodes)
@@ -182,7 +181,7 @@ def test_temporal_neighbours_and_weights_incremental_and_exact():
         assert got[key] == pytest.approx(w, rel=1e-12)
 
     # Spot check by hand: ids at the same time are neighbours in id order with weight 1.
-    g2 = IGraphStore(None, temporal_sigma_hours=sigma_h, temporal_neighbors=1)
+    g2 = SparseGraphStore(temporal_sigma_hours=sigma_h, temporal_neighbors=1)
     g2.add_nodes("b", [node("b", BASE), node("a", BASE), node("c", BASE + 2 * HOUR)])
     assert edge_map(g2, "b", "temporal") == {
         (frozenset(("a", "b")), "temporal"): 1.0,
@@ -215,7 +214,7 @@ def test_temporal_neighbours_and_weights_incremental_and_exact():
 
 
 def test_semantic_and_causal_links_pending_and_merged():
-    g = IGraphStore(None, temporal_neighbors=0)
+    g = SparseGraphStore(temporal_neighbors=0)
     g.add_nodes("bank", [
         node("a", links=[link("b", LinkType.semantic, 0.8), link("c", LinkType.causes, 0.6),
                          link("a", LinkType.semantic, 1.0),  # self link: ignored
@@ -244,7 +243,7 @@ def test_semantic_and_causal_links_pending_and_merged():
 # ----------------------------------------------------------------------------- spreading
 
 
-def hub_bank(g: IGraphStore) -> None:
+def hub_bank(g: SparseGraphStore) -> None:
     # S and R share a rare entity; everyone shares the hub. No temporal links.
     nodes = [node("S", BASE, ["hub", "rare"]), node("R", BASE + 5, ["hub", "rare"]),
              node("H", BASE + 1, ["hub"])]
@@ -253,7 +252,7 @@ def hub_bank(g: IGraphStore) -> None:
 
 
 def test_spread_prefers_rare_entity_over_hub_with_exact_values():
-    g = IGraphStore(None, temporal_neighbors=0)
+    g = SparseGraphStore(temporal_neighbors=0)
     hub_bank(g)
     got = g.spread("bank", {"S": 1.0}, hops=2, decay=0.5, limit=3)
     # By hand: S (degree 2) passes 0.5*1/2 = 0.25 to "rare" and to "hub". Hop 2: rare (degree 2)
@@ -268,14 +267,14 @@ def test_spread_prefers_rare_entity_over_hub_with_exact_values():
 
 
 def test_spread_one_hop_reaches_only_entities_so_returns_nothing():
-    g = IGraphStore(None, temporal_neighbors=0)
+    g = SparseGraphStore(temporal_neighbors=0)
     hub_bank(g)
     assert g.spread("bank", {"S": 1.0}, hops=1, decay=0.5, limit=10) == []
 
 
 def test_spread_limit_order_seeds_and_unknowns():
     nodes = random_nodes(60, seed=3)
-    g = IGraphStore(None, temporal_sigma_hours=6.0, temporal_neighbors=2)
+    g = SparseGraphStore(temporal_sigma_hours=6.0, temporal_neighbors=2)
     g.add_nodes("bank", nodes)
     seeds = {"u001": 1.0, "u010": 0.5, "nope": 3.0}
     full = g.spread("bank", seeds, hops=3, decay=0.6, limit=1000)
@@ -297,7 +296,7 @@ def test_spread_matches_dense_reference(seed, hops, decay, k):
     # Duplicate ids: the last one wins in both implementations.
     nodes.append(node("u005", BASE + 3 * HOUR, ["e1"], [link("u006", LinkType.enables, 0.7)]))
     sigma_h = 3.0
-    g = IGraphStore(None, temporal_sigma_hours=sigma_h, temporal_neighbors=k)
+    g = SparseGraphStore(temporal_sigma_hours=sigma_h, temporal_neighbors=k)
     g.add_nodes("bank", nodes)
     seeds = {"u000": 1.0, "u017": 0.7, "u042": 0.2, "missing0": 1.0}
     got = dict(g.spread("bank", seeds, hops=hops, decay=decay, limit=10_000))
@@ -316,7 +315,7 @@ def test_spread_on_10k_units_with_a_hub_returns_full_limit():
                   links=[link(f"u{rng.randrange(n)}", LinkType.semantic, 0.8)])
         for i in range(n)
     ]
-    g = IGraphStore(None)
+    g = SparseGraphStore()
     g.add_nodes("bank", nodes)
     assert g.stats("bank")["entity"] == 2 * n
     g.spread("bank", {"u0": 1.0}, hops=2, decay=0.5, limit=10)  # builds the matrix
@@ -332,8 +331,8 @@ def test_spread_on_10k_units_with_a_hub_returns_full_limit():
 # ----------------------------------------------------------------------------- lifecycle
 
 
-def test_remove_nodes_and_drop_bank(tmp_path):
-    g = IGraphStore(tmp_path, temporal_neighbors=1)
+def test_remove_nodes_and_drop_bank():
+    g = SparseGraphStore(temporal_neighbors=1)
     g.add_nodes("bank", [node("a", BASE, ["x", "only-a"]), node("b", BASE + 1, ["x"]),
                          node("c", BASE + 2, ["y"], [link("a")])])
     assert g.stats("bank")["entities"] == 3
@@ -346,24 +345,22 @@ def test_remove_nodes_and_drop_bank(tmp_path):
     with pytest.raises(TypeError):
         g.remove_nodes("bank", "b")
 
-    path = g.snapshot("bank")
-    assert path.exists() and g.has_bank("bank")
+    assert g.has_bank("bank")
     g.drop_bank("bank")
-    assert not g.has_bank("bank") and not path.exists()
+    assert not g.has_bank("bank")
     assert g.stats("bank")["units"] == 0
     assert g.spread("bank", {"b": 1.0}, hops=2, decay=0.5, limit=10) == []
-    assert g.load("bank") is False
 
 
 def test_many_removals_compact_and_stay_correct():
-    g = IGraphStore(None, temporal_neighbors=1)
+    g = SparseGraphStore(temporal_neighbors=1)
     nodes = random_nodes(120, seed=9)
     for round_ in range(30):  # churn: far more dead slots than live units, forcing compaction
         g.add_nodes("bank", [node(f"tmp{round_}_{i}", BASE + i, [f"gone{round_}"])
                              for i in range(100)])
         g.remove_nodes("bank", [f"tmp{round_}_{i}" for i in range(100)])
     g.add_nodes("bank", nodes)
-    fresh = IGraphStore(None, temporal_neighbors=1)
+    fresh = SparseGraphStore(temporal_neighbors=1)
     fresh.add_nodes("bank", nodes)
     assert g.stats("bank") == fresh.stats("bank")
     assert edge_map(g, "bank") == edge_map(fresh, "bank")
@@ -372,86 +369,15 @@ def test_many_removals_compact_and_stay_correct():
         "bank", seeds, hops=2, decay=0.5, limit=50)
 
 
-def test_snapshot_round_trip(tmp_path):
-    nodes = random_nodes(90, seed=5)
-    g = IGraphStore(tmp_path / "graphs", temporal_sigma_hours=4.0)
-    g.add_nodes("my.bank-1", nodes)
-    path = g.snapshot("my.bank-1")
-    assert path.parent == tmp_path / "graphs" and path.name.startswith("my.bank-1.")
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left behind
-
-    h = IGraphStore(tmp_path / "graphs", temporal_sigma_hours=4.0)
-    assert h.load("other") is False
-    assert h.load("my.bank-1") is True
-    assert h.stats("my.bank-1") == g.stats("my.bank-1")
-    assert edge_map(h, "my.bank-1") == edge_map(g, "my.bank-1")
-    for seeds in ({"u000": 1.0}, {"u003": 0.4, "u077": 1.0, "u050": 0.9}):
-        assert h.spread("my.bank-1", seeds, hops=2, decay=0.5, limit=40) == g.spread(
-            "my.bank-1", seeds, hops=2, decay=0.5, limit=40)
-    # Pending links survived the round trip: the missing targets attach in both graphs.
-    late = [node(f"missing{i}", BASE) for i in range(5)]
-    g.add_nodes("my.bank-1", late)
-    h.add_nodes("my.bank-1", late)
-    assert edge_map(h, "my.bank-1") == edge_map(g, "my.bank-1")
-    assert g.stats("my.bank-1")["semantic"] + g.stats("my.bank-1")["causal"] > 0
-
-
-def test_snapshot_names_and_bad_files(tmp_path):
-    g = IGraphStore(tmp_path)
-    g.add_nodes("Bank", [node("a", BASE, ["x"])])
-    g.add_nodes("bank", [node("b", BASE, ["y"]), node("c", BASE + 1)])
-    assert g.snapshot_path("Bank").name.lower() != g.snapshot_path("bank").name.lower()
-    g.snapshot("Bank")
-    g.snapshot("bank")
-    h = IGraphStore(tmp_path)
-    assert h.load("Bank") and h.load("bank")
-    assert h.stats("Bank")["units"] == 1 and h.stats("bank")["units"] == 2
-    with pytest.raises(ValueError):
-        g.snapshot_path("../etc")
-    with pytest.raises(ValueError):
-        g.add_nodes("bad/id", [node("a")])
-
-    # A corrupt file is not loaded and leaves the graph in memory as it was.
-    g.snapshot_path("bank").write_bytes(b"PAR1 not really parquet")
-    assert h.load("bank") is False
-    assert h.stats("bank")["units"] == 2
-    # A snapshot of another bank under this name is refused too.
-    g.snapshot_path("Bank").replace(g.snapshot_path("bank"))
-    assert h.load("bank") is False
-    with pytest.raises(RuntimeError):
-        IGraphStore(None).snapshot_path("bank")
-    assert IGraphStore(None).load("bank") is False
-
-
-def test_snapshot_write_is_atomic(tmp_path, monkeypatch):
-    g = IGraphStore(tmp_path)
-    g.add_nodes("bank", [node("a", BASE, ["x"])])
-    path = g.snapshot("bank")
-    before = path.read_bytes()
-    g.add_nodes("bank", [node("b", BASE + 1, ["x"])])
-
-    def crash(table, where, **kwargs):
-        where.write(b"PAR1 half a file")
-        raise OSError("disk full")
-
-    monkeypatch.setattr(graph_mod.pq, "write_table", crash)
-    with pytest.raises(OSError):
-        g.snapshot("bank")
-    assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]
-    h = IGraphStore(tmp_path)
-    assert h.load("bank") and h.stats("bank")["units"] == 1
-
-
 def test_rebuild_is_order_independent_and_matches_incremental():
     nodes = random_nodes(100, seed=11)
-    a = IGraphStore(None)
+    a = SparseGraphStore()
     a.rebuild("bank", nodes)
     shuffled = nodes[:]
     random.Random(1).shuffle(shuffled)
-    b = IGraphStore(None)
+    b = SparseGraphStore()
     b.rebuild("bank", iter(shuffled))  # any iterable
-    c = IGraphStore(None)  # incremental, in batches, with a removal and re-add on the way
+    c = SparseGraphStore()  # incremental, in batches, with a removal and re-add on the way
     for i in range(0, len(shuffled), 7):
         c.add_nodes("bank", shuffled[i : i + 7])
     c.remove_nodes("bank", ["u010", "u020"])
@@ -468,18 +394,18 @@ def test_rebuild_is_order_independent_and_matches_incremental():
 
 
 def test_invalid_batch_changes_nothing():
-    g = IGraphStore(None)
+    g = SparseGraphStore()
     g.add_nodes("bank", [node("a")])
     with pytest.raises(ValueError):
         g.add_nodes("bank", [node("b"), node("c", float("nan"))])
     assert g.stats("bank")["units"] == 1
     with pytest.raises(ValueError):
-        IGraphStore(None, temporal_sigma_hours=0)
+        SparseGraphStore(temporal_sigma_hours=0)
 
 
 def test_to_igraph_export():
     nodes = random_nodes(40, seed=2)
-    g = IGraphStore(None)
+    g = SparseGraphStore()
     g.add_nodes("bank", nodes)
     ig_graph = g.to_igraph("bank")
     st = g.stats("bank")
@@ -494,7 +420,7 @@ def test_to_igraph_export():
 def test_concurrent_spread_while_adding():
     nodes = random_nodes(1500, seed=4, n_entities=200)
     universe = {x.id for x in nodes}
-    g = IGraphStore(None)
+    g = SparseGraphStore()
     g.add_nodes("bank", nodes[:100])
     seeds = {"u000": 1.0, "u001": 0.5, "u050": 0.8}
     errors: list[BaseException] = []
@@ -533,7 +459,7 @@ def test_concurrent_spread_while_adding():
         t.join(timeout=60)
     assert not errors, errors
     assert calls[0] > 0
-    fresh = IGraphStore(None)
+    fresh = SparseGraphStore()
     fresh.rebuild("bank", nodes)
     assert g.stats("bank") == fresh.stats("bank")
     assert g.spread("bank", seeds, hops=2, decay=0.5, limit=25) == fresh.spread(

@@ -9,7 +9,7 @@ from memlane.interfaces import UnitFilter
 from memlane.model import FactType
 from memlane.models.reranker import RRFRankReranker
 from memlane.recall import boosts
-from memlane.recall.filters import matches
+from memlane.units import matches
 from memlane.recall.fusion import rrf
 from memlane.recall.packing import pack
 

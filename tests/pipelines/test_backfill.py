@@ -96,8 +96,6 @@ def test_cli_locomo_same_memories_as_plain_retain_then_resume(tmp_path, memory):
                                                                         conv.document_id)
     finally:
         store.close()
-    snapshots = sorted(p.name.split(".")[0] for p in (data / "graphs").glob("*.graph.parquet"))
-    assert snapshots == ["fx-1", "fx-2"]
 
     # Run again: both banks are unchanged and complete, so nothing is retained twice.
     again = _invoke(str(src), "--data-dir", str(data), "--json", "--workers", "1")

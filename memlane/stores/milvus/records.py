@@ -1,0 +1,193 @@
+"""Banks, revisions, background operations, chunks and entities: the store's records other
+than units."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Sequence
+
+from pymilvus.exceptions import MilvusException
+
+from memlane.model import Bank, Chunk, Entity, check_bank_id
+from memlane.stores.milvus.codec import (
+    BANK_OUT,
+    CHUNK_OUT,
+    ENTITY_OUT,
+    MAX_ID_BYTES,
+    PLACEHOLDER,
+    bank_row,
+    check_json,
+    chunk_row,
+    entity_row,
+    row_bank,
+    row_chunk,
+    row_entity,
+)
+from memlane.stores.milvus.collections import Collections
+from memlane.stores.milvus.connection import is_missing
+from memlane.units import json_value
+
+
+class Records(Collections):
+    """Record methods of :class:`MilvusStore` (all but units and search)."""
+
+    def _ensure_bank(self, bank_id: str) -> dict[str, str]:
+        """Create the bank's collections for writing; register a default Bank record if the
+        bank has none, so list_banks and delete_bank always see banks that hold data."""
+        names = self._names(bank_id)
+        if all(n in self._ready for n in names.values()):
+            return names
+        with self._write_lock:
+            for kind, name in names.items():
+                self._ensure(name, kind)
+            if self.get_bank(bank_id) is None:
+                self._upsert_rows(self._banks, [bank_row(Bank(bank_id=bank_id, name=bank_id))])
+        return names
+
+    def _write_bank(self, bank_id: str, write) -> None:
+        """Run ``write(names)`` on the bank's collections, creating them if needed. If another
+        client dropped them after this process cached them as ready (delete_bank elsewhere),
+        forget them, recreate and write again once (upserts are idempotent)."""
+        with self._write_lock:
+            for attempt in (0, 1):
+                names = self._ensure_bank(bank_id)
+                try:
+                    write(names)
+                    return
+                except MilvusException as exc:
+                    if attempt or not is_missing(exc):
+                        raise
+                    for name in names.values():
+                        self._forget(name)
+
+
+    def upsert_bank(self, bank: Bank) -> None:
+        """Insert or replace a bank's profile (name, background, disposition, times)."""
+        if not isinstance(bank, Bank):
+            raise ValueError(f"upsert_bank takes a Bank, got {type(bank).__name__}")
+        self._upsert_rows(self._banks, [bank_row(bank)])
+
+    def get_bank(self, bank_id: str) -> Bank | None:
+        """The bank's profile, or None for an unknown bank."""
+        check_bank_id(bank_id)
+        rows = self._get_rows(self._banks, [bank_id], BANK_OUT)
+        return row_bank(rows[0]) if rows else None
+
+    def list_banks(self) -> list[Bank]:
+        """Every bank with a profile, sorted by id (read from the banks collection)."""
+        rows = self._query_all(self._banks, "", BANK_OUT)
+        return sorted((row_bank(r) for r in rows), key=lambda b: b.bank_id)
+
+    def delete_bank(self, bank_id: str) -> None:
+        """Remove the bank and everything in it (its three collections and its profile). A no-op
+        for an unknown bank."""
+        names = self._names(check_bank_id(bank_id))
+        with self._write_lock:
+            c = self.client
+            for name in names.values():
+                self._forget(name)
+                if c.has_collection(name):
+                    c.drop_collection(name)
+            self._delete_ids(self._banks, [bank_id])
+            self._delete_ids(self._revisions, [bank_id])
+            self._flush([self._banks, self._revisions])
+
+    # ---------------------------------------------------------------------------- revisions
+    def get_revision(self, bank_id: str) -> str:
+        """The bank's revision token ('' before its first write). Processes that cache derived
+        data of a bank (search index, graph) compare it to know when to refresh."""
+        rows = self._get_rows(self._revisions, [check_bank_id(bank_id)], ["id", "revision"])
+        return rows[0]["revision"] if rows else ""
+
+    def bump_revision(self, bank_id: str) -> str:
+        """Give the bank a new random revision token and return it. Called after every write
+        to the bank; random, not a counter, so concurrent writers never need to read first."""
+        token = uuid.uuid4().hex
+        self._upsert_rows(self._revisions, [{"id": check_bank_id(bank_id), "revision": token,
+                                             "_v": PLACEHOLDER}])
+        return token
+
+    # --------------------------------------------------------------------------- operations
+    def put_operation(self, op_id: str, record: dict[str, Any]) -> None:
+        """Insert or replace the JSON record of a background operation (an async retain), so
+        any process can report its status."""
+        if not isinstance(op_id, str) or not 0 < len(op_id.encode()) <= MAX_ID_BYTES:
+            raise ValueError(f"invalid operation id {op_id!r}")
+        self._upsert_rows(self._operations, [{"id": op_id, "record": check_json("operation",
+                                                                                  record),
+                                              "_v": PLACEHOLDER}])
+
+    def get_operation(self, op_id: str) -> dict[str, Any] | None:
+        """The operation's record, or None for an unknown id."""
+        if not isinstance(op_id, str) or not op_id:
+            return None
+        rows = self._get_rows(self._operations, [op_id], ["id", "record"])
+        return json_value(rows[0]["record"]) if rows else None
+
+    # ------------------------------------------------------------------------------- chunks
+
+    def upsert_chunks(self, bank_id: str, chunks: Sequence[Chunk]) -> None:
+        """Insert or replace source chunks (keyed by ``chunk_id``)."""
+        check_bank_id(bank_id)
+        latest: dict[str, dict[str, Any]] = {}
+        for ch in chunks or ():
+            if not isinstance(ch, Chunk):
+                raise ValueError(f"upsert_chunks takes Chunk objects, got {type(ch).__name__}")
+            if ch.bank_id != bank_id:
+                raise ValueError(f"chunk {ch.chunk_id!r} belongs to bank {ch.bank_id!r}, "
+                                 f"not {bank_id!r}")
+            latest[ch.chunk_id] = chunk_row(bank_id, ch)
+        if latest:
+            self._write_bank(bank_id, lambda names: self._upsert_rows(names["chunks"],
+                                                                      list(latest.values())))
+
+    def get_chunks(self, bank_id: str, ids: Sequence[str]) -> list[Chunk]:
+        """Chunks by id, in the order asked (unknown ids skipped)."""
+        ids = [i for i in (ids or ()) if isinstance(i, str)]
+        if not ids:
+            check_bank_id(bank_id)
+            return []
+        rows = self._read(bank_id, "chunks", lambda n: self._get_rows(n, ids, CHUNK_OUT), [])
+        return [row_chunk(bank_id, r) for r in rows]
+
+    def count_chunks(self, bank_id: str) -> int:
+        """Number of chunks in the bank (0 for an unknown bank)."""
+        return self._read(bank_id, "chunks", self._count, 0)
+
+    # ----------------------------------------------------------------------------- entities
+
+    def upsert_entities(self, bank_id: str, entities: Sequence[Entity]) -> None:
+        """Insert or replace entities (keyed by ``entity_id``)."""
+        check_bank_id(bank_id)
+        latest: dict[str, dict[str, Any]] = {}
+        for e in entities or ():
+            if not isinstance(e, Entity):
+                raise ValueError(f"upsert_entities takes Entity objects, got {type(e).__name__}")
+            if e.bank_id != bank_id:
+                raise ValueError(f"entity {e.entity_id!r} belongs to bank {e.bank_id!r}, "
+                                 f"not {bank_id!r}")
+            latest[e.entity_id] = entity_row(bank_id, e)
+        if latest:
+            self._write_bank(bank_id, lambda names: self._upsert_rows(names["entities"],
+                                                                      list(latest.values())))
+
+    def list_entities(self, bank_id: str) -> list[Entity]:
+        """All entities of the bank, sorted by id."""
+        rows = self._read(bank_id, "entities", lambda n: self._query_all(n, "", ENTITY_OUT), [])
+        return sorted((row_entity(bank_id, r) for r in rows), key=lambda e: e.entity_id)
+
+    def delete_entities(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Delete entities by id; returns how many existed."""
+        ids = list(dict.fromkeys(i for i in (ids or ()) if isinstance(i, str)))
+        if not ids:
+            check_bank_id(bank_id)
+            return 0
+        with self._write_lock:
+            existing = self._read(bank_id, "entities",
+                                  lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], [])
+            if existing:
+                name = self._names(bank_id)["entities"]
+                self._delete_ids(name, existing)
+                self._flush([name])
+            return len(existing)
+

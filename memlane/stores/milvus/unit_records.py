@@ -1,0 +1,149 @@
+"""The store's units: upsert, read, list, count and delete (with their links)."""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from memlane.interfaces import UnitFilter
+from memlane.model import MemoryUnit, check_bank_id
+from memlane.stores.milvus.codec import UNIT_OUT, row_unit, unit_row
+from memlane.stores.milvus.collections import ID_BATCH
+from memlane.stores.milvus.records import Records
+from memlane.units import escape_string, milvus_expr, str_list
+
+
+class UnitRecords(Records):
+    """Unit methods of :class:`MilvusStore`."""
+
+    def upsert_units(self, bank_id: str, units: Sequence[MemoryUnit]) -> None:
+        """Insert or replace units (keyed by ``unit.id``); rewriting the same units never
+        duplicates. A unit without an embedding keeps the one already stored (so a unit read
+        without its vector can be updated and written back); a new unit needs one. Every unit
+        is validated before anything is written."""
+        check_bank_id(bank_id)
+        latest: dict[str, MemoryUnit] = {}
+        for u in units or ():
+            if not isinstance(u, MemoryUnit):
+                raise ValueError(f"upsert_units takes MemoryUnit objects, got {type(u).__name__}")
+            if u.bank_id != bank_id:
+                raise ValueError(f"unit {u.id!r} belongs to bank {u.bank_id!r}, not {bank_id!r}")
+            latest[u.id] = u  # the last copy of an id wins, as with sequential upserts
+        if not latest:
+            return
+
+        def write(names: dict[str, str]) -> None:
+            missing = [i for i, u in latest.items() if u.embedding is None]
+            stored: dict[str, list[float]] = {}
+            if missing:
+                for row in self._get_rows(names["units"], missing, ["id", "embedding"]):
+                    stored[row["id"]] = row["embedding"]
+                absent = [i for i in missing if i not in stored]
+                if absent:
+                    raise ValueError(f"units {absent[:5]} have no embedding and none is stored")
+            rows = [unit_row(bank_id, u, u.embedding if u.embedding is not None
+                             else stored[u.id], self.dim) for u in latest.values()]
+            self._upsert_rows(names["units"], rows)
+
+        self._write_bank(bank_id, write)
+
+    def get_units(self, bank_id: str, ids: Sequence[str], *,
+                  with_embedding: bool = False) -> list[MemoryUnit]:
+        """Units by id, in the order asked (unknown ids skipped, duplicates once)."""
+        ids = [i for i in (ids or ()) if isinstance(i, str)]
+        if not ids:
+            check_bank_id(bank_id)
+            return []
+        fields = UNIT_OUT + (["embedding"] if with_embedding else [])
+        rows = self._read(bank_id, "units", lambda n: self._get_rows(n, ids, fields), [])
+        return [row_unit(bank_id, r, with_embedding) for r in rows]
+
+    def iter_units(self, bank_id: str, *, with_embedding: bool = False,
+                   batch_size: int = 2000) -> Iterator[list[MemoryUnit]]:
+        """All units of the bank in pages of at most ``batch_size``, in id order.
+
+        Lists the ids once (a light query), then fetches each page by id through the point
+        lookup path: linear in the bank's size, and not bound by Milvus's 16,384-row query
+        window. Units written meanwhile may be missed; deleted ones are skipped."""
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        ids = self._read(bank_id, "units", lambda n: self._query_all(n, "", ["id"]), [])
+        ids = sorted(r["id"] for r in ids)
+        fields = UNIT_OUT + (["embedding"] if with_embedding else [])
+        for i in range(0, len(ids), batch_size):
+            page = ids[i:i + batch_size]
+            rows = self._read(bank_id, "units", lambda n, p=page: self._get_rows(n, p, fields), [])
+            if rows:
+                yield [row_unit(bank_id, r, with_embedding) for r in rows]
+
+    def list_unit_ids(self, bank_id: str, flt: UnitFilter | None = None) -> list[str]:
+        """Ids of the bank's units that pass ``flt`` (all units, invalidated ones included,
+        when None), sorted; [] for an unknown bank."""
+        expr = milvus_expr(flt)
+        rows = self._read(bank_id, "units", lambda n: self._query_all(n, expr, ["id"]), [])
+        return sorted(r["id"] for r in rows)
+
+    def document_counts(self, bank_id: str) -> dict[str, dict[str, int]]:
+        """``{document_id: {"units": n, "chunks": m}}`` for every document of the bank."""
+        out: dict[str, dict[str, int]] = {}
+        for kind in ("units", "chunks"):
+            rows = self._read(bank_id, kind, lambda n: self._query_all(n, "", ["document_id"]), [])
+            for r in rows:
+                counts = out.setdefault(r["document_id"], {"units": 0, "chunks": 0})
+                counts[kind] += 1
+        return dict(sorted(out.items()))
+
+    def count_units(self, bank_id: str) -> int:
+        """Number of units in the bank (0 for an unknown bank)."""
+        return self._read(bank_id, "units", self._count, 0)
+
+    def delete_units(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Delete units by id; returns how many existed. Links of other units that pointed at
+        them are removed too, so no stored link dangles."""
+        ids = list(dict.fromkeys(i for i in (ids or ()) if isinstance(i, str)))
+        if not ids:
+            check_bank_id(bank_id)
+            return 0
+        with self._write_lock:
+            existing = self._read(bank_id, "units",
+                                  lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], [])
+            if not existing:
+                return 0
+            name = self._names(bank_id)["units"]
+            self._delete_ids(name, existing)
+            self._prune_links(bank_id, name, existing)
+            self._flush([name])
+            return len(existing)
+
+    def _prune_links(self, bank_id: str, name: str, deleted: Sequence[str]) -> None:
+        gone = set(deleted)
+        fields = UNIT_OUT + ["embedding"]
+        for i in range(0, len(deleted), ID_BATCH):
+            expr = f"array_contains_any(link_targets, {str_list(deleted[i:i + ID_BATCH])})"
+            rows = self._query_all(name, expr, fields)
+            units = [row_unit(bank_id, r, True) for r in rows if r["id"] not in gone]
+            fixed = [u.model_copy(update={"links": [x for x in u.links if x.target_id not in gone]})
+                     for u in units]
+            self._upsert_rows(name, [unit_row(bank_id, u, u.embedding, self.dim) for u in fixed],
+                              flush=False)
+
+    def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
+        """Delete a document's units and chunks; returns ``{"units": n, "chunks": m}``. Links of
+        remaining units that pointed at the deleted units are removed."""
+        if not isinstance(document_id, str) or not document_id:
+            raise ValueError(f"document_id must be a non-empty string, got {document_id!r}")
+        check_bank_id(bank_id)
+        expr = f"document_id == {escape_string(document_id)}"
+        with self._write_lock:
+            unit_ids = [r["id"] for r in self._read(
+                bank_id, "units", lambda n: self._query_all(n, expr, ["id"]), [])]
+            chunk_ids = [r["id"] for r in self._read(
+                bank_id, "chunks", lambda n: self._query_all(n, expr, ["id"]), [])]
+            names = self._names(bank_id)
+            if unit_ids:
+                self._delete_ids(names["units"], unit_ids)
+                self._prune_links(bank_id, names["units"], unit_ids)
+            if chunk_ids:
+                self._delete_ids(names["chunks"], chunk_ids)
+            self._flush([names[k] for k, ids in (("units", unit_ids), ("chunks", chunk_ids))
+                         if ids])
+        return {"units": len(unit_ids), "chunks": len(chunk_ids)}

@@ -1,0 +1,329 @@
+"""What a memory unit means to search, in one place: the filter rule, the occurrence interval
+and the field codec.
+
+Every backend answers the same questions about a unit (does it pass this filter? when did it
+happen?) and used to answer them in its own code, which drifted apart: a unit with an end time
+and no start was [end, end] on Milvus and [mentioned_at, end] in process, so the temporal channel
+depended on ``MEMLANE_SEARCH_BACKEND``. Here each rule is written once, and its implementations
+for each execution engine sit beside it:
+
+* the filter (:class:`~memlane.interfaces.UnitFilter`): :func:`matches` (a Python check on
+  hit fields), :func:`milvus_expr` (a Milvus filter expression over stored rows) and
+  :func:`filter_mask` (a numpy mask over :class:`memlane.recall.index.BankIndex` columns);
+* the occurrence interval: :func:`occurrence` (generic), :func:`effective_interval` (a unit)
+  and :func:`fields_interval` (hit fields);
+* the field codec: :func:`unit_fields` (unit -> hit fields, times in epoch seconds) and
+  :func:`unit_from_fields` (back), plus the epoch conversions the stores share.
+
+``tests/memlane/test_units.py`` runs one table of cases against all three filter
+implementations and both interval forms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
+
+import numpy as np
+
+from memlane.interfaces import UnitFilter
+from memlane.model import FactType, Link, MemoryUnit, OpinionChange, utc
+
+__all__ = [
+    "NONE_TIME_US", "TIME_FIELDS", "LIST_FIELDS", "HIT_FIELDS", "CANDIDATE_FIELDS", "FACT_CODES",
+    "to_us", "from_us", "us_to_s", "to_s", "to_dt", "json_value", "escape_string", "str_list",
+    "nan_if_none",
+    "occurrence", "effective_interval", "fields_interval", "valid_at",
+    "check_filter", "matches", "milvus_expr", "filter_mask",
+    "unit_fields", "unit_from_fields",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Field names and time conversions
+# ---------------------------------------------------------------------------------------------
+#: Stored times are INT64 microseconds since the epoch (exact round trips of datetimes); this
+#: value stands for None. It lies far outside datetime's range (year 1 is -6.2e16 us).
+NONE_TIME_US = -(2 ** 62)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+TIME_FIELDS = ("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at")
+LIST_FIELDS = ("source_turns", "entity_ids", "tags", "source_fact_ids")
+#: Unit fields that hits carry (every unit field but id and the vector); times in epoch seconds.
+HIT_FIELDS = (
+    "bank_id", "text", "context", "fact_type", "occurred_start", "occurred_end", "mentioned_at",
+    "confidence", "document_id", "chunk_id", "source_turns", "entity_ids", "tags", "links",
+    "proof_count", "source_fact_ids", "history", "valid_from", "invalid_at", "superseded_by",
+    "metadata",
+)
+#: What recall scores and returns of a candidate: the hit fields less the lexical-only context
+#: (often larger than the memory itself; fetching 200 candidates with it cost 25 ms on Lite).
+CANDIDATE_FIELDS = tuple(k for k in HIT_FIELDS if k != "context")
+#: Small integer codes of the fact types, for numpy columns.
+FACT_CODES = {t.value: i for i, t in enumerate(FactType)}
+
+
+def to_us(dt: datetime | None) -> int:
+    """Aware datetime -> integer microseconds since the epoch (exact); None -> NONE_TIME_US."""
+    if dt is None:
+        return NONE_TIME_US
+    d = utc(dt) - _EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def from_us(us: int | None) -> datetime | None:
+    """Inverse of :func:`to_us`."""
+    if us is None or us == NONE_TIME_US:
+        return None
+    return _EPOCH + timedelta(microseconds=int(us))
+
+
+def us_to_s(us: int | None) -> int | None:
+    """Stored microseconds -> whole epoch seconds (floor), the unit of hit fields."""
+    if us is None or us == NONE_TIME_US:
+        return None
+    return int(us) // 1_000_000
+
+
+def to_s(dt: datetime | None) -> int | None:
+    """Datetime -> whole epoch seconds as hit fields carry them (the same floor as us_to_s)."""
+    return us_to_s(to_us(dt))
+
+
+def to_dt(value: Any) -> datetime | None:
+    """Epoch seconds (int/float), an ISO string or a datetime -> aware UTC datetime."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return utc(value)
+    if isinstance(value, bool):
+        raise ValueError(f"not a time: {value!r}")
+    if isinstance(value, (int, float)):
+        return _EPOCH + timedelta(seconds=value)
+    if isinstance(value, str):
+        return utc(datetime.fromisoformat(value))
+    raise ValueError(f"not a time: {value!r}")
+
+
+def json_value(value: Any) -> Any:
+    if isinstance(value, (str, bytes, bytearray)):
+        return json.loads(value)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The occurrence interval
+# ---------------------------------------------------------------------------------------------
+T = TypeVar("T", datetime, int, float)
+
+
+def occurrence(start: T | None, end: T | None, mentioned: T) -> tuple[T, T]:
+    """The interval a unit occupies on the time axis, for the temporal channel, its boost and
+    the graph's temporal order. One rule for every backend:
+
+    * both ends known: [start, end] (swapped if reversed);
+    * start only: [start, start];
+    * end only: [end, end]. Not [mentioned, end]: the mention time is when the fact was *said*,
+      on another axis than when it happened. LLM extractors emit end-only units for "finished
+      X by Friday"; their mention is usually after the end, so [mentioned, end] was reversed
+      and overlapped no query, or, for a plan mentioned before its deadline, claimed the event
+      ran from the conversation to the deadline. The end is the one occurrence time we know;
+    * neither: [mentioned, mentioned] (when it was said is the best estimate we have).
+    """
+    lo = start if start is not None else end if end is not None else mentioned
+    hi = end if end is not None else start if start is not None else mentioned
+    return (lo, hi) if lo <= hi else (hi, lo)
+
+
+def effective_interval(unit: MemoryUnit) -> tuple[datetime, datetime]:
+    """:func:`occurrence` of a unit."""
+    return occurrence(unit.occurred_start, unit.occurred_end, unit.mentioned_at)
+
+
+def fields_interval(fields: Mapping[str, Any]) -> tuple[float, float] | None:
+    """:func:`occurrence` of hit fields (epoch seconds); None when they hold no time at all."""
+    mentioned = fields.get("mentioned_at")
+    start, end = fields.get("occurred_start"), fields.get("occurred_end")
+    if mentioned is None:
+        if start is None and end is None:
+            return None
+        mentioned = start if start is not None else end
+    return occurrence(start, end, mentioned)
+
+
+# ---------------------------------------------------------------------------------------------
+# The filter rule
+#
+#   fact_types   the unit's type is one of them (None or empty: any type)
+#   tags         "any": shares a tag with them; "all": has every one of them (None/empty: any)
+#   document_id  the unit's document is exactly this one (None or "": any, as UnitFilter says)
+#   as_of        known by then (mentioned_at <= as_of), valid by then (valid_from, which
+#                defaults to the mention, <= as_of) and not yet invalidated then
+#                (invalid_at None or > as_of: invalidation is exclusive)
+#   only_valid   without as_of: invalidated units (invalid_at set) are hidden
+#
+# Python and numpy compare epoch seconds, Milvus microseconds: hit fields carry whole seconds,
+# so only sub-second differences between a unit's times and as_of can answer differently.
+# ---------------------------------------------------------------------------------------------
+def check_filter(flt: UnitFilter | None) -> None:
+    """Raise ValueError for a filter no implementation can apply."""
+    if flt is not None and flt.tags and flt.tags_match not in ("any", "all"):
+        raise ValueError(f"tags_match must be 'any' or 'all', got {flt.tags_match!r}")
+
+
+def _types(flt: UnitFilter) -> list[str]:
+    return [FactType(t).value for t in flt.fact_types or ()]
+
+
+def _tags_pass(tags: Iterable[str], flt: UnitFilter) -> bool:
+    have, wanted = set(tags), set(flt.tags or ())
+    return wanted <= have if flt.tags_match == "all" else bool(wanted & have)
+
+
+def valid_at(mentioned: T, valid_from: T | None, invalid_at: T | None, when: T) -> bool:
+    """The as_of clause: known and valid at ``when`` and not invalidated by then."""
+    start = valid_from if valid_from is not None else mentioned
+    return mentioned <= when and start <= when and (invalid_at is None or invalid_at > when)
+
+
+def matches(fields: Mapping[str, Any], flt: UnitFilter | None) -> bool:
+    """The filter on hit fields (times in epoch seconds): for candidates that reach recall
+    through the graph (ids only) and for stores that fetch fields by id."""
+    if flt is None:
+        return True
+    check_filter(flt)
+    if flt.fact_types and fields.get("fact_type") not in _types(flt):
+        return False
+    if flt.document_id and fields.get("document_id") != flt.document_id:
+        return False
+    if flt.tags and not _tags_pass(fields.get("tags") or (), flt):
+        return False
+    invalid_at = fields.get("invalid_at")
+    if flt.as_of is not None:
+        mentioned = fields.get("mentioned_at")
+        t = flt.as_of.timestamp()
+        if mentioned is None:  # fields without times: only the invalidation can be checked
+            return invalid_at is None or invalid_at > t
+        return valid_at(mentioned, fields.get("valid_from"), invalid_at, t)
+    return not (flt.only_valid and invalid_at is not None)
+
+
+def escape_string(value: str) -> str:
+    """Return ``value`` as a double-quoted Milvus filter string literal.
+
+    Backslash, double quote, newline, carriage return and tab are escaped, so a value can neither
+    end the literal early nor inject expression syntax."""
+    if not isinstance(value, str):
+        raise ValueError(f"filter value must be a string, got {type(value).__name__}")
+    out = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+           .replace("\r", "\\r").replace("\t", "\\t"))
+    return f'"{out}"'
+
+
+def str_list(values: Iterable[str]) -> str:
+    """A Milvus list literal of escaped strings."""
+    return "[" + ", ".join(escape_string(v) for v in values) + "]"
+
+
+def milvus_expr(flt: UnitFilter | None) -> str:
+    """The filter as a Milvus expression over a units collection ("" for no restriction).
+    Stored times are microseconds with NONE_TIME_US for None."""
+    if flt is None:
+        return ""
+    check_filter(flt)
+    parts: list[str] = []
+    if flt.fact_types:
+        parts.append(f"fact_type in {str_list(_types(flt))}")
+    if flt.tags:
+        fn = "array_contains_any" if flt.tags_match == "any" else "array_contains_all"
+        parts.append(f"{fn}(tags, {str_list(flt.tags)})")
+    if flt.document_id:
+        parts.append(f"document_id == {escape_string(flt.document_id)}")
+    if flt.as_of is not None:
+        at = to_us(flt.as_of)
+        parts.append(f"mentioned_at <= {at}")
+        parts.append(f"(valid_from == {NONE_TIME_US} or valid_from <= {at})")
+        parts.append(f"(invalid_at == {NONE_TIME_US} or invalid_at > {at})")
+    elif flt.only_valid:
+        parts.append(f"invalid_at == {NONE_TIME_US}")
+    return " and ".join(f"({p})" for p in parts)
+
+
+def filter_mask(flt: UnitFilter | None, *, fact_code: np.ndarray, mentioned: np.ndarray,
+                valid_from: np.ndarray, invalid_at: np.ndarray, document_ids: Sequence[str],
+                tags: Sequence[frozenset[str]]) -> np.ndarray:
+    """The filter as a boolean mask over column arrays of equal length n: fact codes
+    (:data:`FACT_CODES`), times in epoch seconds with NaN for None, and per-row documents and
+    tag sets."""
+    n = len(fact_code)
+    mask = np.ones(n, dtype=bool)
+    if flt is None:
+        return mask
+    check_filter(flt)
+    if flt.fact_types:
+        mask &= np.isin(fact_code, [FACT_CODES[t] for t in _types(flt)])
+    if flt.document_id:
+        mask &= np.fromiter((d == flt.document_id for d in document_ids), bool, n)
+    if flt.tags:
+        wanted = frozenset(flt.tags)
+        if flt.tags_match == "all":
+            mask &= np.fromiter((wanted <= t for t in tags), bool, n)
+        else:
+            mask &= np.fromiter((not wanted.isdisjoint(t) for t in tags), bool, n)
+    if flt.as_of is not None:
+        t = flt.as_of.timestamp()
+        start = np.where(np.isnan(valid_from), mentioned, valid_from)
+        mask &= (mentioned <= t) & (start <= t) & (np.isnan(invalid_at) | (invalid_at > t))
+    elif flt.only_valid:
+        mask &= np.isnan(invalid_at)
+    return mask
+
+
+# ---------------------------------------------------------------------------------------------
+# The field codec
+# ---------------------------------------------------------------------------------------------
+def unit_fields(unit: MemoryUnit, keys: Sequence[str] = HIT_FIELDS) -> dict[str, Any]:
+    """A unit in hit-field form: times as whole epoch seconds, enums as values, links and
+    history as JSON-style dicts; ``keys`` only."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        value = getattr(unit, key)
+        if key in TIME_FIELDS:
+            value = to_s(value)
+        elif key == "fact_type":
+            value = FactType(value).value
+        elif key in ("links", "history"):
+            value = [x.model_dump(mode="json") for x in value]
+        elif key in LIST_FIELDS:
+            value = list(value)
+        elif key == "metadata":
+            value = dict(value)
+        out[key] = value
+    return out
+
+
+def unit_from_fields(bank_id: str, id: str, fields: Mapping[str, Any]) -> MemoryUnit:  # noqa: A002
+    """Build a MemoryUnit from hit fields without another round trip.
+
+    Times may be epoch seconds (as in ``Hit.fields``), ISO strings or datetimes; hits carry
+    whole seconds, so sub-second parts are lost (``get_units`` returns exact times). An
+    ``embedding`` key, when present, is kept. Unknown keys are ignored."""
+    data = {k: v for k, v in fields.items() if k in MemoryUnit.model_fields}
+    for key in TIME_FIELDS:
+        if key in data:
+            data[key] = to_dt(data[key])
+    if "links" in data:
+        data["links"] = [Link.model_validate(json_value(x)) for x in json_value(data["links"])]
+    if "history" in data:
+        data["history"] = [OpinionChange.model_validate(json_value(x))
+                           for x in json_value(data["history"])]
+    if "metadata" in data:
+        data["metadata"] = json_value(data["metadata"]) or {}
+    data["id"], data["bank_id"] = id, bank_id
+    return MemoryUnit.model_validate(data)
+
+
+def nan_if_none(value: float | None) -> float:
+    """Epoch seconds or NaN, the None of numpy time columns."""
+    return math.nan if value is None else float(value)
