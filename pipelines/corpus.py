@@ -39,6 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from actors.wire import decode_bank, encode_bank  # noqa: F401 - re-exported for the driver
 from memlane.model import BANK_ID_PATTERN, Turn
 
 FORMATS = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
@@ -64,29 +65,7 @@ class BankInput:
 
 
 # ---------------------------------------------------------------------------------------------
-# Wire format: one JSON string per bank row of the Ray dataset. Plain JSON (not pickles) keeps
-# rows portable across Python versions on a cluster; timestamps are ISO strings, which round
-# trip a UTC datetime exactly.
-
-
-def encode_bank(bank: BankInput) -> str:
-    """The bank's documents as one JSON string (see :func:`decode_bank`)."""
-    docs = []
-    for document_id, turns in bank.documents:
-        docs.append([document_id, [[t.session_id, t.turn_id, t.index, t.speaker, t.text,
-                                    t.timestamp.isoformat(), t.metadata or None] for t in turns]])
-    return json.dumps(docs, ensure_ascii=False, separators=(",", ":"))
-
-
-def decode_bank(payload: str) -> list[tuple[str, list[Turn]]]:
-    """Inverse of :func:`encode_bank`: ``[(document_id, [Turn, ...]), ...]``."""
-    out = []
-    for document_id, rows in json.loads(payload):
-        turns = [Turn(document_id=document_id, session_id=s, turn_id=tid, index=i, speaker=sp,
-                      text=tx, timestamp=datetime.fromisoformat(ts), metadata=meta or {})
-                 for s, tid, i, sp, tx, ts, meta in rows]
-        out.append((document_id, turns))
-    return out
+# The resume ledger's key (the wire format itself, encode_bank / decode_bank, is actors.wire's)
 
 
 def fingerprint(payload: str) -> str:

@@ -131,7 +131,7 @@ def test_bench_suite_bad_size(runner, tmp_path):
 
 
 def test_suite_runs_a_given_serve_bench_with_the_arguments_it_takes(tmp_path):
-    from memlane.bench_suite import run_suite, suite_markdown
+    from benchmarks.suite import run_suite, suite_markdown
 
     calls = []
 

@@ -172,7 +172,7 @@ def test_engine_builds_the_llm_extractor_from_settings(settings):
 
 def test_eval_locomo_retains_through_the_llm(server, settings, embedder, extractor, tmp_path):
     from memlane.engine import Memory
-    from memlane.eval.locomo import run_locomo
+    from evals.locomo import run_locomo
 
     server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
     s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memlane.eval.longmemeval_data import bank_id_for, load_longmemeval
+from evals.longmemeval_data import bank_id_for, load_longmemeval
 from memlane.ingest import InputError
 from tests.fixtures import LME_FIXTURE_EVIDENCE, longmemeval_fixture_data, write_longmemeval_fixture
 

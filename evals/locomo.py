@@ -5,7 +5,7 @@ Each conversation goes into its own bank. For every question of categories 1-4, 
 the returned memories are turned into a ranking of source turns (a turn takes the rank of the
 first memory that carries it). Baselines in the same run rank the same units by plain BM25 and
 by plain dense similarity, straight from the store, with no fusion, graph or boosts
-(:mod:`memlane.eval.harness`). Questions whose evidence normalises to nothing (4 in LoCoMo)
+(:mod:`evals.harness`). Questions whose evidence normalises to nothing (4 in LoCoMo)
 are left out of the recall averages (they still get QA).
 
 The report keeps the keys the first version printed (``turn_recall@5``, ``baselines``,
@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from memlane.eval.harness import SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
-from memlane.eval.locomo_data import load_locomo_questions
-from memlane.eval.metrics import recall_at_k, session_recall_at_k
-from memlane.eval.report import ALL, QuestionLog, build_report
+from evals.harness import SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
+from evals.locomo_data import load_locomo_questions
+from evals.metrics import recall_at_k, session_recall_at_k
+from evals.report import ALL, QuestionLog, build_report
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 # Deep enough that every system returns well over the largest k distinct turns (LoCoMo turns
@@ -31,7 +31,7 @@ RECALL_TOKENS = 8192
 
 def default_locomo_path() -> Path:
     """../shared/data/locomo10.json next to the repository."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo10.json"
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo10.json"
 
 
 def _bank_id(sample_id: str) -> str:
@@ -50,7 +50,7 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
     settings against banks built by an earlier run of the same code); ``log`` receives a row
     per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt."""
-    from memlane.eval.qa import locomo_grader, locomo_verdict
+    from evals.qa import locomo_grader, locomo_verdict
     from memlane.ingest import load_conversations
 
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ history).
 
 Turn ids are ``"<session_id>:<n>"`` with ``n`` the 1-based position of the turn in its session
 (user and assistant turns alike), the numbering the official code uses for its turn ids and the
-one the backfill's corpus reader gives; so ``memlane.eval.metrics.session_of`` maps a turn back
+one the backfill's corpus reader gives; so ``evals.metrics.session_of`` maps a turn back
 to its session. A session id that repeats within one haystack gets ``#<position>`` appended (as
 in the backfill), and :attr:`LMEQuestion.session_origin` maps it back to the id in the file.
 Turns whose content is empty are left out of the bank (there is nothing to remember) but keep
@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlane.eval.metrics import is_abstention
+from evals.metrics import is_abstention
 from memlane.ingest.loaders import InputError, read_text
 from memlane.model import Turn
 from memlane.temporal.timestamps import parse_timestamp

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from memlane.eval.locomo import run_locomo
-from memlane.eval.longmemeval import run_longmemeval
-from memlane.eval.report import QuestionLog
+from evals.locomo import run_locomo
+from evals.longmemeval import run_longmemeval
+from evals.report import QuestionLog
 from tests.fixtures import write_locomo_fixture, write_longmemeval_fixture
 from tests.memlane.test_eval_qa_report import ScriptedLLM
 
