@@ -117,7 +117,7 @@ def eval_longmemeval(path: Path = typer.Argument(..., help="A LongMemEval JSON f
     """LongMemEval retrieval metrics (official recall_any/recall_all/ndcg_any at turn and
     session level, per question type) for Memlane and BM25/dense baselines; one bank per question."""
     from evals.longmemeval import run_longmemeval
-    from evals.longmemeval_data import load_longmemeval
+    from memlane.ingest.longmemeval import load_longmemeval
     from evals.report import QuestionLog, markdown
     from memlane.settings import Settings
 

@@ -10,7 +10,8 @@ from evals.locomo_data import (
     load_qa_jsonl,
     normalize_evidence,
 )
-from evals.longmemeval_data import LMEQuestion, load_longmemeval
+from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval
+
 from evals.metrics import (
     OFFICIAL_KS,
     is_abstention,

@@ -1,7 +1,8 @@
 """LoCoMo retrieval eval: evidence recall@k at turn and session level, Memlane vs baselines,
 in the harness report format (and QA with a judge when an LLM is given).
 
-Each conversation goes into its own bank. For every question of categories 1-4, recall runs and
+Each conversation goes into its own bank, named by the ingest's one rule
+(:func:`memlane.ingest.bank_id_for` of its ``sample_id``), the bank ``memlane backfill`` writes. For every question of categories 1-4, recall runs and
 the returned memories are turned into a ranking of source turns (a turn takes the rank of the
 first memory that carries it). Baselines in the same run rank the same units by plain BM25 and
 by plain dense similarity, straight from the store, with no fusion, graph or boosts
@@ -34,10 +35,6 @@ def default_locomo_path() -> Path:
     return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo10.json"
 
 
-def _bank_id(sample_id: str) -> str:
-    return f"locomo-{sample_id}"
-
-
 def _category(cat: int) -> str:
     return f"{cat} {CATEGORY_NAMES[cat]}"
 
@@ -48,7 +45,7 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
                command: str | None = None) -> dict[str, Any]:
     """Ingest each conversation into its own bank and score recall; returns the report dict.
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
-    settings against banks built by an earlier run of the same code); ``log`` receives a row
+    settings against banks built by an earlier run or by ``memlane backfill``); ``log`` receives a row
     per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt."""
     from evals.qa import locomo_grader, locomo_verdict
     from memlane.ingest import load_conversations
@@ -68,7 +65,7 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
         t_query = bar.add_task("recall", total=sum(len(questions.get(c.document_id, []))
                                                    for c in conversations))
         for conv in conversations:
-            bank = _bank_id(conv.document_id)
+            bank = conv.bank_id  # the backfill's bank of the same sample
             start = time.perf_counter()
             if reuse_banks and memory.store.count_units(bank):
                 bar.advance(t_ingest, len(conv.turns))

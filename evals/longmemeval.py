@@ -1,9 +1,10 @@
 """LongMemEval retrieval eval (and QA with a judge): one bank per question, Memlane beside
 BM25-only and dense-only baselines on the same bank.
 
-Each question's haystack is retained into its own bank ``lme-<question_id>``; the question is
-recalled (with its question date as ``as_of``, so "last week" means the week before the
-question) and every system's ranking is turned into a ranking of source turns.
+Each question's haystack is retained into its own bank, ``bank_id_for(question_id)`` (the
+question id itself when it is a valid bank id: the bank ``memlane backfill`` writes); the
+question is recalled (with its question date as ``as_of``, so "last week" means the week before
+the question) and every system's ranking is turned into a ranking of source turns.
 
 Metrics per question and system (k in 1, 3, 5, 10, 30, 50 by default):
 
@@ -32,10 +33,10 @@ from typing import Any, Sequence
 
 from evals.harness import (QA_TOKENS, SYSTEMS, percentile, progress_bar, qa_for, qa_systems,
                                   rank_all)
-from evals.longmemeval_data import LMEQuestion, load_longmemeval
 from evals.metrics import (OFFICIAL_KS, recall_any_at_k, retrieval_scores, session_of,
                                   session_scores_from_turns)
 from evals.report import QuestionLog, build_report
+from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval
 
 HEADLINE = "session_recall_any@5"
 
