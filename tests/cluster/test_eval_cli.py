@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cluster.cli import app
 from fixtures import write_locomo_fixture, write_longmemeval_fixture
-from tests.memlane.test_eval_qa_report import ScriptedLLM
+from tests.evals.test_eval_qa_report import ScriptedLLM
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from evals.locomo import run_locomo
 from evals.longmemeval import run_longmemeval
 from evals.report import QuestionLog
 from tests.fixtures import write_locomo_fixture, write_longmemeval_fixture
-from tests.memlane.test_eval_qa_report import ScriptedLLM
+from tests.evals.test_eval_qa_report import ScriptedLLM
 
 KS = (1, 3, 5, 10, 30, 50)
 
