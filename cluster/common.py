@@ -10,7 +10,8 @@ from typing import Iterator, NoReturn, Optional
 
 import typer
 
-DataDir = typer.Option(None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane).")
+DataDir = typer.Option(None, "--data-dir",
+                       help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane).")
 
 
 def fail(message: str) -> NoReturn:

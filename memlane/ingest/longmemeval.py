@@ -124,12 +124,15 @@ class _Reader:
         question, qtype = item.get("question", ""), item.get("question_type", "")
         if self.strict:
             if not isinstance(question, str) or not question.strip():
-                raise self.fail(f"{where}.question", f"expected a non-empty string, got {question!r}")
+                raise self.fail(f"{where}.question",
+                                f"expected a non-empty string, got {question!r}")
             if not isinstance(qtype, str) or not qtype:
-                raise self.fail(f"{where}.question_type", f"expected a non-empty string, got {qtype!r}")
+                raise self.fail(f"{where}.question_type",
+                                f"expected a non-empty string, got {qtype!r}")
         dates = self._list(item, "haystack_dates", where)
         sessions = self._list(item, "haystack_sessions", where)
-        sids = self._list(item, "haystack_session_ids", where) if "haystack_session_ids" in item else None
+        sids = (self._list(item, "haystack_session_ids", where)
+                if "haystack_session_ids" in item else None)
         if len(dates) != len(sessions) or (sids is not None and len(sids) != len(sessions)):
             raise self.fail(where, "haystack_session_ids, haystack_dates and haystack_sessions "
                             f"differ in length ({len(sids) if sids is not None else '-'}, "
