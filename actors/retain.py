@@ -117,13 +117,13 @@ class RetainWorker:
         """Retain one bank's documents; return its report (counts and stage seconds).
         ``replies`` (JSON ``{chunk_id: reply}`` from the vLLM batch stage) replaces the
         extractor for this bank; chunks without a valid reply fall back to the rules."""
-        from pipelines.corpus import decode_bank
+        from actors.wire import decode_bank
 
         documents = decode_bank(payload)
         retainer = self.memory.retainer
         extractor = retainer.extractor
         if replies is not None:
-            from pipelines.llm_extract import PrecomputedExtractor
+            from memlane.retain.extract_precomputed import PrecomputedExtractor
 
             retainer.extractor = PrecomputedExtractor(json.loads(replies), self._rules(),
                                                       model="vllm-batch")

@@ -17,12 +17,9 @@ from typing import Optional
 
 import typer
 
+from cluster.common import fail
+
 FORMAT_CHOICES = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
-    raise typer.Exit(code=2)
 
 
 def _peak_rss_mb() -> float | None:
@@ -104,7 +101,7 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
             raise ValueError("--address needs --milvus-uri (or MEMLANE_MILVUS_URI): the workers "
                              "of a cluster cannot share a local Milvus Lite directory")
     except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        _fail(str(exc) or type(exc).__name__)
+        fail(str(exc) or type(exc).__name__)
 
     from pipelines.backfill import (BackfillConfig, RejectLimitExceeded, prepare_backfill,
                                     run_backfill)
@@ -152,9 +149,9 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
     except RejectLimitExceeded as exc:
         if json_out:
             typer.echo(json.dumps(_public(exc.summary.as_dict())))
-        _fail(str(exc))
+        fail(str(exc))
     except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        _fail(str(exc) or type(exc).__name__)
+        fail(str(exc) or type(exc).__name__)
     except KeyboardInterrupt:
         typer.echo("backfill interrupted: finished banks are in the ledger; run the same command "
                    "again to finish (banks already written are skipped)", err=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import typer
+
+from cluster.common import DataDir, errors, fail, open_memory
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Memlane: agent memory with retain, recall and reflect.")
@@ -16,36 +17,6 @@ eval_app = typer.Typer(no_args_is_help=True, help="Measure recall quality on pub
 bench_app = typer.Typer(no_args_is_help=True, help="Speed benchmarks (figures beside baselines).")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
-
-DataDir = typer.Option(None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane).")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Turn the engine's input errors into exit code 2 with one line."""
-    from pydantic import ValidationError
-
-    from memlane.errors import MemlaneError
-
-    try:
-        yield
-    except (MemlaneError, ValueError, ValidationError, FileNotFoundError, IsADirectoryError) as exc:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        _fail(text)
-
-
-def _memory(data_dir: Optional[Path]):
-    from memlane.engine import Memory
-    from memlane.settings import Settings
-
-    settings = Settings(data_dir=data_dir) if data_dir else Settings()
-    return Memory(settings)
-
 
 @app.command()
 def retain(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speaker, text, timestamp, session_id}."),
@@ -57,7 +28,7 @@ def retain(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speak
     """Retain a conversation file into a bank (validated whole before anything is written)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with _errors():
+    with errors():
         from memlane.ingest import load_conversations
         from memlane.model import check_bank_id
 
@@ -66,7 +37,7 @@ def retain(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speak
             raise ValueError(f"--format must be auto, locomo or jsonl, not {format!r}")
         conversations = load_conversations(file, format=format)
         total = sum(len(c.turns) for c in conversations)
-        with _memory(data_dir) as memory, Progress(
+        with open_memory(data_dir) as memory, Progress(
                 TextColumn("retain"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 transient=json_out, disable=not sys.stderr.isatty() and json_out) as bar:
             task = bar.add_task("turns", total=total)
@@ -103,8 +74,8 @@ def recall(query: str = typer.Argument(..., help="What to remember."),
     if url:
         _recall_remote(url, api_key, bank, query, options, json_out)
         return
-    with _errors():
-        with _memory(data_dir) as memory:
+    with errors():
+        with open_memory(data_dir) as memory:
             result = memory.recall(bank, query, **options)
     if json_out:
         typer.echo(result.model_dump_json(exclude={"memories": {"__all__": {"unit": {"embedding"}}}}))
@@ -128,16 +99,16 @@ def _recall_remote(url: str, api_key: Optional[str], bank: str, query: str, opti
     """``recall --url``: the same query through the service's HTTP API."""
     import httpx
 
-    from memlane.client import MemlaneAPIError, MemlaneClient
+    from memlane_client import MemlaneAPIError, MemlaneClient
     from memlane.model import RecallResult
 
     try:
         with MemlaneClient(url, api_key) as client:
             raw = client.recall(bank, query, **{k: v for k, v in options.items() if v is not None})
     except MemlaneAPIError as exc:
-        _fail(f"{exc.message} (HTTP {exc.status})")
+        fail(f"{exc.message} (HTTP {exc.status})")
     except httpx.HTTPError as exc:
-        _fail(f"cannot reach {url}: {type(exc).__name__}: {exc}")
+        fail(f"cannot reach {url}: {type(exc).__name__}: {exc}")
     if json_out:
         typer.echo(json.dumps(raw))
         return
@@ -147,8 +118,8 @@ def _recall_remote(url: str, api_key: Optional[str], bank: str, query: str, opti
 @app.command()
 def banks(json_out: bool = typer.Option(False, "--json"), data_dir: Optional[Path] = DataDir) -> None:
     """List banks with their memory counts."""
-    with _errors():
-        with _memory(data_dir) as memory:
+    with errors():
+        with open_memory(data_dir) as memory:
             rows = [{"bank_id": b.bank_id, "name": b.name,
                      "memories": memory.store.count_units(b.bank_id)} for b in memory.list_banks()]
     if json_out:
@@ -165,8 +136,8 @@ def delete(bank: str = typer.Option(..., "--bank"),
            document: Optional[str] = typer.Option(None, "--document", help="Delete one document only."),
            data_dir: Optional[Path] = DataDir) -> None:
     """Delete a bank (or one document of it) with everything derived from it."""
-    with _errors():
-        with _memory(data_dir) as memory:
+    with errors():
+        with open_memory(data_dir) as memory:
             if document:
                 counts = memory.delete_document(bank, document)
                 typer.echo(f"deleted document {document} of bank {bank}: {counts}")
@@ -182,9 +153,9 @@ def bench_engine(sizes: List[int] = typer.Option([1000, 10000, 100000], "--size"
                  json_out: bool = typer.Option(False, "--json"),
                  data_dir: Optional[Path] = typer.Option(Path(".memlane-bench"), "--data-dir")) -> None:
     """Recall latency by bank size, and retain throughput beside raw embedding throughput."""
-    from memlane.bench import format_bench, run_engine_bench
+    from benchmarks.engine import format_bench, run_engine_bench
 
-    with _errors():
+    with errors():
         report = run_engine_bench(data_dir, sizes=sizes, queries=queries, retain_turns=retain_turns)
     typer.echo(json.dumps(report) if json_out else format_bench(report))
 

@@ -8,6 +8,7 @@ a run directory (``--out``, default ``<data-dir>/runs/<benchmark>-<time>``) hold
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import sys
@@ -17,14 +18,11 @@ from typing import List, Optional
 
 import typer
 
+from cluster.common import errors, fail, open_memory
+
 LLM_MISSING = ("--qa needs an LLM: set MEMLANE_LLM_BASE_URL (and MEMLANE_LLM_MODEL) to an "
                "OpenAI-compatible endpoint")
-SERVE_MISSING = "skipped: serve/loadbench.py not available"
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
-    raise typer.Exit(code=2)
+SERVE_MISSING = "skipped: benchmarks/serve_load.py not available"
 
 
 def _command() -> str:
@@ -42,10 +40,10 @@ def qa_llm(settings):
     try:
         from memlane.llm import build_llm  # the LLM layer is optional: imported only for --qa
     except ImportError:
-        _fail(LLM_MISSING)
+        fail(LLM_MISSING)
     llm = build_llm(settings, "qa")
     if llm is None:
-        _fail(LLM_MISSING)
+        fail(LLM_MISSING)
     return llm
 
 
@@ -56,7 +54,7 @@ def _check_ks(ks: List[int]) -> list[int]:
 
 
 def _finish(report: dict, run_dir: Path, json_out: bool, text: str, plots: bool) -> None:
-    from memlane.eval.report import write_run
+    from evals.report import write_run
 
     write_run(run_dir, report, plots=plots)
     typer.echo(f"run directory: {run_dir}", err=True)
@@ -78,12 +76,11 @@ def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json 
                 data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir",
                                               help="Where the eval's banks live.")) -> None:
     """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines."""
-    from cluster.cli import _errors, _memory
-    from memlane.eval.locomo import default_locomo_path, format_report, run_locomo
-    from memlane.eval.report import QuestionLog
+    from evals.locomo import default_locomo_path, format_report, run_locomo
+    from evals.report import QuestionLog
     from memlane.settings import Settings
 
-    with _errors():
+    with errors():
         target = path or default_locomo_path()
         if not target.exists():
             raise FileNotFoundError(f"LoCoMo file not found: {target}")
@@ -94,7 +91,7 @@ def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json 
             raise ValueError("--qa-tokens must be >= 1")
         run_dir = _run_dir(out, data_dir, "locomo")
         llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
-        with _memory(data_dir) as memory:
+        with open_memory(data_dir) as memory:
             with QuestionLog(run_dir / "questions.jsonl") as log:
                 report = run_locomo(memory, target, ks=ks, limit=limit, progress=not json_out,
                                     reuse_banks=reuse_banks, log=log, qa_llm=llm,
@@ -119,13 +116,12 @@ def eval_longmemeval(path: Path = typer.Argument(..., help="A LongMemEval JSON f
                                                    help="Where the eval's banks live.")) -> None:
     """LongMemEval retrieval metrics (official recall_any/recall_all/ndcg_any at turn and
     session level, per question type) for Memlane and BM25/dense baselines; one bank per question."""
-    from cluster.cli import _errors, _memory
-    from memlane.eval.longmemeval import run_longmemeval
-    from memlane.eval.longmemeval_data import load_longmemeval
-    from memlane.eval.report import QuestionLog, markdown
+    from evals.longmemeval import run_longmemeval
+    from memlane.ingest.longmemeval import load_longmemeval
+    from evals.report import QuestionLog, markdown
     from memlane.settings import Settings
 
-    with _errors():
+    with errors():
         ks = _check_ks(k)
         if limit is not None and limit < 1:
             raise ValueError("--limit must be >= 1")
@@ -134,7 +130,7 @@ def eval_longmemeval(path: Path = typer.Argument(..., help="A LongMemEval JSON f
         load_longmemeval(path, limit=limit)  # validate the whole slice before any bank is written
         run_dir = _run_dir(out, data_dir, "longmemeval")
         llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
-        with _memory(data_dir) as memory:
+        with open_memory(data_dir) as memory:
             with QuestionLog(run_dir / "questions.jsonl") as log:
                 report = run_longmemeval(memory, path, ks=ks, limit=limit, progress=not json_out,
                                          reuse_banks=reuse_banks, log=log, qa_llm=llm,
@@ -143,13 +139,19 @@ def eval_longmemeval(path: Path = typer.Argument(..., help="A LongMemEval JSON f
     _finish(report, run_dir, json_out, markdown(report), plots)
 
 
-def _serve_bench():
-    """The lead's Serve load benchmark when it is importable, else None."""
+def serve_bench_runner():
+    """:func:`benchmarks.serve_load.run_serve_bench` bound to this package's service (start,
+    stop, joining its Ray cluster), or None when the load generator is not importable."""
     try:
-        from serve.loadbench import run_serve_bench
+        from benchmarks.serve_load import ServiceControl, run_serve_bench
     except ImportError:
         return None
-    return run_serve_bench
+    from cluster.local import connect_local, free_port
+    from cluster.service import DEFAULT_CONFIG, start_background, stop
+
+    control = ServiceControl(default_config=DEFAULT_CONFIG, start=start_background, stop=stop,
+                             connect=connect_local, free_port=free_port)
+    return functools.partial(run_serve_bench, service=control)
 
 
 def bench_suite(sizes: List[int] = typer.Option([1000, 10000, 100000, 1000000], "--size",
@@ -166,17 +168,16 @@ def bench_suite(sizes: List[int] = typer.Option([1000, 10000, 100000, 1000000], 
                                               help="Scratch data directory (emptied first).")) -> None:
     """The performance suite: recall latency and footprint vs bank size, retain vs raw
     embedding, Serve req/s vs a trivial endpoint; each beside its baseline from the same run."""
-    from cluster.cli import _errors
-    from memlane.bench_suite import run_suite, suite_markdown, write_suite
+    from benchmarks.suite import run_suite, suite_markdown, write_suite
 
-    with _errors():
+    with errors():
         if not sizes or any(s < 1 for s in sizes):
             raise ValueError("--size must be >= 1")
         if queries < 1:
             raise ValueError("--queries must be >= 1")
         if retain_turns < 0:
             raise ValueError("--retain-turns must be >= 0")
-        serve_fn = _serve_bench() if serve else None
+        serve_fn = serve_bench_runner() if serve else None
         # Not under data_dir: the suite empties that first.
         run_dir = out or Path(f"{data_dir}-runs") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
         report = run_suite(data_dir, sizes=sorted(set(sizes)), queries=queries,
@@ -192,7 +193,7 @@ def bench_suite(sizes: List[int] = typer.Option([1000, 10000, 100000, 1000000], 
 
 
 def _short(report: dict) -> str:
-    from memlane.bench import format_bench
+    from benchmarks.engine import format_bench
 
     lines = [format_bench(report)]
     for f in report.get("footprint", []):

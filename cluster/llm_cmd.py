@@ -9,6 +9,8 @@ from typing import List, Optional
 
 import typer
 
+from cluster.common import errors, open_memory
+
 _DATA_DIR_HELP = "Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
 
 
@@ -23,10 +25,8 @@ def reflect(question: str = typer.Argument(..., help="What to ask the bank."),
             data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP)) -> None:
     """Answer a question in the bank's own voice from its memories (needs an LLM:
     MEMLANE_LLM_BASE_URL and MEMLANE_LLM_MODEL)."""
-    from cluster.cli import _errors, _memory
-
-    with _errors():
-        with _memory(data_dir) as memory:
+    with errors():
+        with open_memory(data_dir) as memory:
             result = memory.reflect(bank, question, max_tokens=max_tokens, budget=budget,
                                     tags=tag or None, form_opinions=not no_opinions)
     if json_out:
@@ -49,9 +49,7 @@ def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversa
             json_out: bool = typer.Option(False, "--json"),
             data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP)) -> None:
     """Dry run: show the facts the first chunks of a file would become. Writes nothing."""
-    from cluster.cli import _errors
-
-    with _errors():
+    with errors():
         from memlane.engine import Memory
         from memlane.ingest import load_conversations
         from memlane.model import Bank
@@ -108,10 +106,8 @@ def merge_background(snippet: str = typer.Argument(..., help="New biographical i
                      data_dir: Optional[Path] = typer.Option(None, "--data-dir",
                                                              help=_DATA_DIR_HELP)) -> None:
     """Merge a snippet into the bank's first-person background (the new one wins conflicts)."""
-    from cluster.cli import _errors, _memory
-
-    with _errors():
-        with _memory(data_dir) as memory:
+    with errors():
+        with open_memory(data_dir) as memory:
             updated = memory.merge_background(bank, snippet)
     typer.echo(updated.background)
 

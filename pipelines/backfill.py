@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.corpus import BankInput, encode_bank, fingerprint, read_corpus
+from actors.wire import encode_bank
+from pipelines.corpus import BankInput, fingerprint, read_corpus
 
 log = logging.getLogger(__name__)
 
@@ -301,7 +302,7 @@ def _batch_extract(todo: list[tuple[BankInput, str, str]],
     from memlane.model import Bank
     from memlane.settings import Settings
     from pipelines import llm_extract
-    from pipelines.corpus import decode_bank
+    from actors.wire import decode_bank
 
     chunk_max_turns = Settings(**cfg.settings).chunk_max_turns
     rows, bank_of = [], {}

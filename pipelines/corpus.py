@@ -2,15 +2,13 @@
 
 Formats (``format="auto"`` picks per file):
 
-* **LoCoMo JSON** (``locomo``): read with :func:`memlane.ingest.load_conversations`; one bank per
-  sample, named after its ``sample_id``, holding one document of the same id. A sample the
-  loader rejects is rejected alone (with the loader's reason); its file-mates still go in.
-* **LongMemEval JSON** (``longmemeval``): a list of questions (or one) with ``question_id``,
-  ``haystack_sessions`` (lists of ``{role, content, has_answer}``), ``haystack_dates``
-  ("2023/05/20 (Sat) 02:21") and ``haystack_session_ids``. One bank per question (bank id = the
-  question id when it is a valid bank id, else a sanitised id with a hash suffix), one document
-  of the same id; turn ids are ``{session_id}:{n}`` (n from 1), ``has_answer`` goes to the turn's
-  metadata. A session with an unparseable date is rejected with all its turns.
+* **LoCoMo JSON** (``locomo``) and **LongMemEval JSON** (``longmemeval``): read by the engine's
+  own readers (:func:`memlane.ingest.read_locomo`, :func:`memlane.ingest.read_longmemeval`) in
+  their collecting mode, the same readers the evals and ``memlane retain`` use, so a bank, its
+  turns and hence its memory ids are the same whoever wrote it. One bank per sample / question,
+  :func:`memlane.ingest.bank_id_for` of its ``sample_id`` / ``question_id`` (the id itself when
+  it is a valid bank id), one document of the same id. A bad sample, question, session or turn
+  is rejected alone, with the reader's reason; the rest still go in.
 * **Generic records** (``jsonl`` / ``parquet``): one turn per record with ``bank_id``,
   ``session_id``, ``timestamp``, ``speaker`` (or ``role``), ``text``; optional ``document_id``
   (default: the bank id), ``turn_id`` (default ``{session_id}:{n}``, n the 1-based position in
@@ -39,6 +37,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from actors.wire import decode_bank, encode_bank  # noqa: F401 - re-exported for the driver
+from memlane.ingest.common import bank_id_for  # noqa: F401 - the one bank-id rule, re-exported
 from memlane.model import BANK_ID_PATTERN, Turn
 
 FORMATS = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
@@ -64,29 +64,7 @@ class BankInput:
 
 
 # ---------------------------------------------------------------------------------------------
-# Wire format: one JSON string per bank row of the Ray dataset. Plain JSON (not pickles) keeps
-# rows portable across Python versions on a cluster; timestamps are ISO strings, which round
-# trip a UTC datetime exactly.
-
-
-def encode_bank(bank: BankInput) -> str:
-    """The bank's documents as one JSON string (see :func:`decode_bank`)."""
-    docs = []
-    for document_id, turns in bank.documents:
-        docs.append([document_id, [[t.session_id, t.turn_id, t.index, t.speaker, t.text,
-                                    t.timestamp.isoformat(), t.metadata or None] for t in turns]])
-    return json.dumps(docs, ensure_ascii=False, separators=(",", ":"))
-
-
-def decode_bank(payload: str) -> list[tuple[str, list[Turn]]]:
-    """Inverse of :func:`encode_bank`: ``[(document_id, [Turn, ...]), ...]``."""
-    out = []
-    for document_id, rows in json.loads(payload):
-        turns = [Turn(document_id=document_id, session_id=s, turn_id=tid, index=i, speaker=sp,
-                      text=tx, timestamp=datetime.fromisoformat(ts), metadata=meta or {})
-                 for s, tid, i, sp, tx, ts, meta in rows]
-        out.append((document_id, turns))
-    return out
+# The resume ledger's key (the wire format itself, encode_bank / decode_bank, is actors.wire's)
 
 
 def fingerprint(payload: str) -> str:
@@ -97,15 +75,6 @@ def fingerprint(payload: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
-
-
-def bank_id_for(raw: str) -> str:
-    """A valid bank id for ``raw``: itself when valid, else a sanitised id plus a hash suffix
-    (so two raw ids that sanitise alike stay apart)."""
-    if _BANK_RE.match(raw):
-        return raw
-    clean = re.sub(r"[^A-Za-z0-9_.\-]", "_", raw).lstrip("_.-")[:100] or "bank"
-    return f"{clean}-{hashlib.sha256(raw.encode()).hexdigest()[:8]}"
 
 
 def _parse_time(value: Any) -> datetime:
@@ -277,105 +246,18 @@ class Corpus:
 
 
 def _read_locomo(path: Path, corpus: Corpus) -> None:
-    from memlane.ingest import InputError, load_conversations
-    from memlane.ingest import loaders
+    from memlane.ingest import read_locomo
 
-    try:
-        conversations = load_conversations(path, format="locomo")
-    except InputError as whole:
-        # Isolate the bad samples: validate each one alone with the same loader rules.
-        try:
-            data = json.loads(path.read_text(encoding="utf-8-sig"))
-        except (OSError, ValueError) as exc:
-            return corpus.reject(path.name, "$", f"not a readable LoCoMo JSON file: {exc}")
-        samples = data if isinstance(data, list) else [data]
-        if not samples or not all(isinstance(x, dict) for x in samples):
-            return corpus.reject(path.name, "$", str(whole))
-        conversations, seen = [], set()
-        for i, sample in enumerate(samples):
-            try:
-                conv = loaders._locomo_sample(path.name, sample, f"$[{i}]")
-                if conv.document_id in seen:
-                    raise InputError(f"{path.name}: $[{i}].sample_id: duplicate sample_id "
-                                     f"{conv.document_id!r}")
-                seen.add(conv.document_id)
-                conversations.append(conv)
-            except InputError as exc:
-                corpus.reject(path.name, f"$[{i}]", str(exc), n=max(_locomo_turn_count(sample), 1))
-    for conv in conversations:
-        bank = bank_id_for(conv.document_id)
-        corpus.add_conversation(bank, conv.document_id, conv.turns)
-
-
-def _locomo_turn_count(sample: Any) -> int:
-    conv = sample.get("conversation") if isinstance(sample, dict) else None
-    if not isinstance(conv, dict):
-        return 0
-    return sum(len(v) for k, v in conv.items()
-               if re.fullmatch(r"session_\d+", k) and isinstance(v, list))
+    for conv in read_locomo(path, reject=corpus.reject):
+        corpus.add_conversation(conv.bank_id, conv.document_id, conv.turns)
 
 
 def _read_longmemeval(path: Path, corpus: Corpus) -> None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError) as exc:
-        return corpus.reject(path.name, "$", f"not a readable LongMemEval JSON file: {exc}")
-    items = data if isinstance(data, list) else [data]
-    for qi, item in enumerate(items):
-        where = f"$[{qi}]"
-        if not isinstance(item, dict) or not isinstance(item.get("question_id"), (str, int)):
-            corpus.reject(path.name, where, "missing field 'question_id'")
-            continue
-        qid = str(item["question_id"])
-        sessions = item.get("haystack_sessions")
-        dates = item.get("haystack_dates")
-        sids = item.get("haystack_session_ids")
-        if not isinstance(sessions, list) or not isinstance(dates, list):
-            corpus.reject(path.name, where, "missing 'haystack_sessions' or 'haystack_dates'")
-            continue
-        if len(dates) != len(sessions) or (isinstance(sids, list) and len(sids) != len(sessions)):
-            corpus.reject(path.name, where, "haystack_sessions, haystack_dates and "
-                          "haystack_session_ids differ in length",
-                          n=max(1, sum(len(s) for s in sessions if isinstance(s, list))))
-            continue
-        bank = bank_id_for(qid)
-        turns: list[Turn] = []
-        used: set[str] = set()
-        for si, session in enumerate(sessions):
-            spath = f"{where}.haystack_sessions[{si}]"
-            sid = str(sids[si]) if isinstance(sids, list) and sids[si] not in (None, "") else f"session_{si + 1}"
-            if sid in used:  # a session repeated in one haystack: keep it apart
-                sid = f"{sid}#{si + 1}"
-            used.add(sid)
-            if not isinstance(session, list):
-                corpus.reject(path.name, spath, "expected a list of turns")
-                continue
-            try:
-                when = _parse_time(dates[si])
-            except ValueError as exc:
-                corpus.reject(path.name, f"{where}.haystack_dates[{si}]", str(exc),
-                              n=max(1, len(session)), bank_id=bank)
-                continue
-            index = 0
-            for ti, raw in enumerate(session):
-                tpath = f"{spath}[{ti}]"
-                if not isinstance(raw, dict):
-                    corpus.reject(path.name, tpath, "expected a turn object", bank_id=bank)
-                    continue
-                role, content = raw.get("role"), raw.get("content")
-                if not isinstance(role, str) or not role.strip():
-                    corpus.reject(path.name, tpath, "missing field 'role'", bank_id=bank)
-                    continue
-                if not isinstance(content, str) or not content.strip():
-                    corpus.reject(path.name, tpath, "missing text (field 'content')", bank_id=bank)
-                    continue
-                meta = {k: v for k, v in raw.items() if k not in ("role", "content")}
-                turns.append(Turn(document_id=qid, session_id=sid, turn_id=f"{sid}:{index + 1}",
-                                  index=index, speaker=role, text=content, timestamp=when,
-                                  metadata=meta))
-                index += 1
-        if turns:
-            corpus.add_conversation(bank, qid, turns)
+    from memlane.ingest import read_longmemeval
+
+    for q in read_longmemeval(path, reject=corpus.reject):
+        for document_id, turns in q.documents:
+            corpus.add_conversation(q.bank_id, document_id, turns)
 
 
 def _read_jsonl(path: Path, corpus: Corpus) -> None:

@@ -3,10 +3,11 @@
 Shape: one Dataset row per chunk (its bank, chunk id and the extraction prompt of
 ``memlane.retain.extract_llm``) -> a vLLM processor (``vLLMEngineProcessorConfig`` +
 ``build_processor``) that decodes under the reply's JSON schema (``structured_outputs``) ->
-``{bank_id, chunk_id, reply}`` rows. The replies then feed :class:`PrecomputedExtractor`, which
-validates each exactly like the HTTP path (``facts_from_reply``) and falls back to the LLM-free
-extractor for a missing or rejected reply, so retain (entity resolution, links, writes, ids) is
-the same code whichever backend extracted.
+``{bank_id, chunk_id, reply}`` rows. The replies then feed
+:class:`memlane.retain.extract_precomputed.PrecomputedExtractor` (in the engine, where the retain
+actor finds it), which validates each exactly like the HTTP path (``facts_from_reply``) and
+falls back to the LLM-free extractor for a missing or rejected reply, so retain (entity
+resolution, links, writes, ids) is the same code whichever backend extracted.
 
 Only the ``gpu`` extra installs vLLM; ``ray.data.llm`` imports without it, and everything here
 imports it lazily, so this module loads (and its pure parts are tested) on a CPU machine.
@@ -14,18 +15,14 @@ imports it lazily, so this module loads (and its pure parts are tested) on a CPU
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Sequence
 
 from memlane.model import Bank, Turn
-from memlane.retain.chunking import ChunkInput, chunk_turns
-from memlane.retain.extract_llm import ExtractionReply, extraction_messages, facts_from_reply
-from memlane.retain.facts import Fact
-
-log = logging.getLogger(__name__)
+from memlane.retain.chunking import chunk_turns
+from memlane.retain.extract_llm import ExtractionReply, extraction_messages
+# Re-exported: the extractor moved into the engine (the retain actor imports no pipelines).
+from memlane.retain.extract_precomputed import PrecomputedExtractor  # noqa: F401
 
 
 @dataclass
@@ -96,40 +93,3 @@ def extract_replies(rows: list[dict[str, Any]], cfg: VLLMExtractConfig) -> dict[
     for row in processor(ray.data.from_items(rows)).iter_rows():
         out[row["chunk_id"]] = row["reply"]
     return out
-
-
-class PrecomputedExtractor:
-    """An Extractor over replies computed beforehand (by the vLLM batch stage): each chunk's
-    reply is validated like the HTTP path's; a missing or rejected one falls back to
-    ``fallback`` (the rules)."""
-
-    name = "llm-batch"
-
-    def __init__(self, replies: Mapping[str, str], fallback, *, model: str = "") -> None:
-        self.replies = replies
-        self.fallback = fallback
-        self.model = model
-        self.stats: Counter = Counter()
-        self._lock = threading.Lock()
-
-    def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
-        results: list[list[Fact] | None] = []
-        for item in chunks:
-            reply = self.replies.get(item.chunk.chunk_id)
-            facts = None
-            if reply is None:
-                reason = "no reply"
-            else:
-                try:
-                    facts = facts_from_reply(bank, item, reply, model=self.model)
-                except ValueError as exc:
-                    reason = str(exc)
-            if facts is None:
-                log.warning("batch extraction of chunk %s rejected, using the rules: %s",
-                            item.chunk.chunk_id, reason)
-            with self._lock:
-                self.stats["llm" if facts is not None else "fallback"] += 1
-            results.append(facts)
-        failed = [c for c, f in zip(chunks, results) if f is None]
-        rescued: Iterable[list[Fact]] = iter(self.fallback.extract(bank, failed) if failed else [])
-        return [f if f is not None else next(rescued) for f in results]

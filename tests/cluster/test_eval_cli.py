@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cluster.cli import app
 from fixtures import write_locomo_fixture, write_longmemeval_fixture
-from tests.memlane.test_eval_qa_report import ScriptedLLM
+from tests.evals.test_eval_qa_report import ScriptedLLM
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def test_bench_suite_bad_size(runner, tmp_path):
 
 
 def test_suite_runs_a_given_serve_bench_with_the_arguments_it_takes(tmp_path):
-    from memlane.bench_suite import run_suite, suite_markdown
+    from benchmarks.suite import run_suite, suite_markdown
 
     calls = []
 

@@ -172,7 +172,7 @@ def test_engine_builds_the_llm_extractor_from_settings(settings):
 
 def test_eval_locomo_retains_through_the_llm(server, settings, embedder, extractor, tmp_path):
     from memlane.engine import Memory
-    from memlane.eval.locomo import run_locomo
+    from evals.locomo import run_locomo
 
     server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
     s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",
@@ -181,6 +181,6 @@ def test_eval_locomo_retains_through_the_llm(server, settings, embedder, extract
     ext = LLMExtractor(build_llm(s, "retain"), extractor)
     with Memory(s, embedder=embedder, extractor=ext) as memory:
         report = run_locomo(memory, path, ks=(5,), progress=False)
-        assert memory.store.count_units("locomo-fx-1") == 6  # 3 chunks x 2 LLM facts
+        assert memory.store.count_units("fx-1") == 6  # 3 chunks x 2 LLM facts (bank = sample id)
     assert ext.stats == {"llm": 5} and len(server.requests) == 5
     assert report  # scored over the LLM-extracted units

@@ -449,7 +449,7 @@ def test_bundled_sample_conversations_load():
 @needs_temporal
 @pytest.mark.skipif(not LOCOMO_PATH.exists(), reason=f"LoCoMo data not found at {LOCOMO_PATH}")
 def test_real_locomo_totals():
-    from memlane.eval import load_locomo_questions
+    from evals import load_locomo_questions
 
     convs = load_conversations(LOCOMO_PATH)
     assert len(convs) == 10

@@ -1,4 +1,5 @@
-"""The LongMemEval loader on the tiny original fixture (tests/fixtures.py)."""
+"""The LongMemEval reader (memlane.ingest.longmemeval) on the tiny original fixture
+(tests/fixtures.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memlane.eval.longmemeval_data import bank_id_for, load_longmemeval
-from memlane.ingest import InputError
+from memlane.ingest import InputError, bank_id_for, load_longmemeval
 from tests.fixtures import LME_FIXTURE_EVIDENCE, longmemeval_fixture_data, write_longmemeval_fixture
 
 
@@ -24,7 +24,7 @@ def test_loads_questions_turn_ids_and_gold(tmp_path):
     assert kayak.question_date == datetime(2024, 6, 20, 10, 0, tzinfo=timezone.utc)
     assert trip.answer_session_ids == ["answer_t1", "answer_t2"]
     assert not kayak.abstention and cello.abstention
-    assert cello.bank_id == "lme-fx-cello_abs"
+    assert cello.bank_id == "fx-cello_abs"  # the one scheme: the backfill's bank of it too
 
 
 def test_limit_and_single_object(tmp_path):
@@ -82,5 +82,6 @@ def test_not_json_and_missing(tmp_path):
 
 
 def test_bank_ids_are_safe():
-    assert bank_id_for("gpt4_2655b836_abs") == "lme-gpt4_2655b836_abs"
-    assert bank_id_for("a/b c") == "lme-a-b-c"
+    # One scheme for eval and backfill (issue 10 item 5; the eval's "lme-" prefix was the bug).
+    assert bank_id_for("gpt4_2655b836_abs") == "gpt4_2655b836_abs"
+    assert bank_id_for("a/b c").startswith("a_b_c-") and bank_id_for("a/b c") != bank_id_for("a_b c")

@@ -58,7 +58,7 @@ def service(tmp_path_factory):
 
 
 def _client(service, key="k-admin"):
-    from memlane.client import MemlaneClient
+    from memlane_client import MemlaneClient
 
     return MemlaneClient(service["url"], key, timeout=120)
 
@@ -141,7 +141,7 @@ def test_async_retain_returns_an_operation_that_completes(service):
         assert op["result"]["units"] == 1
         hits = m.recall("bob", "cat named Miso")["memories"]
         assert "Miso" in hits[0]["unit"]["text"]
-    from memlane.client import MemlaneAPIError
+    from memlane_client import MemlaneAPIError
 
     with _client(service, "k-admin") as admin:
         admin.put_bank("shared")
@@ -241,7 +241,7 @@ def test_cli_recall_through_the_service(service):
 def test_async_client_recalls_concurrently(service):
     import asyncio
 
-    from memlane.client import AsyncMemlaneClient
+    from memlane_client import AsyncMemlaneClient
 
     async def run():
         async with AsyncMemlaneClient(service["url"], "k-admin") as m:

@@ -4,7 +4,7 @@ and a PNG.
 Sections:
 
 - **recall**: recall p50/p95 by bank size (synthetic banks written in bounded batches) beside
-  embed + bare dense top-100 in the store and in the in-process index (``memlane.bench``);
+  embed + bare dense top-100 in the store and in the in-process index (``benchmarks.engine``);
 - **footprint**: bytes per memory in process and on disk at each size, beside the raw float32
   vector and raw text bytes;
 - **retain**: retain turns/s beside raw embedding sentences/s of the same texts, in process
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from memlane.bench import run_engine_bench
+from benchmarks.engine import run_engine_bench
 
 
 def run_suite(data_dir: Path, *, sizes: Sequence[int], queries: int = 200,
@@ -107,7 +107,7 @@ def write_suite(report: dict[str, Any], out_dir: Path, *, plots: bool = True) ->
     written[0].write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
     written[1].write_text(suite_markdown(report), encoding="utf-8")
     if plots:
-        from memlane.eval.plots import plot_latency
+        from benchmarks.plots import plot_latency
 
         png = plot_latency(report.get("recall", []), out_dir / "latency_vs_size.png")
         if png is not None:

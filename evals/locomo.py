@@ -1,11 +1,12 @@
 """LoCoMo retrieval eval: evidence recall@k at turn and session level, Memlane vs baselines,
 in the harness report format (and QA with a judge when an LLM is given).
 
-Each conversation goes into its own bank. For every question of categories 1-4, recall runs and
+Each conversation goes into its own bank, named by the ingest's one rule
+(:func:`memlane.ingest.bank_id_for` of its ``sample_id``), the bank ``memlane backfill`` writes. For every question of categories 1-4, recall runs and
 the returned memories are turned into a ranking of source turns (a turn takes the rank of the
 first memory that carries it). Baselines in the same run rank the same units by plain BM25 and
 by plain dense similarity, straight from the store, with no fusion, graph or boosts
-(:mod:`memlane.eval.harness`). Questions whose evidence normalises to nothing (4 in LoCoMo)
+(:mod:`evals.harness`). Questions whose evidence normalises to nothing (4 in LoCoMo)
 are left out of the recall averages (they still get QA).
 
 The report keeps the keys the first version printed (``turn_recall@5``, ``baselines``,
@@ -18,10 +19,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from memlane.eval.harness import SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
-from memlane.eval.locomo_data import load_locomo_questions
-from memlane.eval.metrics import recall_at_k, session_recall_at_k
-from memlane.eval.report import ALL, QuestionLog, build_report
+from evals.harness import SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
+from evals.locomo_data import load_locomo_questions
+from evals.metrics import recall_at_k, session_recall_at_k
+from evals.report import ALL, QuestionLog, build_report
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 # Deep enough that every system returns well over the largest k distinct turns (LoCoMo turns
@@ -31,11 +32,7 @@ RECALL_TOKENS = 8192
 
 def default_locomo_path() -> Path:
     """../shared/data/locomo10.json next to the repository."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo10.json"
-
-
-def _bank_id(sample_id: str) -> str:
-    return f"locomo-{sample_id}"
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo10.json"
 
 
 def _category(cat: int) -> str:
@@ -48,9 +45,9 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
                command: str | None = None) -> dict[str, Any]:
     """Ingest each conversation into its own bank and score recall; returns the report dict.
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
-    settings against banks built by an earlier run of the same code); ``log`` receives a row
+    settings against banks built by an earlier run or by ``memlane backfill``); ``log`` receives a row
     per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt."""
-    from memlane.eval.qa import locomo_grader, locomo_verdict
+    from evals.qa import locomo_grader, locomo_verdict
     from memlane.ingest import load_conversations
 
     t0 = time.perf_counter()
@@ -68,7 +65,7 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
         t_query = bar.add_task("recall", total=sum(len(questions.get(c.document_id, []))
                                                    for c in conversations))
         for conv in conversations:
-            bank = _bank_id(conv.document_id)
+            bank = conv.bank_id  # the backfill's bank of the same sample
             start = time.perf_counter()
             if reuse_banks and memory.store.count_units(bank):
                 bar.advance(t_ingest, len(conv.turns))

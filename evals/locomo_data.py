@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from memlane.ingest.loaders import InputError, read_text
+from memlane.ingest.common import InputError, read_text
 
 # LoCoMo category numbers (not in the paper's section order; see the data README).
 CATEGORY_NAMES = {

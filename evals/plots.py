@@ -1,11 +1,11 @@
-"""PNG plots for eval and bench reports (matplotlib, Agg backend: no display needed).
+"""PNG plots for eval reports (matplotlib, Agg backend: no display needed).
 
 - ``by_category.png``: the headline metric per category, one bar per system;
 - ``recall_at_k.png``: overall recall@k curves, one panel per recall family, one line per
   system;
-- ``qa_accuracy.png``: QA accuracy per category with Wilson 95 % error bars;
-- ``latency_vs_size.png`` (bench): recall p50/p95 against bank size beside the dense-only
-  baseline, log-scaled bank size.
+- ``qa_accuracy.png``: QA accuracy per category with Wilson 95 % error bars.
+
+The bench's latency plot is :func:`benchmarks.plots.plot_latency`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memlane.eval.report import ALL, families, finite
+from evals.summary import ALL, families, finite
 
 
 def _pyplot():
@@ -99,26 +99,6 @@ def plot_report(report: dict[str, Any], out_dir: Path) -> list[Path]:
         fig.tight_layout()
         written.append(_save(fig, out_dir / "qa_accuracy.png", plt))
     return written
-
-
-def plot_latency(rows: list[dict[str, Any]], path: Path) -> Path | None:
-    """Recall latency against bank size from the bench's recall rows; None without rows."""
-    rows = [r for r in rows if finite(r.get("p50_ms"))]
-    if not rows:
-        return None
-    plt = _pyplot()
-    sizes = [r["memories"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(sizes, [r["p50_ms"] for r in rows], marker="o", label="recall p50")
-    ax.plot(sizes, [r["p95_ms"] for r in rows], marker="o", linestyle="--", label="recall p95")
-    ax.plot(sizes, [r["baseline_dense_p50_ms"] for r in rows], marker="s", label="dense-only p50")
-    ax.set_xscale("log")
-    ax.set_xlabel("memories in the bank")
-    ax.set_ylabel("ms")
-    ax.set_title("Recall latency vs bank size")
-    ax.legend()
-    fig.tight_layout()
-    return _save(fig, Path(path), plt)
 
 
 def _save(fig, path: Path, plt) -> Path:

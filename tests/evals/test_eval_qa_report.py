@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memlane.eval.qa import (
+from evals.qa import (
     ANSWER_SYSTEM,
     answer_and_grade,
     lme_grader,
@@ -16,7 +16,7 @@ from memlane.eval.qa import (
     locomo_judge_prompt,
     locomo_verdict,
 )
-from memlane.eval.report import build_report, markdown, summarize_qa, summarize_scores, write_run
+from evals.report import build_report, markdown, summarize_qa, summarize_scores, write_run
 
 
 class ScriptedLLM:

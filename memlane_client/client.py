@@ -1,7 +1,7 @@
 """Python SDK for the Memlane service: :class:`MemlaneClient` (sync) and
 :class:`AsyncMemlaneClient` (asyncio), one method per endpoint, on httpx.
 
-    from memlane.client import MemlaneClient
+    from memlane_client import MemlaneClient
     with MemlaneClient("http://127.0.0.1:8000", api_key="KEY") as m:
         m.put_bank("alice", name="Alice")
         m.retain("alice", [{"content": "My dog is called Biscuit", "speaker": "Alice"}])

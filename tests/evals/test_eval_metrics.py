@@ -1,4 +1,4 @@
-"""Tests of memlane.eval: evidence normalisation, LoCoMo QA loading and retrieval metrics.
+"""Tests of evals: evidence normalisation, LoCoMo QA loading and retrieval metrics.
 
 Every expected number below is worked out by hand in the comment next to it."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane.eval import (
+from evals import (
     ADVERSARIAL_ANSWER,
     QAItem,
     load_locomo_questions,

@@ -6,6 +6,11 @@ Bounded and loopback only: the service starts on 127.0.0.1 over a scratch data d
 each level runs for a fixed time, and everything is stopped at the end. Run it with
 ``python benchmarks/serve_bench.py`` (or ``memlane bench suite``, which calls
 :func:`run_serve_bench`).
+
+The service's lifecycle (start, stop, joining its Ray cluster) belongs to the ``cluster``
+package, which sits above this one; the caller hands it in as a :class:`ServiceControl`
+(``cluster.eval_cmd.serve_bench_runner`` builds it), so the load generator imports no
+``cluster`` module.
 """
 
 from __future__ import annotations
@@ -16,12 +21,26 @@ import os
 import shutil
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import yaml
 
 BENCH_KEY = "bench-key"
+
+
+@dataclass(frozen=True)
+class ServiceControl:
+    """How to run the service under test: its Serve config, ``start(data_dir, port, config,
+    timeout_s=...)`` returning the state (``url``, ``ray_address``), ``stop(data_dir)``,
+    ``connect(ray_address, **ray_init_kwargs)`` as a second driver, and ``free_port()``."""
+
+    default_config: Path
+    start: Callable[..., dict[str, Any]]
+    stop: Callable[[Path], Any]
+    connect: Callable[..., Any]
+    free_port: Callable[[], int]
 
 
 def _pct(xs: Sequence[float], q: float) -> float:
@@ -34,7 +53,7 @@ def _say(message: str) -> None:
 
 
 def _write_bank(data_dir: Path, bank: str, size: int) -> None:
-    from memlane.bench import synthetic_batches
+    from benchmarks.engine import synthetic_batches
     from memlane.engine import Memory
     from memlane.settings import Settings
 
@@ -46,10 +65,9 @@ def _write_bank(data_dir: Path, bank: str, size: int) -> None:
         memory.store.bump_revision(bank)
 
 
-def _bench_config(path: Path, *, upscale_s: float, downscale_s: float) -> Path:
-    from cluster.service import DEFAULT_CONFIG
-
-    config = yaml.safe_load(DEFAULT_CONFIG.read_text())
+def _bench_config(default_config: Path, path: Path, *, upscale_s: float,
+                  downscale_s: float) -> Path:
+    config = yaml.safe_load(default_config.read_text())
     for dep in config["applications"][0]["deployments"]:
         if dep["name"] == "Recall":
             dep["autoscaling_config"].update(min_replicas=1, max_replicas=2,
@@ -138,14 +156,14 @@ class _ReplicaWatch:
 
 def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: int = 10_000,
                     concurrencies: Sequence[int] = (1, 8, 32), seconds: float = 20.0,
-                    port: int | None = None, downscale_s: float = 20.0) -> dict[str, Any]:
-    """Run the benchmark in a fresh ``data_dir``; returns the report (see module docstring).
-    ``queries`` caps the distinct query texts (default 200)."""
+                    port: int | None = None, downscale_s: float = 20.0,
+                    service: ServiceControl) -> dict[str, Any]:
+    """Run the benchmark in a fresh ``data_dir`` against the service ``service`` runs;
+    returns the report (see module docstring). ``queries`` caps the distinct query texts
+    (default 200)."""
     import ray
 
-    from cluster.local import connect_local, free_port
-    from cluster.service import start_background, stop
-    from memlane.bench import bench_queries
+    from benchmarks.engine import bench_queries
 
     data_dir = Path(data_dir).resolve()
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -153,14 +171,15 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
     bank = "bench"
     _say(f"writing a bank of {bank_size:,} synthetic memories")
     _write_bank(data_dir, bank, bank_size)
-    config = _bench_config(data_dir / "bench-config.yaml", upscale_s=2.0, downscale_s=downscale_s)
-    port = port or free_port()
+    config = _bench_config(service.default_config, data_dir / "bench-config.yaml",
+                           upscale_s=2.0, downscale_s=downscale_s)
+    port = port or service.free_port()
     saved = {k: os.environ.get(k) for k in ("MEMLANE_API_KEYS", "MEMLANE_AUTH")}
     os.environ.update(MEMLANE_API_KEYS=json.dumps({BENCH_KEY: [bank]}), MEMLANE_AUTH="on")
     report: dict[str, Any] = {"bank_size": bank_size, "seconds_per_level": seconds, "levels": []}
     _say("starting the service")
     t = time.perf_counter()
-    state = start_background(data_dir, port, config, timeout_s=600)
+    state = service.start(data_dir, port, config, timeout_s=600)
     report["start_s"] = round(time.perf_counter() - t, 1)
     try:
         url = state["url"]
@@ -170,7 +189,7 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
         recall_url, trivial_url = f"{url}/v1/banks/{bank}/recall", f"{url}/trivial/"
         asyncio.run(_load(recall_url, recall_bodies[:20], 2, 5.0, auth))  # warm: index built
         asyncio.run(_load(trivial_url, recall_bodies[:20], 2, 2.0, {}))
-        connect_local(state["ray_address"], logging_level="ERROR")
+        service.connect(state["ray_address"], logging_level="ERROR")
         watch = _ReplicaWatch().start()
         try:
             for c in concurrencies:
@@ -198,7 +217,7 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
             "max_running": max((n for _, n in changes), default=0),
             "back_to_min": bool(changes) and changes[-1][1] == 1}
     finally:
-        stop(data_dir)
+        service.stop(data_dir)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from memlane.eval.locomo import run_locomo
-from memlane.eval.longmemeval import run_longmemeval
-from memlane.eval.report import QuestionLog
+from evals.locomo import run_locomo
+from evals.longmemeval import run_longmemeval
+from evals.report import QuestionLog
 from tests.fixtures import write_locomo_fixture, write_longmemeval_fixture
-from tests.memlane.test_eval_qa_report import ScriptedLLM
+from tests.evals.test_eval_qa_report import ScriptedLLM
 
 KS = (1, 3, 5, 10, 30, 50)
 
@@ -24,7 +24,7 @@ def test_longmemeval_run(memory, tmp_path):
     assert [r["id"] for r in rows] == ["fx-kayak", "fx-trip", "fx-cello_abs"]
     by_id = {r["id"]: r for r in rows}
     # one bank per question, holding exactly its own haystack (8, 8 and 7 turns)
-    assert [memory.store.count_units(f"lme-{q}") for q in by_id] == [8, 8, 7]
+    assert [memory.store.count_units(q) for q in by_id] == [8, 8, 7]  # bank = question id
     # abstention: no official metrics, and no answer sessions to score either
     assert by_id["fx-cello_abs"]["scores"]["memlane"] == {}
     kayak = by_id["fx-kayak"]["scores"]

@@ -2,7 +2,7 @@
 official recall_any/recall_all/ndcg_any, Wilson intervals); runners in ``locomo`` and
 ``longmemeval``, the report format in ``report``, QA with a judge in ``qa``."""
 
-from memlane.eval.locomo_data import (
+from evals.locomo_data import (
     ADVERSARIAL_ANSWER,
     CATEGORY_NAMES,
     QAItem,
@@ -10,8 +10,9 @@ from memlane.eval.locomo_data import (
     load_qa_jsonl,
     normalize_evidence,
 )
-from memlane.eval.longmemeval_data import LMEQuestion, load_longmemeval
-from memlane.eval.metrics import (
+from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval
+
+from evals.metrics import (
     OFFICIAL_KS,
     is_abstention,
     mean,

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from memlane.eval.metrics import (
+from evals.metrics import (
     dcg,
     is_abstention,
     ndcg_any_at_k,

@@ -1,9 +1,10 @@
 """LongMemEval retrieval eval (and QA with a judge): one bank per question, Memlane beside
 BM25-only and dense-only baselines on the same bank.
 
-Each question's haystack is retained into its own bank ``lme-<question_id>``; the question is
-recalled (with its question date as ``as_of``, so "last week" means the week before the
-question) and every system's ranking is turned into a ranking of source turns.
+Each question's haystack is retained into its own bank, ``bank_id_for(question_id)`` (the
+question id itself when it is a valid bank id: the bank ``memlane backfill`` writes); the
+question is recalled (with its question date as ``as_of``, so "last week" means the week before
+the question) and every system's ranking is turned into a ranking of source turns.
 
 Metrics per question and system (k in 1, 3, 5, 10, 30, 50 by default):
 
@@ -11,7 +12,7 @@ Metrics per question and system (k in 1, 3, 5, 10, 30, 50 by default):
   ``has_answer`` true, the corpus being every retained turn of the haystack;
 * ``session_recall_any@k``, ``session_recall_all@k``, ``session_ndcg_any@k``: the official
   turn-to-session conversion of the same ranking (see
-  :func:`memlane.eval.metrics.session_scores_from_turns`);
+  :func:`evals.metrics.session_scores_from_turns`);
 * those six are the official metrics and, as in the official averages, abstention questions
   (``_abs``) have none of them;
 * ``answer_session_recall_any@k``: whether any of the file's ``answer_session_ids`` is among
@@ -30,12 +31,12 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from memlane.eval.harness import (QA_TOKENS, SYSTEMS, percentile, progress_bar, qa_for, qa_systems,
+from evals.harness import (QA_TOKENS, SYSTEMS, percentile, progress_bar, qa_for, qa_systems,
                                   rank_all)
-from memlane.eval.longmemeval_data import LMEQuestion, load_longmemeval
-from memlane.eval.metrics import (OFFICIAL_KS, recall_any_at_k, retrieval_scores, session_of,
+from evals.metrics import (OFFICIAL_KS, recall_any_at_k, retrieval_scores, session_of,
                                   session_scores_from_turns)
-from memlane.eval.report import QuestionLog, build_report
+from evals.report import QuestionLog, build_report
+from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval
 
 HEADLINE = "session_recall_any@5"
 
@@ -63,10 +64,10 @@ def run_longmemeval(memory, path: str | Path, *, ks: Sequence[int] = OFFICIAL_KS
                     full_context: bool = True, use_question_date: bool = True,
                     command: str | None = None) -> dict[str, Any]:
     """Run the eval over the first ``limit`` questions of a LongMemEval file; returns the
-    harness report (:func:`memlane.eval.report.build_report`). ``reuse_banks`` skips retain
+    harness report (:func:`evals.report.build_report`). ``reuse_banks`` skips retain
     for banks that already hold memories; ``log`` receives one row per question; ``qa_llm``
     (an :class:`~memlane.interfaces.LLM`) turns on QA with the official judge prompts."""
-    from memlane.eval.qa import lme_grader, lme_verdict
+    from evals.qa import lme_grader, lme_verdict
 
     t0 = time.perf_counter()
     path = Path(path)

@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from typing import Any, Callable, Sequence
 
-from memlane.eval.metrics import ranked_turns
+from evals.metrics import ranked_turns
 
 SYSTEMS = ("memlane", "bm25", "dense")
 QA_SYSTEMS = ("memlane", "full-context")
@@ -53,7 +53,7 @@ def qa_for(memory, llm, *, question: str, result, history: Sequence[Any], grade,
     the full-context baseline from the whole history; the same answerer and judge grade both.
     Context tokens are counted with the embedder's tokenizer (not the answerer's, which the
     harness cannot know), the same way for both systems."""
-    from memlane.eval.qa import answer_and_grade, history_context, memory_context, pack
+    from evals.qa import answer_and_grade, history_context, memory_context, pack
 
     packed = pack(result.memories, qa_tokens)
     out = {"memlane": answer_and_grade(
