@@ -120,17 +120,12 @@ class RetainWorker:
         from pipelines.corpus import decode_bank
 
         documents = decode_bank(payload)
-        retainer = self.memory.retainer
-        extractor = retainer.extractor
+        extractor = None  # the configured one
         if replies is not None:
             from pipelines.llm_extract import PrecomputedExtractor
 
-            retainer.extractor = PrecomputedExtractor(json.loads(replies), self._rules(),
-                                                      model="vllm-batch")
-        try:
-            report = self.memory.retain(bank_id, documents)
-        finally:
-            retainer.extractor = extractor
+            extractor = PrecomputedExtractor(json.loads(replies), self._rules(), model="vllm-batch")
+        report = self.memory.retain(bank_id, documents, extractor=extractor)
         # Consolidation jobs (observations, opinions; only with an LLM) finish before the
         # bank is evicted, so they do not reload it.
         self.memory.wait_background()
