@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from memlane.retain.pipeline import RetainReport
     from memlane.writes import BankWriter
 
-_invalid = InvalidInput.from_validation
-
 
 class Memory:
     """A Memlane memory engine. Backends are built lazily from ``settings`` unless given."""
@@ -140,7 +138,7 @@ class Memory:
             data["updated_at"] = now_utc()
             bank = Bank.model_validate(data)
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            raise InvalidInput.from_validation(exc) from None
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         self.writer.put_bank(bank)
@@ -251,7 +249,7 @@ class Memory:
         try:
             req = query if isinstance(query, RecallRequest) else RecallRequest(query=query, **options)
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            raise InvalidInput.from_validation(exc) from None
         self.get_bank(bank_id)
         self.derived.ensure(bank_id)
         return self.recaller.recall(bank_id, req)

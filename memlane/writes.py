@@ -101,18 +101,18 @@ class BankWrite:
 
     def delete_document(self, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks, then clean up after them (see
-        :meth:`deleted`). Returns ``{"units", "chunks", "entities"}`` counts (entities:
+        ``_after_delete``). Returns ``{"units", "chunks", "entities"}`` counts (entities:
         dropped because nothing mentions them any more)."""
         counts = dict(self.store.delete_document(self.bank_id, document_id))
-        counts["entities"] = self.deleted() if counts["units"] or counts["chunks"] else 0
+        counts["entities"] = self._after_delete() if counts["units"] or counts["chunks"] else 0
         return counts
 
     def delete_units(self, ids: Sequence[str]) -> tuple[int, int]:
         """Delete units by id, then clean up after them. Returns (units, entities) deleted."""
         n = self.store.delete_units(self.bank_id, ids)
-        return n, (self.deleted() if n else 0)
+        return n, (self._after_delete() if n else 0)
 
-    def deleted(self) -> int:
+    def _after_delete(self) -> int:
         """After units were deleted: run the delete hooks, reload the derived state from what
         the store now holds (links to deleted units go with them), drop entities nothing
         mentions and fix mention counts. Returns how many entities were dropped."""
