@@ -248,14 +248,19 @@ class CARA:
                             support[e].append(u)
         changed = self._reinforce(llm, bank_id, facts, [o.id for o in opinions])
         refreshed = self._refresh_observations(llm, bank_id, support)
-        return {"opinions": changed, "observations": refreshed}
+        # One write after the model calls: one revision bump, and a short window in which
+        # another process's write would leave this process's state stale.
+        self._write(bank_id, changed + refreshed)
+        return {"opinions": len(changed), "observations": len(refreshed)}
 
-    def _reinforce(self, llm, bank_id: str, facts: list[NewFact], opinion_ids: list[str]) -> int:
+    def _reinforce(self, llm, bank_id: str, facts: list[NewFact],
+                   opinion_ids: list[str]) -> list[MemoryUnit]:
+        """The related opinions with their confidence updated (not yet written)."""
         if not opinion_ids:
-            return 0
+            return []
         opinions = self.store.get_units(bank_id, opinion_ids, with_embedding=True)
         if not opinions:
-            return 0
+            return []
         theta, step = self.settings.opinion_similarity, self.settings.opinion_step
         sims = np.stack([f.vector for f in facts]) @ np.asarray(
             [o.embedding for o in opinions], dtype=np.float32).T
@@ -286,10 +291,11 @@ class CARA:
                 evidence_id=evidence[0])]
             op.source_fact_ids = list(dict.fromkeys([*op.source_fact_ids, *evidence]))[-MAX_SOURCES:]
             changed.append(op)
-        self._write(bank_id, changed)
-        return len(changed)
+        return changed
 
-    def _refresh_observations(self, llm, bank_id: str, support: dict[str, list[MemoryUnit]]) -> int:
+    def _refresh_observations(self, llm, bank_id: str,
+                              support: dict[str, list[MemoryUnit]]) -> list[MemoryUnit]:
+        """The rewritten observation of each entity in ``support`` (not yet written)."""
         entities = {e.entity_id: e for e in self.store.list_entities(bank_id)}
         drafts: list[tuple[str, str, list[MemoryUnit]]] = []
         for eid, facts in support.items():
@@ -307,7 +313,7 @@ class CARA:
                 continue
             drafts.append((eid, reply.summary.strip(), facts))
         if not drafts:
-            return 0
+            return []
         vectors = self.embed([text for _, text, _ in drafts])
         units = []
         for (eid, text, facts), vec in zip(drafts, vectors):
@@ -319,8 +325,7 @@ class CARA:
                 valid_from=last, entity_ids=[eid], proof_count=len(facts),
                 source_fact_ids=[u.id for u in facts][-MAX_SOURCES:],
                 metadata={"entity": name}))
-        self._write(bank_id, units)
-        return len(units)
+        return units
 
     # background merging --------------------------------------------------------------------
     def merge_background(self, bank_id: str, snippet: str) -> Bank:

@@ -203,3 +203,43 @@ def test_observations_lose_deleted_sources(memory):
     memory.delete_memory("ana", facts["pets"])
     with pytest.raises(NotFound):
         memory.get_memory("ana", obs.id)
+
+
+def test_consolidation_writes_opinions_and_observations_in_one_write(settings, embedder,
+                                                                     extractor, monkeypatch):
+    """A consolidation job after retain (sync mode) updates a related opinion and refreshes
+    observations: one revision bump for all of it, and a second engine sees both."""
+    import json
+
+    from llm_fake import FakeLLMServer
+
+    def answer(body: dict):
+        system = body["messages"][0]["content"]
+        if system.startswith("You hold an opinion"):
+            return json.dumps({"verdict": "reinforce", "reason": "scripted"})
+        if system.startswith("Write an objective summary"):
+            return json.dumps({"summary": "Pixel is Ana's beagle."})
+        if system.startswith("You maintain a first-person biography"):
+            return json.dumps({"background": "I am a vet. I have a beagle."})
+        return {"status": 400}
+
+    with FakeLLMServer() as server:
+        server.responder = answer
+        s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",
+                                        "llm_background": "sync", "llm_max_retries": 0})
+        with Memory(s, embedder=embedder, extractor=extractor) as a, \
+                Memory(settings, embedder=embedder, extractor=extractor) as b:
+            a.create_bank("ana", name="Ana", background="I am a vet.")
+            a.retain_items("ana", [_item("I adopted a beagle called Pixel last week.", "pets", 2)])
+            [op] = a.cara.form_opinions(a.get_bank("ana"), [OpinionDraft(
+                statement="I think Pixel is well behaved.", confidence=0.6,
+                entities=["Pixel"])], [], "q")
+            bumps = Counter(monkeypatch, a.store, "bump_revision")
+            a.retain_items("ana", [_item("My beagle Pixel chewed my running shoes.", "more", 3)])
+            assert bumps.take() == 2  # the retain, then its consolidation job
+            assert a.get_memory("ana", op.id).confidence == pytest.approx(0.7)
+            assert "Pixel is Ana's beagle." in _texts(b, "Pixel", types=["observation"])
+
+            merged = a.merge_background("ana", "I have a beagle.")
+            assert merged.background == "I am a vet. I have a beagle." == b.get_bank("ana").background
+            assert bumps.take() == 0  # the profile is not derived state
