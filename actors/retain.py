@@ -7,9 +7,8 @@ entities and links are exactly those of an in-process retain of the same input. 
 split across calls: entity resolution and semantic links read what earlier batches of the same
 bank wrote, so one bank must be retained in order by one worker. Parallelism is across banks.
 
-The bank's graph snapshot is written by ``Memory.retain`` after the bank's units are written,
-then the bank's in-process state (graph, search index) is evicted so an actor's memory stays
-bounded over thousands of banks.
+After a bank is retained, its in-process state (graph, search index) is evicted so an actor's
+memory stays bounded over thousands of banks; both are derived and rebuilt from Milvus on demand.
 
 Failures: an exception while retaining a bank is retried once in place (every write is an
 upsert of a deterministic id, so a repeat converges); a bank that fails twice comes back with
@@ -120,21 +119,16 @@ class RetainWorker:
         from actors.wire import decode_bank
 
         documents = decode_bank(payload)
-        retainer = self.memory.retainer
-        extractor = retainer.extractor
+        extractor = None  # the configured one
         if replies is not None:
             from memlane.retain.extract_precomputed import PrecomputedExtractor
 
-            retainer.extractor = PrecomputedExtractor(json.loads(replies), self._rules(),
-                                                      model="vllm-batch")
-        try:
-            report = self.memory.retain(bank_id, documents)
-        finally:
-            retainer.extractor = extractor
+            extractor = PrecomputedExtractor(json.loads(replies), self._rules(), model="vllm-batch")
+        report = self.memory.retain(bank_id, documents, extractor=extractor)
         # Consolidation jobs (observations, opinions; only with an LLM) finish before the
         # bank is evicted, so they do not reload it.
         self.memory.wait_background()
-        self.memory.derived.evict(bank_id)  # the snapshot is on disk; keep actor memory bounded
+        self.memory.derived.evict(bank_id)  # derived from Milvus; keep actor memory bounded
         return report.as_dict()
 
     def _rules(self):

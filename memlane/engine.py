@@ -1,27 +1,25 @@
 """The engine facade: banks, retain, recall, invalidation and deletion over the configured
-backends. Plain Python; the Ray layers wrap it, never the other way round."""
+backends. Plain Python; the Ray layers wrap it, never the other way round. Every write goes
+through the bank writer (memlane/writes.py), which keeps other processes coherent."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pydantic import ValidationError
 
 from memlane.errors import BankNotFound, ConfigError, InvalidInput, NotFound
 from memlane.model import (Bank, Disposition, Entity, FactType, MemoryUnit, RecallRequest,
                            RecallResult, RetainItem, Turn, check_bank_id, now_utc, utc)
+from memlane.retain.items import DocumentPlan, check_tags
 from memlane.settings import Settings
 
-
-def _invalid(exc: ValidationError) -> InvalidInput:
-    """One line that names each bad field."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(x) for x in err["loc"]) or "input"
-        parts.append(f"{where}: {err['msg']}")
-    return InvalidInput("; ".join(parts))
+if TYPE_CHECKING:
+    from memlane.retain.facts import Extractor
+    from memlane.retain.pipeline import RetainReport
+    from memlane.writes import BankWriter
 
 
 class Memory:
@@ -32,7 +30,7 @@ class Memory:
         self.settings = settings or Settings()
         self._store, self._graph = store, graph
         self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
-        self._retainer = self._recaller = self._derived = None
+        self._retainer = self._recaller = self._derived = self._writer = None
         self._cara = None  # reflect and consolidation (memlane/reflect), built on first use
 
     # backends -----------------------------------------------------------------------------
@@ -65,6 +63,16 @@ class Memory:
         return self._derived
 
     @property
+    def writer(self) -> BankWriter:
+        """The one write path to banks: store, derived state, revision (memlane/writes.py)."""
+        if self._writer is None:
+            from memlane.reflect.observations import prune_observations
+            from memlane.writes import BankWriter
+
+            self._writer = BankWriter(self.store, self.derived, on_delete=[prune_observations])
+        return self._writer
+
+    @property
     def embedder(self):
         if self._embedder is None:
             from memlane.models.embedder import build_embedder
@@ -86,20 +94,9 @@ class Memory:
     @property
     def extractor(self):
         if self._extractor is None:
-            if self.settings.extractor not in ("rules", "llm"):
-                raise ConfigError(f"unknown extractor {self.settings.extractor!r} (available: rules, llm)")
-            from memlane.retain.extract_rules import RuleExtractor
-            from memlane.retain.ner import SpacyNER
+            from memlane.retain.extractors import build_extractor
 
-            self._extractor = RuleExtractor(SpacyNER(self.settings.spacy_model))
-            if self.settings.extractor == "llm":
-                from memlane.llm import require_llm
-                from memlane.retain.extract_llm import LLMExtractor
-
-                llm = require_llm(self.settings, "retain", "MEMLANE_EXTRACTOR=llm")
-                self._extractor = LLMExtractor(llm, self._extractor,
-                                               concurrency=self.settings.llm_concurrency,
-                                               max_tokens=self.settings.llm_extract_max_tokens)
+            self._extractor = build_extractor(self.settings)
         return self._extractor
 
     @property
@@ -141,10 +138,10 @@ class Memory:
             data["updated_at"] = now_utc()
             bank = Bank.model_validate(data)
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            raise InvalidInput.from_validation(exc) from None
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        self.store.upsert_bank(bank)
+        self.writer.put_bank(bank)
         return bank
 
     def get_bank(self, bank_id: str) -> Bank:
@@ -163,8 +160,7 @@ class Memory:
     def delete_bank(self, bank_id: str) -> None:
         """Delete a bank with everything in it: units, chunks, entities, its graph."""
         self.get_bank(bank_id)
-        self.store.delete_bank(bank_id)
-        self.derived.drop(bank_id)
+        self.writer.delete_bank(bank_id)
 
     def stats(self, bank_id: str) -> dict[str, Any]:
         self.get_bank(bank_id)
@@ -177,25 +173,18 @@ class Memory:
     # retain -------------------------------------------------------------------------------
     def retain(self, bank_id: str, conversations: Sequence[tuple[str, Sequence[Turn]]], *,
                tags: Sequence[str] = (), create_bank: bool = True,
-               progress: Callable[[int], None] | None = None):
+               progress: Callable[[int], None] | None = None,
+               extractor: Extractor | None = None) -> RetainReport:
         """Retain ``(document_id, turns)`` pairs. Creates the bank when missing unless
-        ``create_bank`` is False. Returns a :class:`~memlane.retain.pipeline.RetainReport`."""
-        try:
-            bank = self.get_bank(bank_id)
-        except BankNotFound:
-            if not create_bank:
-                raise
-            # No owner name: only a bank whose name is set types its owner's turns as
-            # experience; naming it after its id made a user called "priya" the agent.
-            bank = self.create_bank(bank_id, name="")
-        for tag in tags:
-            if not isinstance(tag, str) or not tag.strip():
-                raise InvalidInput(f"tags: invalid tag {tag!r}")
-        seen = self.derived.ensure(bank_id).revision
-        report = self.retainer.retain(bank, conversations, tags=tags, progress=progress)
-        self.derived.wrote(bank_id, seen)
-        if self._retainer.on_units is not None:
-            self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/service.py
+        ``create_bank`` is False; ``extractor`` replaces the configured one for this call
+        (e.g. replies of a batch LLM stage). Returns a
+        :class:`~memlane.retain.pipeline.RetainReport`."""
+        bank = self._bank_to_retain_into(bank_id, create_bank)
+        check_tags(tags)
+        with self.writer.write(bank_id) as w:
+            report = self.retainer.retain(bank, conversations, w, tags=tags, progress=progress,
+                                          extractor=extractor)
+        self._retained(bank_id)
         return report
 
     def retain_file(self, bank_id: str, path: str | Path, *, format: str = "auto",
@@ -209,69 +198,50 @@ class Memory:
         return self.retain(check, [(c.document_id, c.turns) for c in conversations], tags=tags,
                            progress=progress)
 
+    def plan_items(self, bank_id: str, items: Sequence[RetainItem | dict], *,
+                   document_id: str | None = None, tags: Sequence[str] = ()) -> DocumentPlan:
+        """Validate retain API items and group them into ``{document_id: (tags, turns)}``
+        without writing anything (what :meth:`retain_items` would write). Raises InvalidInput
+        naming the first bad field."""
+        from memlane.retain.items import plan_items
+
+        return plan_items(bank_id, items, document_id, tags)
+
     def retain_items(self, bank_id: str, items: Sequence[RetainItem | dict], *,
                      document_id: str | None = None, tags: Sequence[str] = (),
-                     create_bank: bool = True, progress: Callable[[int], None] | None = None):
+                     create_bank: bool = True,
+                     progress: Callable[[int], None] | None = None) -> RetainReport:
         """Retain API items (see :class:`~memlane.model.RetainItem`). Items are grouped into
         documents by ``document_id`` (the item's, else the call's, else one derived from the
-        content); each document replaces what it held before. Validated whole before anything
-        is written."""
-        turns_by_doc = self._documents_of(bank_id, items, document_id, tags)
-        try:
-            self.get_bank(bank_id)
-        except BankNotFound:
-            if not create_bank:
-                raise
+        content); each document replaces what it held before, in one write. Validated whole
+        before anything is written."""
         from memlane.retain.pipeline import RetainReport
 
+        plan = self.plan_items(bank_id, items, document_id=document_id, tags=tags)
+        bank = self._bank_to_retain_into(bank_id, create_bank)
         total = RetainReport(bank_id=bank_id)
-        for doc_id, (doc_tags, turns) in turns_by_doc.items():
-            gone = self.store.delete_document(bank_id, doc_id)
-            if gone["units"] or gone["chunks"]:
-                self._after_delete(bank_id)
-            report = self.retain(bank_id, [(doc_id, turns)], tags=doc_tags, progress=progress)
-            for key in ("documents", "turns", "chunks", "units", "links"):
-                setattr(total, key, getattr(total, key) + getattr(report, key))
-            total.entities += report.entities
-            total.seconds += report.seconds
+        for doc_id, (doc_tags, turns) in plan.items():
+            with self.writer.write(bank_id) as w:
+                w.delete_document(doc_id)
+                report = self.retainer.retain(bank, [(doc_id, turns)], w, tags=doc_tags,
+                                              progress=progress)
+            self._retained(bank_id)
+            total.add(report)
         return total
 
-    def _documents_of(self, bank_id: str, items, document_id, tags):
-        """Validate API items and group them into ``{document_id: (tags, turns)}``."""
-        from memlane.ids import make_id
+    def _bank_to_retain_into(self, bank_id: str, create: bool) -> Bank:
+        try:
+            return self.get_bank(bank_id)
+        except BankNotFound:
+            if not create:
+                raise
+            # No owner name: only a bank whose name is set types its owner's turns as
+            # experience; naming it after its id made a user called "priya" the agent.
+            return self.create_bank(bank_id, name="")
 
-        self._check_bank_id(bank_id)
-        if not items:
-            raise InvalidInput("items: at least one item is required")
-        parsed: list[RetainItem] = []
-        for i, raw in enumerate(items):
-            try:
-                parsed.append(raw if isinstance(raw, RetainItem) else RetainItem.model_validate(raw))
-            except ValidationError as exc:
-                err = _invalid(exc)
-                raise InvalidInput(f"items.{i}.{err}") from None
-        for tag in tags:
-            if not isinstance(tag, str) or not tag.strip():
-                raise InvalidInput(f"tags: invalid tag {tag!r}")
-        now = now_utc()
-        auto = make_id("doc", bank_id, *(f"{it.speaker}\x1e{it.content}\x1e{it.timestamp}"
-                                         for it in parsed))[:16]
-        docs: dict[str, tuple[list[str], dict[str, list[Turn]]]] = {}
-        for i, it in enumerate(parsed):
-            doc_id = it.document_id or document_id or f"doc-{auto}"
-            doc_tags = sorted(set(tags) | set(it.tags))
-            entry = docs.setdefault(doc_id, (doc_tags, {}))
-            if entry[0] != doc_tags:
-                raise InvalidInput(f"items.{i}.tags: items of document {doc_id!r} must carry the "
-                                   "same tags (send documents with other tags separately)")
-            session = it.session_id or doc_id
-            turns = entry[1].setdefault(session, [])
-            turns.append(Turn(document_id=doc_id, session_id=session,
-                              turn_id=f"{session}:{len(turns) + 1}", index=len(turns),
-                              speaker=it.speaker, text=it.content,
-                              timestamp=it.timestamp or now, metadata=it.metadata))
-        return {d: (t, [x for ts in sessions.values() for x in ts])
-                for d, (t, sessions) in docs.items()}
+    def _retained(self, bank_id: str) -> None:
+        if self._retainer is not None and self._retainer.on_units is not None:
+            self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/
 
     # recall -------------------------------------------------------------------------------
     def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
@@ -279,7 +249,7 @@ class Memory:
         try:
             req = query if isinstance(query, RecallRequest) else RecallRequest(query=query, **options)
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            raise InvalidInput.from_validation(exc) from None
         self.get_bank(bank_id)
         self.derived.ensure(bank_id)
         return self.recaller.recall(bank_id, req)
@@ -291,7 +261,8 @@ class Memory:
         if self._cara is None:
             from memlane.reflect import CARA
 
-            self._cara = CARA(self)
+            self._cara = CARA(self.settings, self.store, self.writer,
+                              lambda texts: self.embedder.embed(texts), self.recall)
         return self._cara
 
     def reflect(self, bank_id: str, query: str, **options: Any):
@@ -319,80 +290,36 @@ class Memory:
         """Mark a unit no longer valid from ``at`` (default now): it stays stored and answers
         ``as_of`` questions about the time before (Engram: invalidate, never delete)."""
         self.get_bank(bank_id)
-        seen = self.derived.ensure(bank_id).revision
         units = self.store.get_units(bank_id, [unit_id], with_embedding=True)
         if not units:
             raise InvalidInput(f"unit {unit_id!r} is not in bank {bank_id!r}")
         unit = units[0]
         unit.invalid_at = utc(at) if at else now_utc()
         unit.superseded_by = superseded_by
-        self.store.upsert_units(bank_id, [unit])
-        self.derived.upsert_units(bank_id, [unit])
-        self.derived.wrote(bank_id, seen)
+        with self.writer.write(bank_id) as w:
+            w.units([unit])
 
     def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks, then rebuild the bank's graph and drop entities
-        nothing mentions any more. Raises InvalidInput for a document the bank does not hold."""
+        nothing mentions any more. Raises NotFound for a document the bank does not hold."""
         self.get_bank(bank_id)
         if not isinstance(document_id, str) or not document_id:
             raise InvalidInput(f"document_id must be a non-empty string, got {document_id!r}")
-        counts = self.store.delete_document(bank_id, document_id)
+        with self.writer.write(bank_id) as w:
+            counts = w.delete_document(document_id)
         if not counts["units"] and not counts["chunks"]:
             raise NotFound(f"document {document_id!r} is not in bank {bank_id!r}", "document_id")
-        counts["entities"] = self._after_delete(bank_id)
         return counts
 
     def delete_memory(self, bank_id: str, unit_id: str) -> dict[str, int]:
         """Delete one memory unit (links to it are pruned, the graph rebuilt, orphaned entities
         dropped). To keep history instead, use :meth:`invalidate`."""
         self.get_bank(bank_id)
-        if not self.store.delete_units(bank_id, [unit_id]):
+        with self.writer.write(bank_id) as w:
+            deleted, entities = w.delete_units([unit_id])
+        if not deleted:
             raise NotFound(f"memory {unit_id!r} is not in bank {bank_id!r}", "memory_id")
-        return {"units": 1, "entities": self._after_delete(bank_id)}
-
-    def _after_delete(self, bank_id: str) -> int:
-        """Rebuild derived state from what the store now holds (the new revision token tells
-        other processes too), drop entities nothing mentions and fix mention counts. Returns
-        how many entities were dropped."""
-        self._prune_observations(bank_id)
-        self.derived.drop(bank_id)
-        self.store.bump_revision(bank_id)
-        self.derived.ensure(bank_id)
-        entities = self.store.list_entities(bank_id)
-        degrees = self.graph.entity_degrees(bank_id, [e.entity_id for e in entities])
-        orphans = [e.entity_id for e in entities if degrees.get(e.entity_id, 0) == 0]
-        dropped = self.store.delete_entities(bank_id, orphans) if orphans else 0
-        changed = [e.model_copy(update={"mention_count": degrees[e.entity_id]}) for e in entities
-                   if degrees.get(e.entity_id, 0) and degrees[e.entity_id] != e.mention_count]
-        if changed:
-            self.store.upsert_entities(bank_id, changed)
-        return dropped
-
-    def _prune_observations(self, bank_id: str) -> None:
-        """Observations summarise facts; when facts are deleted, an observation keeps only the
-        sources that still exist (proof_count follows) and goes when none is left, so no
-        summary outlives its evidence. Its text is rewritten by the next consolidation."""
-        from memlane.interfaces import UnitFilter
-
-        ids = self.store.list_unit_ids(bank_id, UnitFilter(fact_types=[FactType.observation],
-                                                           only_valid=False))
-        if not ids:
-            return
-        observations = self.store.get_units(bank_id, ids, with_embedding=True)
-        sources = sorted({f for o in observations for f in o.source_fact_ids})
-        alive = set(self.store.get_unit_fields(bank_id, sources, fields=[])) if sources else set()
-        gone, changed = [], []
-        for obs in observations:
-            kept = [f for f in obs.source_fact_ids if f in alive]
-            if obs.source_fact_ids and not kept:
-                gone.append(obs.id)
-            elif len(kept) != len(obs.source_fact_ids):
-                changed.append(obs.model_copy(update={"source_fact_ids": kept,
-                                                      "proof_count": len(kept)}))
-        if changed:
-            self.store.upsert_units(bank_id, changed)
-        if gone:
-            self.store.delete_units(bank_id, gone)
+        return {"units": deleted, "entities": entities}
 
     # listing ------------------------------------------------------------------------------
     def list_memories(self, bank_id: str, *, offset: int = 0, limit: int = 100,

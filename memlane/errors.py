@@ -1,6 +1,8 @@
 """Engine errors. Each carries a message that names the problem; callers map them to HTTP 4xx
 or CLI exit code 2."""
 
+from typing import Any
+
 
 class MemlaneError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -8,6 +10,13 @@ class MemlaneError(Exception):
 
 class InvalidInput(MemlaneError, ValueError):
     """A request or input value is invalid; nothing was written."""
+
+    @classmethod
+    def from_validation(cls, exc: Any) -> "InvalidInput":
+        """One line that names each bad field of a pydantic ``ValidationError``."""
+        parts = [f"{'.'.join(str(x) for x in e['loc']) or 'input'}: {e['msg']}"
+                 for e in exc.errors()]
+        return cls("; ".join(parts))
 
 
 class NotFound(MemlaneError, LookupError):

@@ -1,4 +1,4 @@
-"""Bulk backfill on Ray Data: a corpus of chat logs -> retained banks in Milvus + graph snapshots.
+"""Bulk backfill on Ray Data: a corpus of chat logs -> retained banks in Milvus.
 
 Stages::
 

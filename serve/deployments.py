@@ -199,8 +199,8 @@ class MemoryDeployment:
     def retain_async(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
         # Validate now, so bad input is a 4xx on the request, not a failed operation later.
         self.memory.get_bank(bank_id)
-        self.memory._documents_of(bank_id, body["items"], body.get("document_id"),
-                                  body.get("tags") or ())
+        self.memory.plan_items(bank_id, body["items"], document_id=body.get("document_id"),
+                               tags=body.get("tags") or ())
         op = self.ops.create(bank_id, "retain", total=len(body["items"]))
         with self._lock:
             self._pending[op["operation_id"]] = op

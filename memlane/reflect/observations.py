@@ -7,6 +7,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.ids import make_id
+from memlane.interfaces import UnitFilter, VectorStore
+from memlane.model import FactType
 
 
 def observation_id(bank_id: str, entity_id: str) -> str:
@@ -31,3 +33,28 @@ def observation_messages(name: str, facts: list[tuple[str, str]]) -> list[dict]:
     listing = "\n".join(f"- ({when}) {text}" for when, text in facts)
     return [{"role": "system", "content": INSTRUCTIONS.format(name=name)},
             {"role": "user", "content": f"Facts about {name}:\n{listing}"}]
+
+
+def prune_observations(store: VectorStore, bank_id: str) -> None:
+    """After facts were deleted: an observation keeps only the sources that still exist
+    (proof_count follows) and goes when none is left, so no summary outlives its evidence.
+    Its text is rewritten by the next consolidation. (A delete hook of memlane/writes.py.)"""
+    ids = store.list_unit_ids(bank_id, UnitFilter(fact_types=[FactType.observation],
+                                                  only_valid=False))
+    if not ids:
+        return
+    observations = store.get_units(bank_id, ids, with_embedding=True)
+    sources = sorted({f for o in observations for f in o.source_fact_ids})
+    alive = set(store.get_unit_fields(bank_id, sources, fields=[])) if sources else set()
+    gone, changed = [], []
+    for obs in observations:
+        kept = [f for f in obs.source_fact_ids if f in alive]
+        if obs.source_fact_ids and not kept:
+            gone.append(obs.id)
+        elif len(kept) != len(obs.source_fact_ids):
+            changed.append(obs.model_copy(update={"source_fact_ids": kept,
+                                                  "proof_count": len(kept)}))
+    if changed:
+        store.upsert_units(bank_id, changed)
+    if gone:
+        store.delete_units(bank_id, gone)

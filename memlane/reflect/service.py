@@ -1,5 +1,6 @@
-"""CARA over a Memory engine: reflect, opinion formation and reinforcement, observation refresh
-and background merging. The engine holds one :class:`CARA` and delegates to it.
+"""CARA: reflect, opinion formation and reinforcement, observation refresh and background
+merging. The engine holds one :class:`CARA` and delegates to it; CARA gets only what it uses
+(the store to read, the bank writer to write, the embedder, a recall callable and its LLMs).
 
 After retain: each retained batch's new world/experience facts are queued per bank (their id,
 text, entities and vector); when the retain call ends, one consolidation job per bank runs with
@@ -9,10 +10,10 @@ bounded background thread (``llm_background="thread"``, the default: retain retu
 waiting for the model), inline at the end of retain (``"sync"``), or not at all (``"off"``).
 ``Memory.wait_background()`` waits for them; ``Memory.close()`` does too.
 
-Writes made here follow the engine's revision protocol (store, then derived state, then the
-revision token), so other processes reload the bank. A job that runs while another retain of
-the same bank is writing marks this process's index stale, and the next recall reloads it:
-slower once, never wrong.
+Writes made here go through the bank writer (memlane/writes.py: store, then derived state,
+then one revision bump), so other processes reload the bank. A job that runs while another
+retain of the same bank is writing marks this process's index stale, and the next recall
+reloads it: slower once, never wrong.
 """
 
 from __future__ import annotations
@@ -21,18 +22,17 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
-from memlane.errors import InvalidInput
+from memlane.errors import BankNotFound, InvalidInput
+from memlane.interfaces import VectorStore
 from memlane.llm import build_llm, require_llm
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
-from memlane.model import (Bank, Budget, FactType, MemoryUnit, OpinionChange, RecalledMemory,
-                           not_blank, now_utc)
+from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, RecallResult, now_utc
 from memlane.reflect.background import BackgroundWorker
 from memlane.reflect.disposition import system_message
 from memlane.reflect.observations import ObservationReply, observation_id, observation_messages
@@ -40,44 +40,18 @@ from memlane.reflect.opinions import (REFLECT_INSTRUCTIONS, Assessment, OpinionD
                                       ReflectReply, assess_messages, opinion_id,
                                       updated_confidence)
 from memlane.reflect.profile import BackgroundReply, merge_messages
+from memlane.reflect.requests import ReflectRequest, ReflectResult
 from memlane.retain.entities import normalize
+from memlane.settings import Settings
+
+if TYPE_CHECKING:
+    from memlane.writes import BankWriter
 
 log = logging.getLogger(__name__)
 
 MAX_SOURCES = 4096  # the store's array limit
 SAME_OPINION = 0.92  # cosine at which a newly stated opinion is the same as a stored one
 EVIDENCE_PER_OPINION = 5  # newest related facts shown to the model per assessment
-
-
-class ReflectRequest(BaseModel):
-    """Options of reflect. ``max_tokens`` is the recall budget for the memories the model sees;
-    ``answer_max_tokens`` bounds the model's reply."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: str
-    max_tokens: int = Field(4096, gt=0, le=1_000_000)
-    budget: Budget = "mid"
-    as_of: datetime | None = None
-    tags: list[str] | None = None
-    tags_match: Literal["any", "all"] = "any"
-    answer_max_tokens: int = Field(1024, gt=0, le=32_768)
-    form_opinions: bool = True
-
-    @field_validator("query")
-    @classmethod
-    def _non_empty(cls, v: str) -> str:
-        return not_blank(v, "query")
-
-
-class ReflectResult(BaseModel):
-    """Reflect's answer: the text, the memories it cites, the opinions it formed or updated."""
-
-    answer: str
-    memory_ids: list[str] = Field(default_factory=list)
-    opinions: list[MemoryUnit] = Field(default_factory=list)
-    memories: list[RecalledMemory] = Field(default_factory=list)  # what the model was shown
-    timings_ms: dict[str, float] = Field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -90,21 +64,26 @@ class NewFact:
     vector: np.ndarray
 
 
-def _invalid(exc: ValidationError) -> InvalidInput:
-    parts = [f"{'.'.join(str(x) for x in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()]
-    return InvalidInput("; ".join(parts))
-
-
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
-class CARA:
-    """Reflect and consolidation for one engine (``memory``: a :class:`memlane.engine.Memory`)."""
+# recall(bank_id, query, **RecallRequest fields): the engine's Memory.recall
+Recall = Callable[..., RecallResult]
+# embed(texts) -> float32 (n, dim): the engine's embedder, built on first use
+Embed = Callable[[Sequence[str]], np.ndarray]
 
-    def __init__(self, memory) -> None:
-        self.memory = memory
-        self.settings = memory.settings
+
+class CARA:
+    """Reflect and consolidation for one engine."""
+
+    def __init__(self, settings: Settings, store: VectorStore, writer: BankWriter,
+                 embed: Embed, recall: Recall) -> None:
+        self.settings = settings
+        self.store = store
+        self.writer = writer
+        self.embed = embed
+        self.recall = recall
         self._llms: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._pending: dict[str, list[NewFact]] = {}
@@ -127,14 +106,14 @@ class CARA:
         try:
             req = ReflectRequest(query=query, **options)
         except ValidationError as exc:
-            raise _invalid(exc) from None
-        bank = self.memory.get_bank(bank_id)
+            raise InvalidInput.from_validation(exc) from None
+        bank = self._bank(bank_id)
         if self.llm("reflect") is None:
             require_llm(self.settings, "reflect", "reflect")  # raises, naming the setting
         llm = self.llm("reflect")
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        recalled = self.memory.recall(bank_id, req.query, max_tokens=req.max_tokens,
+        recalled = self.recall(bank_id, req.query, max_tokens=req.max_tokens,
                                       budget=req.budget, as_of=req.as_of, tags=req.tags,
                                       tags_match=req.tags_match)
         timings["recall"] = _ms(t0)
@@ -179,7 +158,7 @@ class CARA:
         to the newly stated confidence. Each change goes into the history."""
         bank_id = bank.bank_id
         now = now_utc()
-        vectors = self.memory.embedder.embed([d.statement for d in drafts])
+        vectors = self.embed([d.statement for d in drafts])
         existing = self._opinions(bank_id, with_embedding=True)
         names = self._entity_names(bank_id)
         out: list[MemoryUnit] = []
@@ -257,7 +236,7 @@ class CARA:
         touched = sorted({e for f in facts for e in f.entity_ids})
         opinions: list[MemoryUnit] = []
         support: dict[str, list[MemoryUnit]] = {e: [] for e in touched}
-        for batch in self.memory.store.iter_units(bank_id):
+        for batch in self.store.iter_units(bank_id):
             for u in batch:
                 if u.invalid_at is not None:
                     continue
@@ -269,14 +248,19 @@ class CARA:
                             support[e].append(u)
         changed = self._reinforce(llm, bank_id, facts, [o.id for o in opinions])
         refreshed = self._refresh_observations(llm, bank_id, support)
-        return {"opinions": changed, "observations": refreshed}
+        # One write after the model calls: one revision bump, and a short window in which
+        # another process's write would leave this process's state stale.
+        self._write(bank_id, changed + refreshed)
+        return {"opinions": len(changed), "observations": len(refreshed)}
 
-    def _reinforce(self, llm, bank_id: str, facts: list[NewFact], opinion_ids: list[str]) -> int:
+    def _reinforce(self, llm, bank_id: str, facts: list[NewFact],
+                   opinion_ids: list[str]) -> list[MemoryUnit]:
+        """The related opinions with their confidence updated (not yet written)."""
         if not opinion_ids:
-            return 0
-        opinions = self.memory.store.get_units(bank_id, opinion_ids, with_embedding=True)
+            return []
+        opinions = self.store.get_units(bank_id, opinion_ids, with_embedding=True)
         if not opinions:
-            return 0
+            return []
         theta, step = self.settings.opinion_similarity, self.settings.opinion_step
         sims = np.stack([f.vector for f in facts]) @ np.asarray(
             [o.embedding for o in opinions], dtype=np.float32).T
@@ -307,11 +291,12 @@ class CARA:
                 evidence_id=evidence[0])]
             op.source_fact_ids = list(dict.fromkeys([*op.source_fact_ids, *evidence]))[-MAX_SOURCES:]
             changed.append(op)
-        self._write(bank_id, changed)
-        return len(changed)
+        return changed
 
-    def _refresh_observations(self, llm, bank_id: str, support: dict[str, list[MemoryUnit]]) -> int:
-        entities = {e.entity_id: e for e in self.memory.store.list_entities(bank_id)}
+    def _refresh_observations(self, llm, bank_id: str,
+                              support: dict[str, list[MemoryUnit]]) -> list[MemoryUnit]:
+        """The rewritten observation of each entity in ``support`` (not yet written)."""
+        entities = {e.entity_id: e for e in self.store.list_entities(bank_id)}
         drafts: list[tuple[str, str, list[MemoryUnit]]] = []
         for eid, facts in support.items():
             if not facts:
@@ -328,8 +313,8 @@ class CARA:
                 continue
             drafts.append((eid, reply.summary.strip(), facts))
         if not drafts:
-            return 0
-        vectors = self.memory.embedder.embed([text for _, text, _ in drafts])
+            return []
+        vectors = self.embed([text for _, text, _ in drafts])
         units = []
         for (eid, text, facts), vec in zip(drafts, vectors):
             last = facts[-1].mentioned_at
@@ -340,8 +325,7 @@ class CARA:
                 valid_from=last, entity_ids=[eid], proof_count=len(facts),
                 source_fact_ids=[u.id for u in facts][-MAX_SOURCES:],
                 metadata={"entity": name}))
-        self._write(bank_id, units)
-        return len(units)
+        return units
 
     # background merging --------------------------------------------------------------------
     def merge_background(self, bank_id: str, snippet: str) -> Bank:
@@ -349,7 +333,7 @@ class CARA:
         wins conflicts). An empty background simply becomes the snippet (no model call)."""
         if not isinstance(snippet, str) or not snippet.strip():
             raise InvalidInput("background snippet must not be empty")
-        bank = self.memory.get_bank(bank_id)
+        bank = self._bank(bank_id)
         current = bank.background.strip()
         if not current:
             merged = snippet.strip()
@@ -359,26 +343,35 @@ class CARA:
                 require_llm(self.settings, "consolidation", "background merging")
             merged = complete_json(llm, merge_messages(current, snippet.strip()), BackgroundReply,
                                    max_tokens=800).background.strip()
-        return self.memory.create_bank(bank_id, background=merged)
+        try:
+            merged_bank = Bank.model_validate({**bank.model_dump(), "background": merged,
+                                               "updated_at": now_utc()})
+        except ValidationError as exc:
+            raise InvalidInput.from_validation(exc) from None
+        self.writer.put_bank(merged_bank)
+        return merged_bank
 
     # store helpers -------------------------------------------------------------------------
+    def _bank(self, bank_id: str) -> Bank:
+        bank = self.store.get_bank(bank_id)
+        if bank is None:
+            raise BankNotFound(bank_id)
+        return bank
+
     def _opinions(self, bank_id: str, *, with_embedding: bool) -> list[MemoryUnit]:
-        ids = [u.id for batch in self.memory.store.iter_units(bank_id) for u in batch
+        ids = [u.id for batch in self.store.iter_units(bank_id) for u in batch
                if u.fact_type == FactType.opinion and u.invalid_at is None]
-        return self.memory.store.get_units(bank_id, ids, with_embedding=with_embedding) if ids else []
+        return self.store.get_units(bank_id, ids, with_embedding=with_embedding) if ids else []
 
     def _entity_names(self, bank_id: str) -> dict[str, str]:
         names: dict[str, str] = {}
-        for e in self.memory.store.list_entities(bank_id):
+        for e in self.store.list_entities(bank_id):
             for n in (e.name, *e.aliases):
                 names.setdefault(normalize(n), e.entity_id)
         return names
 
     def _write(self, bank_id: str, units: list[MemoryUnit]) -> None:
-        if not units:
-            return
-        derived = self.memory.derived
-        seen = derived.ensure(bank_id).revision
-        self.memory.store.upsert_units(bank_id, units)
-        derived.upsert_units(bank_id, units)
-        derived.wrote(bank_id, seen)
+        """One logical write (one revision bump) per batch of opinions or observations."""
+        if units:
+            with self.writer.write(bank_id) as w:
+                w.units(units)

@@ -1,8 +1,10 @@
 """Retain: chunk -> extract -> resolve entities -> embed -> link -> write, in bounded batches.
 
-Write order per batch: chunks, then units (the store of record), then the derived graph; entity
-records are written last with mention counts read from the graph, which is itself derived from
-the units, so a retain interrupted anywhere and run again converges to the same state.
+Writes go through the caller's :class:`~memlane.writes.BankWrite` (one logical write per
+retain call: one revision bump at its end). Write order per batch: chunks, then units (the
+store of record, then the derived graph); entity records are written last with mention counts
+read from the graph, which is itself derived from the units, so a retain interrupted anywhere
+and run again converges to the same state.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from memlane.derived import DerivedState
 from memlane.ids import unit_id
@@ -21,6 +23,9 @@ from memlane.retain.entities import EntityResolver
 from memlane.retain.facts import Extractor, Fact
 from memlane.retain.links import semantic_links
 from memlane.settings import Settings
+
+if TYPE_CHECKING:
+    from memlane.writes import BankWrite
 
 # Turns per batch: small enough that extracting the next batch on a thread overlaps embedding
 # the current one (torch releases the GIL), large enough that the embedder's length-sorted
@@ -46,9 +51,16 @@ class RetainReport:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def add(self, other: RetainReport) -> None:
+        """Add another report's counts and seconds to this one (a call that retains several
+        documents one at a time reports their sum)."""
+        for key in ("documents", "turns", "chunks", "units", "entities", "links", "seconds"):
+            setattr(self, key, getattr(self, key) + getattr(other, key))
+
 
 class Retainer:
-    """Runs retain for one bank at a time against the configured backends."""
+    """Runs retain for one bank at a time: reads from the store and the derived state, writes
+    through the :class:`~memlane.writes.BankWrite` it is given."""
 
     def __init__(self, settings: Settings, store: VectorStore, derived: DerivedState,
                  embedder: Embedder, extractor: Extractor) -> None:
@@ -63,10 +75,14 @@ class Retainer:
         # Called with (bank, units) after each batch is written (consolidation queues them).
         self.on_units: Callable[[Bank, list[MemoryUnit]], None] | None = None
 
-    def retain(self, bank: Bank, conversations: Sequence[tuple[str, Sequence[Turn]]], *,
-               tags: Sequence[str] = (), progress: Callable[[int], None] | None = None) -> RetainReport:
-        """Retain ``(document_id, turns)`` pairs into ``bank``. Idempotent: ids derive from
-        bank, document, chunk and position."""
+    def retain(self, bank: Bank, conversations: Sequence[tuple[str, Sequence[Turn]]],
+               write: BankWrite, *, tags: Sequence[str] = (),
+               progress: Callable[[int], None] | None = None,
+               extractor: Extractor | None = None) -> RetainReport:
+        """Retain ``(document_id, turns)`` pairs into ``bank`` through ``write``. Idempotent:
+        ids derive from bank, document, chunk and position. ``extractor`` replaces the
+        configured one for this call only."""
+        extract = extractor or self.extractor
         t0 = time.perf_counter()
         report = RetainReport(bank_id=bank.bank_id)
         timings: dict[str, float] = {}
@@ -76,12 +92,13 @@ class Retainer:
         # written: the two overlap on the 2 cores instead of queueing.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-extract") as pool:
             current = next(batches, None)
-            future = pool.submit(self._extract, bank, current, timings) if current else None
+            future = pool.submit(self._extract, extract, bank, current, timings) if current else None
             while current is not None:
                 facts = future.result()
                 following = next(batches, None)
-                future = pool.submit(self._extract, bank, following, timings) if following else None
-                self._batch(bank, current, facts, resolver, tags, report, timings)
+                future = (pool.submit(self._extract, extract, bank, following, timings)
+                          if following else None)
+                self._batch(bank, current, facts, resolver, tags, report, timings, write)
                 if progress:
                     progress(sum(len(item.turns) for item in current))
                 current = following
@@ -91,7 +108,7 @@ class Retainer:
             degrees = self.graph.entity_degrees(bank.bank_id, [e.entity_id for e in touched])
             for ent in touched:
                 ent.mention_count = degrees.get(ent.entity_id, 0)
-            self.store.upsert_entities(bank.bank_id, touched)
+            write.entities(touched)
         report.entities = len(touched)
         timings["entities_write"] = time.perf_counter() - tick
         report.seconds = time.perf_counter() - t0
@@ -114,15 +131,17 @@ class Retainer:
         if pending:
             yield pending
 
-    def _extract(self, bank: Bank, items: list[ChunkInput], timings: dict[str, float]):
+    @staticmethod
+    def _extract(extractor: Extractor, bank: Bank, items: list[ChunkInput],
+                 timings: dict[str, float]):
         tick = time.perf_counter()
-        facts = self.extractor.extract(bank, items)
+        facts = extractor.extract(bank, items)
         timings["extract (overlapped)"] = timings.get("extract (overlapped)", 0.0) + time.perf_counter() - tick
         return facts
 
     def _batch(self, bank: Bank, items: list[ChunkInput], facts_per_chunk,
                resolver: EntityResolver, tags: Sequence[str], report: RetainReport,
-               timings: dict[str, float]) -> None:
+               timings: dict[str, float], write: BankWrite) -> None:
         def lap(name: str, since: float) -> float:
             now = time.perf_counter()
             timings[name] = timings.get(name, 0.0) + now - since
@@ -179,11 +198,9 @@ class Retainer:
             )
             for uid, vec, unit_links, (chunk, _, fact, eids) in zip(ids, vectors, links, drafts)
         ]
-        self.store.upsert_chunks(bank.bank_id, [item.chunk for item in items])
-        self.store.upsert_units(bank.bank_id, units)
-        tick = lap("write", tick)
-        self.derived.upsert_units(bank.bank_id, units)
-        lap("index", tick)
+        write.chunks([item.chunk for item in items])
+        write.units(units)  # the store, then this process's index and graph
+        lap("write", tick)
         if self.on_units is not None:
             self.on_units(bank, units)
 

@@ -1,0 +1,41 @@
+"""Reflect's request and result (the HTTP schema of reflect extends the request)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memlane.model import Budget, MemoryUnit, RecalledMemory, not_blank
+
+
+class ReflectRequest(BaseModel):
+    """Options of reflect. ``max_tokens`` is the recall budget for the memories the model sees;
+    ``answer_max_tokens`` bounds the model's reply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    max_tokens: int = Field(4096, gt=0, le=1_000_000)
+    budget: Budget = "mid"
+    as_of: datetime | None = None
+    tags: list[str] | None = None
+    tags_match: Literal["any", "all"] = "any"
+    answer_max_tokens: int = Field(1024, gt=0, le=32_768)
+    form_opinions: bool = True
+
+    @field_validator("query")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        return not_blank(v, "query")
+
+
+class ReflectResult(BaseModel):
+    """Reflect's answer: the text, the memories it cites, the opinions it formed or updated."""
+
+    answer: str
+    memory_ids: list[str] = Field(default_factory=list)
+    opinions: list[MemoryUnit] = Field(default_factory=list)
+    memories: list[RecalledMemory] = Field(default_factory=list)  # what the model was shown
+    timings_ms: dict[str, float] = Field(default_factory=dict)
