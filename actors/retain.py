@@ -139,7 +139,7 @@ class RetainWorker:
 
             ext = self.memory.extractor
             self._rules_extractor = ext if ext.name == "rules" else RuleExtractor(
-                SpacyNER(self.settings.spacy_model))
+                SpacyNER(self.settings.models.spacy_model))
         return self._rules_extractor
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:

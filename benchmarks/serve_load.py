@@ -60,7 +60,7 @@ def _write_bank(data_dir: Path, bank: str, size: int) -> None:
     settings = Settings(data_dir=data_dir)
     with Memory(settings) as memory:
         memory.create_bank(bank)
-        for units in synthetic_batches(bank, size, settings.embedding_dim):
+        for units in synthetic_batches(bank, size, settings.models.embedding_dim):
             memory.store.upsert_units(bank, units)
         memory.store.bump_revision(bank)
 
@@ -174,8 +174,8 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
     config = _bench_config(service.default_config, data_dir / "bench-config.yaml",
                            upscale_s=2.0, downscale_s=downscale_s)
     port = port or service.free_port()
-    saved = {k: os.environ.get(k) for k in ("MEMLANE_API_KEYS", "MEMLANE_AUTH")}
-    os.environ.update(MEMLANE_API_KEYS=json.dumps({BENCH_KEY: [bank]}), MEMLANE_AUTH="on")
+    saved = {k: os.environ.get(k) for k in ("MEMLANE_SERVE__API_KEYS", "MEMLANE_SERVE__AUTH")}
+    os.environ.update(MEMLANE_SERVE__API_KEYS=json.dumps({BENCH_KEY: [bank]}), MEMLANE_SERVE__AUTH="on")
     report: dict[str, Any] = {"bank_size": bank_size, "seconds_per_level": seconds, "levels": []}
     _say("starting the service")
     t = time.perf_counter()

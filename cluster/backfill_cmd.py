@@ -3,7 +3,7 @@
 Registered in the CLI with ``app.command()(backfill)``. Without ``--address`` it starts a local
 Ray and a Milvus Lite server over the data directory, both on 127.0.0.1, and stops both at the
 end (Ctrl-C included). With ``--address`` it joins that cluster and writes to ``--milvus-uri``
-(or ``MEMLANE_MILVUS_URI``), which every node must reach.
+(or ``MEMLANE_STORE__MILVUS_URI``), which every node must reach.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
         settings = Settings(data_dir=data_dir) if data_dir else Settings()
-        uri = milvus_uri or settings.milvus_uri
+        uri = milvus_uri or settings.store.milvus_uri
         if vllm_model is not None:
             import importlib.util
 
@@ -98,7 +98,7 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
                 raise ValueError("--vllm-model needs vLLM: install the gpu extra "
                                  "(pip install 'memlane[gpu]') on a machine with GPUs")
         if address and not uri:
-            raise ValueError("--address needs --milvus-uri (or MEMLANE_MILVUS_URI): the workers "
+            raise ValueError("--address needs --milvus-uri (or MEMLANE_STORE__MILVUS_URI): the workers "
                              "of a cluster cannot share a local Milvus Lite directory")
     except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
         fail(str(exc) or type(exc).__name__)
@@ -167,16 +167,20 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
 
 
 def _secret(key: str) -> bool:
-    return key == "milvus_token" or key.endswith("api_key")
+    return key.endswith("milvus_token") or key.endswith("api_key")
 
 
 def worker_settings(settings) -> dict:
-    """The Settings sent to every worker (MEMLANE_EXTRACTOR=llm and the LLM endpoints
-    included). Secrets are not: the Milvus token and the LLM API keys would land in Ray's
-    object store (and a SecretStr dumps as asterisks); workers read MEMLANE_MILVUS_TOKEN and
-    MEMLANE_LLM_*API_KEY from their own environment (a local Ray inherits the driver's)."""
-    return {k: v for k, v in settings.model_dump(mode="json").items()
-            if k not in ("data_dir", "milvus_uri") and not _secret(k)}
+    """The Settings sent to every worker (the extractor and the LLM endpoints included).
+    Secrets are not: the Milvus token and the LLM API keys would land in Ray's object store
+    (and a SecretStr dumps as asterisks); workers read MEMLANE_STORE__MILVUS_TOKEN and
+    MEMLANE_LLM__*API_KEY from their own environment (a local Ray inherits the driver's)."""
+
+    def public(tree: dict) -> dict:
+        return {k: public(v) if isinstance(v, dict) else v for k, v in tree.items()
+                if k not in ("data_dir", "milvus_uri") and not _secret(k)}
+
+    return public(settings.model_dump(mode="json"))
 
 
 def _public(summary: dict) -> dict:

@@ -20,7 +20,7 @@ import typer
 
 from cluster.common import errors, fail, open_memory
 
-LLM_MISSING = ("--qa needs an LLM: set MEMLANE_LLM_BASE_URL (and MEMLANE_LLM_MODEL) to an "
+LLM_MISSING = ("--qa needs an LLM: set MEMLANE_LLM__BASE_URL (and MEMLANE_LLM__MODEL) to an "
                "OpenAI-compatible endpoint")
 SERVE_MISSING = "skipped: benchmarks/serve_load.py not available"
 

@@ -24,7 +24,7 @@ def reflect(question: str = typer.Argument(..., help="What to ask the bank."),
             json_out: bool = typer.Option(False, "--json"),
             data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP)) -> None:
     """Answer a question in the bank's own voice from its memories (needs an LLM:
-    MEMLANE_LLM_BASE_URL and MEMLANE_LLM_MODEL)."""
+    MEMLANE_LLM__BASE_URL and MEMLANE_LLM__MODEL)."""
     with errors():
         with open_memory(data_dir) as memory:
             result = memory.reflect(bank, question, max_tokens=max_tokens, budget=budget,
@@ -43,7 +43,7 @@ def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversa
             owner: str = typer.Option("", "--owner", help="The bank owner's name (their facts "
                                                           "are experience)."),
             extractor: Optional[str] = typer.Option(None, "--extractor",
-                                                    help="rules | llm (default: MEMLANE_EXTRACTOR)"),
+                                                    help="rules | llm (default: MEMLANE_RETAIN__EXTRACTOR)"),
             format: str = typer.Option("auto", "--format", help="auto | locomo | jsonl"),
             limit: int = typer.Option(3, "--limit", help="Chunks to show (0: all)."),
             json_out: bool = typer.Option(False, "--json"),
@@ -64,12 +64,12 @@ def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversa
             raise ValueError("--limit must be >= 0")
         settings = Settings(data_dir=data_dir) if data_dir else Settings()
         if extractor:
-            settings = settings.model_copy(update={"extractor": extractor})
+            settings = settings.model_copy(update={"retain": {"extractor": extractor}})
         conversations = load_conversations(file, format=format)
         bank = Bank(bank_id="dry-run", name=owner)
         items = [item for c in conversations
                  for item in chunk_turns(bank.bank_id, c.document_id, c.turns,
-                                         settings.chunk_max_turns)]
+                                         settings.retain.chunk_max_turns)]
         items = items[:limit] if limit else items
         # The engine builds the extractor the retain would use; nothing opens the store.
         engine = Memory(settings)

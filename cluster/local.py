@@ -3,7 +3,7 @@
 * :class:`MilvusLiteServer` runs ``milvus-lite server --data-dir DIR --host 127.0.0.1 --port P``
   (a console script of the milvus-lite package) over ``DATA_DIR/milvus.db``, the same directory
   the engine opens in-process, so what a backfill writes is what ``memlane recall`` reads later.
-  Every Ray worker connects with ``MEMLANE_MILVUS_URI=http://127.0.0.1:P``: the client path of
+  Every Ray worker connects with ``MEMLANE_STORE__MILVUS_URI=http://127.0.0.1:P``: the client path of
   a production Milvus server. The server is started in its own session, so a Ctrl-C in the
   terminal reaches the driver only; the driver stops the server last, with SIGINT (Lite drains
   in-flight requests and closes its data cleanly on SIGINT), then SIGTERM, then SIGKILL.

@@ -38,9 +38,9 @@ def serve_command(port: int = typer.Option(8000, "--port", min=1, max=65535,
         typer.echo("stopped" if stopped else f"no service running for {root}")
         return
     settings = Settings()
-    if settings.auth == "on" and not settings.api_keys:
-        typer.echo("warning: MEMLANE_API_KEYS is empty, so every request except /v1/health "
-                   "gets 401; set keys, or MEMLANE_AUTH=off for local development", err=True)
+    if settings.serve.auth == "on" and not settings.serve.api_keys:
+        typer.echo("warning: MEMLANE_SERVE__API_KEYS is empty, so every request except /v1/health "
+                   "gets 401; set keys, or MEMLANE_SERVE__AUTH=off for local development", err=True)
     console = Console(stderr=True)
     try:
         with console.status("starting Ray, Milvus Lite and the Serve application..."):

@@ -51,7 +51,7 @@ def load_config(path: Path, port: int, env_vars: dict[str, str]):
 
 def _memlane_env(data_dir: Path, milvus_uri: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k.startswith("MEMLANE_")}
-    env.update(MEMLANE_MILVUS_URI=milvus_uri, MEMLANE_DATA_DIR=str(data_dir))
+    env.update(MEMLANE_STORE__MILVUS_URI=milvus_uri, MEMLANE_DATA_DIR=str(data_dir))
     return env
 
 

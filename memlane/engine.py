@@ -39,7 +39,7 @@ class Memory:
         if self._store is None:
             from memlane.stores.milvus import MilvusStore
 
-            self._store = MilvusStore(self.settings, dim=self.settings.embedding_dim)
+            self._store = MilvusStore(self.settings, dim=self.settings.models.embedding_dim)
         return self._store
 
     @property
@@ -48,8 +48,8 @@ class Memory:
             from memlane.stores.sparse_graph import SparseGraphStore
 
             self._graph = SparseGraphStore(
-                temporal_sigma_hours=self.settings.temporal_link_sigma_hours,
-                temporal_neighbors=self.settings.temporal_link_neighbors)
+                temporal_sigma_hours=self.settings.retain.temporal_link_sigma_hours,
+                temporal_neighbors=self.settings.retain.temporal_link_neighbors)
         return self._graph
 
     @property
@@ -58,8 +58,8 @@ class Memory:
         if self._derived is None:
             from memlane.derived import DerivedState
 
-            self._derived = DerivedState(self.store, self.graph, self.settings.embedding_dim,
-                                         with_index=self.settings.search_backend == "memory")
+            self._derived = DerivedState(self.store, self.graph, self.settings.models.embedding_dim,
+                                         with_index=self.settings.store.search_backend == "memory")
         return self._derived
 
     @property
@@ -78,9 +78,9 @@ class Memory:
             from memlane.models.embedder import build_embedder
 
             self._embedder = build_embedder(self.settings)
-        if self._embedder.dim != self.settings.embedding_dim:
+        if self._embedder.dim != self.settings.models.embedding_dim:
             raise ConfigError(f"embedder produces {self._embedder.dim}-d vectors but "
-                              f"MEMLANE_EMBEDDING_DIM is {self.settings.embedding_dim}")
+                              f"MEMLANE_MODELS__EMBEDDING_DIM is {self.settings.models.embedding_dim}")
         return self._embedder
 
     @property

@@ -4,7 +4,7 @@ and the field codec.
 Every backend answers the same questions about a unit (does it pass this filter? when did it
 happen?) and used to answer them in its own code, which drifted apart: a unit with an end time
 and no start was [end, end] on Milvus and [mentioned_at, end] in process, so the temporal channel
-depended on ``MEMLANE_SEARCH_BACKEND``. Here each rule is written once, and its implementations
+depended on ``MEMLANE_STORE__SEARCH_BACKEND``. Here each rule is written once, and its implementations
 for each execution engine sit beside it:
 
 * the filter (:class:`~memlane.interfaces.UnitFilter`): :func:`matches` (a Python check on

@@ -269,6 +269,13 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
                         ledger_path=data_dir / LEDGER_FILE, data_dir=data_dir)
 
 
+def worker_settings(cfg: BackfillConfig, data_dir: str | Path) -> dict[str, Any]:
+    """The settings a worker builds its engine from: the driver's (secrets left out, see
+    cluster.backfill_cmd.worker_settings) with this job's store and data directory."""
+    store = {**cfg.settings.get("store", {}), "milvus_uri": cfg.milvus_uri}
+    return {**cfg.settings, "store": store, "data_dir": data_dir}
+
+
 def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict[str, Any]]]:
     """Split the plan into banks to retain and ledger records of banks to skip: unchanged
     input (same fingerprint) and the same unit count in Milvus as when they finished."""
@@ -279,8 +286,8 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
 
     # Opening the store once here also creates its global collections before the workers
     # start, so they do not race to create them (harmless, but each loser logs an RPC error).
-    s = Settings(**{**cfg.settings, "milvus_uri": cfg.milvus_uri, "data_dir": plan.data_dir})
-    store = MilvusStore(s, dim=s.embedding_dim)
+    s = Settings(**worker_settings(cfg, plan.data_dir))
+    store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
         for bank, payload, fp in plan.banks:
             prev = ledger.get(bank.bank_id)
@@ -304,7 +311,7 @@ def _batch_extract(todo: list[tuple[BankInput, str, str]],
     from pipelines import llm_extract
     from actors.wire import decode_bank
 
-    chunk_max_turns = Settings(**cfg.settings).chunk_max_turns
+    chunk_max_turns = Settings(**cfg.settings).retain.chunk_max_turns
     rows, bank_of = [], {}
     for bank, payload, _ in todo:
         for row in llm_extract.chunk_rows(Bank(bank_id=bank.bank_id, name=""),
@@ -356,7 +363,7 @@ def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
         groups = _pack(todo, cfg.group_turns, replies)
         n_turns = {b.bank_id: b.n_turns for b, _, _ in todo}
         del todo
-        settings = {**cfg.settings, "milvus_uri": cfg.milvus_uri, "data_dir": str(plan.data_dir)}
+        settings = worker_settings(cfg, str(plan.data_dir))
 
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = cfg.progress

@@ -1,8 +1,8 @@
-"""API keys: ``MEMLANE_API_KEYS`` maps each key to the banks it may use (a list, or "*").
+"""API keys: ``MEMLANE_SERVE__API_KEYS`` maps each key to the banks it may use (a list, or "*").
 
 Keys come as ``Authorization: Bearer KEY``. A missing or unknown key is 401; a known key asking
 for a bank outside its list is 403, whatever the bank holds, so a key cannot even learn whether
-another user's bank exists. ``MEMLANE_AUTH=off`` (local development only) lets every request
+another user's bank exists. ``MEMLANE_SERVE__AUTH=off`` (local development only) lets every request
 use every bank.
 """
 

@@ -49,13 +49,13 @@ def _remote_memory(embedder_handle, reranker_handle=None, local_embedder: bool =
 
         embedder = build_embedder(settings)
     else:
-        counter = TokenCounter(resolve_model_path(settings.embedder_model))
-        embedder = RemoteEmbedder(embedder_handle, counter, settings.embedding_dim)
+        counter = TokenCounter(resolve_model_path(settings.models.embedder_model))
+        embedder = RemoteEmbedder(embedder_handle, counter, settings.models.embedding_dim)
     # Without a cross-encoder the reranker is the RRF-rank fallback, a few microseconds of
     # arithmetic: a round trip to another replica would cost more than it does.
     reranker = None
-    if settings.reranker_model and reranker_handle is not None:
-        reranker = RemoteReranker(reranker_handle, settings.reranker_model)
+    if settings.models.reranker_model and reranker_handle is not None:
+        reranker = RemoteReranker(reranker_handle, settings.models.reranker_model)
     return Memory(settings, embedder=embedder, reranker=reranker)
 
 
@@ -80,7 +80,7 @@ class EmbedderDeployment:
 
 @serve.deployment(name="Rerank")
 class RerankDeployment:
-    """The cross-encoder from MEMLANE_RERANKER_MODEL, or the RRF-rank fallback."""
+    """The cross-encoder from MEMLANE_MODELS__RERANKER_MODEL, or the RRF-rank fallback."""
 
     def __init__(self) -> None:
         from memlane.models.reranker import build_reranker
@@ -105,7 +105,7 @@ class RecallDeployment:
         from memlane.settings import Settings
 
         self.memory = _remote_memory(embedder, reranker,
-                                     local_embedder=Settings().recall_embedder == "local")
+                                     local_embedder=Settings().serve.recall_embedder == "local")
         self.replica = _replica_id()
         self._warm()
 
@@ -113,13 +113,13 @@ class RecallDeployment:
         # Serve routes to a replica once __init__ returns. A cold replica builds a bank's
         # index on its first request (3.4 s for 10k memories here), and requests routed to a
         # freshly autoscaled replica waited that long (p99 9.5 s at concurrency 8 in the load
-        # benchmark), so the banks named in MEMLANE_RECALL_WARM_BANKS, or all banks of a small
+        # benchmark), so the banks named in MEMLANE_SERVE__RECALL_WARM_BANKS, or all banks of a small
         # store, are loaded before it takes traffic.
         settings = self.memory.settings
-        banks = list(settings.recall_warm_banks)
+        banks = list(settings.serve.recall_warm_banks)
         if not banks:
             every = self.memory.list_banks()
-            if len(every) <= settings.recall_warm_max_banks:
+            if len(every) <= settings.serve.recall_warm_max_banks:
                 banks = [b.bank_id for b in every]
         for bank_id in banks:
             try:
@@ -156,7 +156,7 @@ class MemoryDeployment:
 
         self.memory = _remote_memory(embedder)
         self.ops = OperationLog(self.memory.store,
-                                stale_after_s=self.memory.settings.operation_stale_s)
+                                stale_after_s=self.memory.settings.serve.operation_stale_s)
         # One background retain at a time per replica: retain already keeps both cores busy
         # (extraction overlapped with embedding), a second one would only interleave.
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-async-retain")
@@ -227,7 +227,7 @@ class MemoryDeployment:
     def _heartbeat(self) -> None:
         # Queued and running operations are refreshed well inside the stale window, so only
         # a dead replica's operations go stale.
-        period = max(1.0, self.memory.settings.operation_stale_s / 4)
+        period = max(1.0, self.memory.settings.serve.operation_stale_s / 4)
         while not self._stop.wait(period):
             with self._lock:
                 pending = list(self._pending.values())

@@ -64,7 +64,7 @@ async def limits_and_metrics(request: Request, call_next):
     if too_big:
         response = error_response(413, "payload_too_large",
                                   f"request body is larger than the limit of {limit} bytes "
-                                  "(MEMLANE_MAX_BODY_BYTES)", "body")
+                                  "(MEMLANE_SERVE__MAX_BODY_BYTES)", "body")
     else:
         try:
             response = await call_next(request)
@@ -219,8 +219,8 @@ class Ingress:
 
         settings = Settings()
         self.memory, self.recall, self.reflect, self.reranker = memory, recall, reflect, reranker
-        self.auth = Authenticator(settings.api_keys, enabled=settings.auth == "on")
-        self.max_body_bytes = settings.max_body_bytes
+        self.auth = Authenticator(settings.serve.api_keys, enabled=settings.serve.auth == "on")
+        self.max_body_bytes = settings.serve.max_body_bytes
         self._metrics = EndpointMetrics()
         self._log = logging.getLogger("memlane.serve")
 

@@ -1,8 +1,8 @@
 """The vLLM deployment behind online reflect: a Ray Serve LLM app with an OpenAI-compatible API.
 
 Reflect talks to any OpenAI-compatible endpoint (memlane/llm/openai_compat.py), so on a GPU
-cluster the reflect role points at this app: ``MEMLANE_LLM_REFLECT_BASE_URL=http://<serve>/v1``
-and ``MEMLANE_LLM_REFLECT_MODEL=<model_id>``. The engine stays the same code on CPU (any HTTP
+cluster the reflect role points at this app: ``MEMLANE_LLM__REFLECT__BASE_URL=http://<serve>/v1``
+and ``MEMLANE_LLM__REFLECT__MODEL=<model_id>``. The engine stays the same code on CPU (any HTTP
 server) and GPU (this app), and Serve autoscales the model replicas on their own.
 
 ``ray.serve.llm`` imports only with vLLM installed (the ``gpu`` extra): it is imported inside

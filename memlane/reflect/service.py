@@ -87,7 +87,7 @@ class CARA:
         self._llms: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._pending: dict[str, list[NewFact]] = {}
-        self.worker = BackgroundWorker() if self.settings.llm_background == "thread" else None
+        self.worker = BackgroundWorker() if self.settings.llm.background == "thread" else None
 
     # LLMs ----------------------------------------------------------------------------------
     def llm(self, role: str):
@@ -99,7 +99,7 @@ class CARA:
     @property
     def consolidates(self) -> bool:
         """True when retain should queue consolidation jobs."""
-        return self.settings.llm_background != "off" and self.llm("consolidation") is not None
+        return self.settings.llm.background != "off" and self.llm("consolidation") is not None
 
     # reflect -------------------------------------------------------------------------------
     def reflect(self, bank_id: str, query: str, **options: Any) -> ReflectResult:
@@ -261,7 +261,7 @@ class CARA:
         opinions = self.store.get_units(bank_id, opinion_ids, with_embedding=True)
         if not opinions:
             return []
-        theta, step = self.settings.opinion_similarity, self.settings.opinion_step
+        theta, step = self.settings.reflect.opinion_similarity, self.settings.reflect.opinion_step
         sims = np.stack([f.vector for f in facts]) @ np.asarray(
             [o.embedding for o in opinions], dtype=np.float32).T
         changed: list[MemoryUnit] = []
@@ -303,7 +303,7 @@ class CARA:
                 continue
             facts.sort(key=lambda u: (u.mentioned_at, u.id))
             name = entities[eid].name if eid in entities else eid
-            shown = facts[-self.settings.observation_max_facts:]
+            shown = facts[-self.settings.reflect.observation_max_facts:]
             listing = [((u.occurred_start or u.mentioned_at).date().isoformat(), u.text) for u in shown]
             try:
                 reply = complete_json(llm, observation_messages(name, listing), ObservationReply,

@@ -9,18 +9,18 @@ from memlane.settings import Settings
 
 
 def build_extractor(settings: Settings) -> Extractor:
-    """``MEMLANE_EXTRACTOR``: "rules" or "llm" (which needs an LLM for the retain role)."""
-    if settings.extractor not in ("rules", "llm"):
-        raise ConfigError(f"unknown extractor {settings.extractor!r} (available: rules, llm)")
+    """``MEMLANE_RETAIN__EXTRACTOR``: "rules" or "llm" (which needs an LLM for the retain role)."""
+    if settings.retain.extractor not in ("rules", "llm"):
+        raise ConfigError(f"unknown extractor {settings.retain.extractor!r} (available: rules, llm)")
     from memlane.retain.extract_rules import RuleExtractor
     from memlane.retain.ner import SpacyNER
 
-    rules = RuleExtractor(SpacyNER(settings.spacy_model))
-    if settings.extractor == "rules":
+    rules = RuleExtractor(SpacyNER(settings.models.spacy_model))
+    if settings.retain.extractor == "rules":
         return rules
     from memlane.llm import require_llm
     from memlane.retain.extract_llm import LLMExtractor
 
-    llm = require_llm(settings, "retain", "MEMLANE_EXTRACTOR=llm")
-    return LLMExtractor(llm, rules, concurrency=settings.llm_concurrency,
-                        max_tokens=settings.llm_extract_max_tokens)
+    llm = require_llm(settings, "retain", "MEMLANE_RETAIN__EXTRACTOR=llm")
+    return LLMExtractor(llm, rules, concurrency=settings.llm.concurrency,
+                        max_tokens=settings.llm.extract_max_tokens)

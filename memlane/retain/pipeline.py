@@ -122,7 +122,7 @@ class Retainer:
         for document_id, turns in conversations:
             report.documents += 1
             for item in chunk_turns(report.bank_id, document_id, turns,
-                                    self.settings.chunk_max_turns, tags):
+                                    self.settings.retain.chunk_max_turns, tags):
                 pending.append(item)
                 pending_turns += len(item.turns)
                 if pending_turns >= BATCH_TURNS:
@@ -165,15 +165,15 @@ class Retainer:
         ids = [unit_id(bank.bank_id, c.document_id, c.chunk_id, i) for c, i, _, _ in drafts]
         times = [f.mentioned_at.timestamp() for _, _, f, _ in drafts]
         links: list[list[Link]] = [[] for _ in drafts]
-        if self.settings.semantic_link_top_k and len(drafts):
+        if self.settings.retain.semantic_link_top_k and len(drafts):
             hits = None
             if self.store.count_units(bank.bank_id):
                 hits = self.search.search_dense(bank.bank_id, vectors,
-                                                self.settings.semantic_link_top_k * 3,
+                                                self.settings.retain.semantic_link_top_k * 3,
                                                 fields=["mentioned_at"])
             links = semantic_links(ids, vectors, times, hits,
-                                   threshold=self.settings.semantic_link_threshold,
-                                   top_k=self.settings.semantic_link_top_k)
+                                   threshold=self.settings.retain.semantic_link_threshold,
+                                   top_k=self.settings.retain.semantic_link_top_k)
         # Causal relations point at earlier facts of the same chunk.
         first_of_chunk: dict[str, int] = {}
         for pos, (chunk, index, _, _) in enumerate(drafts):

@@ -66,7 +66,7 @@ def test_qa_without_llm_layer_exits_2(runner, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "memlane.llm", None)  # the LLM layer is not installed
     r = runner.invoke(app, ["eval", "longmemeval", str(path), "--qa", "--data-dir", str(tmp_path / "d")])
     assert r.exit_code == 2
-    assert _one_error_line(r).startswith("error: --qa needs an LLM: set MEMLANE_LLM_BASE_URL")
+    assert _one_error_line(r).startswith("error: --qa needs an LLM: set MEMLANE_LLM__BASE_URL")
     # and with the layer present but nothing configured
     fake = types.ModuleType("memlane.llm")
     fake.build_llm = lambda settings, role: None

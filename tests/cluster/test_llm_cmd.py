@@ -49,7 +49,7 @@ def test_reflect_without_an_llm_exits_2_naming_the_setting(run, tmp_path):
     assert run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "c.jsonl", ROWS))).exit_code == 0
     r = run("reflect", "--bank", "ana", "How is Pixel?")
     assert r.exit_code == 2
-    assert "MEMLANE_LLM_BASE_URL" in _one_line(r)
+    assert "MEMLANE_LLM__BASE_URL" in _one_line(r)
 
 
 def test_reflect_answers_with_citations(run, tmp_path, server, monkeypatch):

@@ -162,7 +162,7 @@ def test_engine_builds_the_llm_extractor_from_settings(settings):
     from memlane.errors import LLMNotConfigured
 
     with Memory(settings.model_copy(update={"extractor": "llm"})) as m:
-        with pytest.raises(LLMNotConfigured, match="MEMLANE_LLM_BASE_URL"):
+        with pytest.raises(LLMNotConfigured, match="MEMLANE_LLM__BASE_URL"):
             _ = m.extractor
     s = settings.model_copy(update={"extractor": "llm", "llm_base_url": "http://127.0.0.1:9/v1",
                                     "llm_model": "x"})

@@ -106,7 +106,7 @@ def test_disposition_is_verbalized_into_the_system_message():
 
 def test_reflect_without_an_llm_names_the_setting(memory):
     memory.create_bank("ana", name="Ana")
-    with pytest.raises(LLMNotConfigured, match="MEMLANE_LLM_BASE_URL"):
+    with pytest.raises(LLMNotConfigured, match="MEMLANE_LLM__BASE_URL"):
         memory.reflect("ana", "How is Pixel?")
 
 

@@ -72,7 +72,7 @@ def test_batch_replies_are_retained_with_fallback(conv, settings, embedder, extr
     from memlane.engine import Memory
 
     bank = Bank(bank_id="b", name="Noor")
-    rows = chunk_rows(bank, [(conv.document_id, conv.turns)], settings.chunk_max_turns)
+    rows = chunk_rows(bank, [(conv.document_id, conv.turns)], settings.retain.chunk_max_turns)
     replies = {r["chunk_id"]: extraction_reply(r["messages"][1]["content"], owner="Noor")
                for r in rows}
     replies[rows[1]["chunk_id"]] = '{"facts": ['  # cut off: falls back to the rules

@@ -37,5 +37,5 @@ def test_retain_worker_on_gpu(tmp_path):
     from actors.retain import RetainWorker
 
     worker = RetainWorker({"data_dir": str(tmp_path)}, use_gpu=True)
-    assert worker.settings.embedder_device == "cuda"
+    assert worker.settings.models.embedder_device == "cuda"
     assert str(worker.memory.embedder._model.device).startswith("cuda")

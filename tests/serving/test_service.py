@@ -221,7 +221,7 @@ def test_reflect_without_an_llm_is_503_naming_the_setting(service):
         r = http.post("/v1/banks/dave/reflect", json={"query": "What do I think of jazz?"})
     assert r.status_code == 503
     assert r.json()["error"]["code"] == "llm_not_configured"
-    assert "MEMLANE_LLM_BASE_URL" in r.json()["error"]["message"]
+    assert "MEMLANE_LLM__BASE_URL" in r.json()["error"]["message"]
 
 
 def test_cli_recall_through_the_service(service):

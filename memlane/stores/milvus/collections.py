@@ -36,7 +36,7 @@ class Collections:
     def __init__(self, settings: Settings, dim: int, *, flush_writes: bool | None = None) -> None:
         if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 32_768:
             raise ValueError(f"dim must be an int in [1, 32768], got {dim!r}")
-        prefix = settings.collection_prefix
+        prefix = settings.store.collection_prefix
         if not PREFIX_RE.match(prefix or ""):
             raise ValueError(f"collection_prefix {prefix!r} must match {PREFIX_RE.pattern}")
         self.settings = settings

@@ -52,15 +52,15 @@ def open_client(settings: Settings) -> tuple[MilvusClient, str | None, bool]:
     directory is created and its in-process server referenced (see :func:`release_lite`)."""
     lite_path: str | None = None
     target = settings.milvus_target()
-    if not settings.milvus_uri:
+    if not settings.store.milvus_uri:
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
         lite_path = str(Path(target).resolve())
         target = lite_path
         with _LITE_LOCK:
             _LITE_REFS[lite_path] = _LITE_REFS.get(lite_path, 0) + 1
     try:
-        client = MilvusClient(uri=target, token=settings.milvus_token or "")
-        db = settings.milvus_db or "default"
+        client = MilvusClient(uri=target, token=settings.store.milvus_token or "")
+        db = settings.store.milvus_db or "default"
         if db != "default":
             if db not in client.list_databases():
                 try:
@@ -76,7 +76,7 @@ def open_client(settings: Settings) -> tuple[MilvusClient, str | None, bool]:
         raise RuntimeError(
             f"cannot open Milvus Lite at {lite_path} ({exc}); a data directory is "
             "opened by one process only: run `milvus-lite server --data-dir DIR --host "
-            "127.0.0.1 --port P` and set MEMLANE_MILVUS_URI=http://127.0.0.1:P to share it"
+            "127.0.0.1 --port P` and set MEMLANE_STORE__MILVUS_URI=http://127.0.0.1:P to share it"
         ) from exc
     except Exception:
         release_lite(lite_path)

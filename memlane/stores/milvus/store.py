@@ -11,7 +11,7 @@ class MilvusStore(Search, UnitRecords):
 
     ``MilvusStore(settings, dim)`` opens ``settings.milvus_target()``: Milvus Lite under
     ``settings.data_dir`` by default (the directory is created), else the server URI in
-    ``settings.milvus_uri`` with ``settings.milvus_token``. One collection set per bank (units,
+    ``settings.store.milvus_uri`` with ``settings.store.milvus_token``. One collection set per bank (units,
     chunks, entities; see the module docstring for the measurements behind that) plus a global
     banks collection. Thread-safe: reads run concurrently, writes are serialised.
 

@@ -1,0 +1,89 @@
+"""The settings object: nested areas, their environment variables, and the first release's flat
+names (kept working with a warning, or failing with a message that names the new place)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pydantic import ValidationError
+
+from cluster.backfill_cmd import worker_settings
+from memlane.settings import LEGACY, Settings, env_name
+
+
+def test_nested_environment_variables(monkeypatch):
+    monkeypatch.setenv("MEMLANE_RECALL__RRF_K", "17")
+    monkeypatch.setenv("MEMLANE_LLM__RETAIN__BASE_URL", "http://retain/v1")
+    monkeypatch.setenv("MEMLANE_SERVE__API_KEYS", '{"k1": ["alice"], "admin": "*"}')
+    s = Settings()
+    assert s.recall.rrf_k == 17
+    assert s.llm.retain.base_url == "http://retain/v1"
+    assert s.llm.reflect.base_url is None
+    assert s.serve.api_keys == {"k1": ["alice"], "admin": "*"}
+
+
+def test_legacy_environment_variables_map_and_warn(monkeypatch, caplog):
+    monkeypatch.setenv("MEMLANE_RRF_K", "23")
+    monkeypatch.setenv("MEMLANE_LLM_QA_MODEL", "judge")
+    monkeypatch.setenv("MEMLANE_CHANNEL_WEIGHTS", '{"lexical": 1.0, "semantic": 0.5}')
+    with caplog.at_level(logging.WARNING, logger="memlane.settings"):
+        s = Settings()
+    assert s.recall.rrf_k == 23
+    assert s.llm.qa.model == "judge"
+    assert s.recall.channel_weights == {"lexical": 1.0, "semantic": 0.5}
+    assert any("MEMLANE_RECALL__RRF_K" in r.getMessage() for r in caplog.records)
+
+
+def test_new_variable_wins_over_legacy(monkeypatch):
+    monkeypatch.setenv("MEMLANE_MILVUS_URI", "http://old:1")
+    monkeypatch.setenv("MEMLANE_STORE__MILVUS_URI", "http://new:2")
+    assert Settings().store.milvus_uri == "http://new:2"
+    assert Settings().milvus_target() == "http://new:2"
+
+
+def test_legacy_keyword_and_model_copy():
+    with pytest.warns(DeprecationWarning, match="retain.chunk_max_turns"):
+        s = Settings(chunk_max_turns=3)
+    assert s.retain.chunk_max_turns == 3
+    with pytest.warns(DeprecationWarning, match="llm.base_url"):
+        t = s.model_copy(update={"llm_base_url": "http://x/v1", "recall": {"graph_hops": 3}})
+    assert t.llm.base_url == "http://x/v1"
+    assert t.recall.graph_hops == 3
+    assert t.recall.rrf_k == s.recall.rrf_k  # the rest of the area is kept
+    assert t.retain.chunk_max_turns == 3
+    assert s.llm.base_url is None  # the original is untouched
+
+
+def test_model_copy_validates():
+    with pytest.raises(ValidationError, match="recall.rrf_k"):
+        Settings().model_copy(update={"recall": {"rrf_k": 0}})
+
+
+def test_old_attribute_names_the_new_place():
+    with pytest.raises(AttributeError, match=r"Settings\.recall\.rrf_k"):
+        _ = Settings().rrf_k  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="no_such_field"):
+        _ = Settings().no_such_field  # type: ignore[attr-defined]
+
+
+def test_every_legacy_name_has_a_home():
+    s = Settings()
+    for name, path in LEGACY.items():
+        node = s
+        for part in path:
+            node = getattr(node, part)  # raises if the map points nowhere
+        assert env_name(path).startswith("MEMLANE_") and "__" in env_name(path), name
+
+
+def test_worker_settings_leave_secrets_and_location_out():
+    s = Settings(store={"milvus_uri": "http://m:1", "milvus_token": "tok"},
+                 llm={"api_key": "sk-a", "reflect": {"api_key": "sk-b", "model": "m"}})
+    sent = worker_settings(s)
+    assert "data_dir" not in sent
+    assert "milvus_uri" not in sent["store"] and "milvus_token" not in sent["store"]
+    assert "api_key" not in sent["llm"] and "api_key" not in sent["llm"]["reflect"]
+    assert sent["llm"]["reflect"]["model"] == "m"
+    # what is sent rebuilds the same settings, less the secrets
+    rebuilt = Settings(**sent)
+    assert rebuilt.llm.reflect.model == "m" and rebuilt.llm.api_key is None
