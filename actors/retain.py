@@ -42,16 +42,20 @@ class _Metrics:
     def __init__(self) -> None:
         from ray.util.metrics import Counter, Histogram
 
-        self.banks = Counter("memlane_backfill_banks", "Banks retained by the backfill.",
-                             tag_keys=("status",))
+        self.banks = Counter(
+            "memlane_backfill_banks", "Banks retained by the backfill.", tag_keys=("status",)
+        )
         self.turns = Counter("memlane_backfill_turns_retained", "Turns retained by the backfill.")
-        self.memories = Counter("memlane_backfill_memories_written",
-                                "Memory units written by the backfill.")
-        self.stage = Histogram("memlane_backfill_stage_seconds",
-                               "Seconds per retain stage, per bank.", boundaries=_BOUNDARIES,
-                               tag_keys=("stage",))
-        self.bank_seconds = Histogram("memlane_backfill_bank_seconds",
-                                      "Seconds to retain one bank.", boundaries=_BOUNDARIES)
+        self.memories = Counter("memlane_backfill_memories_written", "Memory units written by the backfill.")
+        self.stage = Histogram(
+            "memlane_backfill_stage_seconds",
+            "Seconds per retain stage, per bank.",
+            boundaries=_BOUNDARIES,
+            tag_keys=("stage",),
+        )
+        self.bank_seconds = Histogram(
+            "memlane_backfill_bank_seconds", "Seconds to retain one bank.", boundaries=_BOUNDARIES
+        )
 
 
 def _maybe_fault() -> None:
@@ -138,20 +142,35 @@ class RetainWorker:
             from memlane.retain.ner import SpacyNER
 
             ext = self.memory.extractor
-            self._rules_extractor = ext if ext.name == "rules" else RuleExtractor(
-                SpacyNER(self.settings.models.spacy_model))
+            self._rules_extractor = (
+                ext if ext.name == "rules" else RuleExtractor(SpacyNER(self.settings.models.spacy_model))
+            )
         return self._rules_extractor
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, list] = {k: [] for k in ("bank_id", "fingerprint", "status", "error",
-                                                "turns", "memories", "chunks", "entities",
-                                                "links", "seconds", "worker_pid", "node_id")}
+        out: dict[str, list] = {
+            k: []
+            for k in (
+                "bank_id",
+                "fingerprint",
+                "status",
+                "error",
+                "turns",
+                "memories",
+                "chunks",
+                "entities",
+                "links",
+                "seconds",
+                "worker_pid",
+                "node_id",
+            )
+        }
         ids = list(batch["bank_id"])
         fault_at = 2 if len(ids) > 1 else 1  # after the first bank is written, when there is one
         replies = batch.get("replies") or [None] * len(ids)
-        for n, (bank_id, payload, fp, reply) in enumerate(zip(ids, batch["payload"],
-                                                              batch["fingerprint"], replies),
-                                                          start=1):
+        for n, (bank_id, payload, fp, reply) in enumerate(
+            zip(ids, batch["payload"], batch["fingerprint"], replies), start=1
+        ):
             bank_id = str(bank_id)
             t0 = time.perf_counter()
             report, error = None, ""
@@ -159,8 +178,7 @@ class RetainWorker:
                 try:
                     if n == fault_at and attempt == 0:
                         _maybe_fault()
-                    report = self.retain_bank(bank_id, str(payload),
-                                              None if reply is None else str(reply))
+                    report = self.retain_bank(bank_id, str(payload), None if reply is None else str(reply))
                     break
                 except Exception as exc:  # noqa: BLE001 - reported per bank, job goes on
                     error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
@@ -171,8 +189,13 @@ class RetainWorker:
             out["fingerprint"].append(str(fp))
             out["status"].append("ok" if ok else "failed")
             out["error"].append("" if ok else error)
-            for key, src in (("turns", "turns"), ("memories", "units"), ("chunks", "chunks"),
-                             ("entities", "entities"), ("links", "links")):
+            for key, src in (
+                ("turns", "turns"),
+                ("memories", "units"),
+                ("chunks", "chunks"),
+                ("entities", "entities"),
+                ("links", "links"),
+            ):
                 out[key].append(int(report[src]) if ok else 0)
             out["seconds"].append(time.perf_counter() - t0)
             out["worker_pid"].append(os.getpid())

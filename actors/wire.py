@@ -27,8 +27,23 @@ def encode_bank(bank: HasDocuments) -> str:
     """The bank's documents as one JSON string (see :func:`decode_bank`)."""
     docs = []
     for document_id, turns in bank.documents:
-        docs.append([document_id, [[t.session_id, t.turn_id, t.index, t.speaker, t.text,
-                                    t.timestamp.isoformat(), t.metadata or None] for t in turns]])
+        docs.append(
+            [
+                document_id,
+                [
+                    [
+                        t.session_id,
+                        t.turn_id,
+                        t.index,
+                        t.speaker,
+                        t.text,
+                        t.timestamp.isoformat(),
+                        t.metadata or None,
+                    ]
+                    for t in turns
+                ],
+            ]
+        )
     return json.dumps(docs, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -36,8 +51,18 @@ def decode_bank(payload: str) -> Documents:
     """Inverse of :func:`encode_bank`: ``[(document_id, [Turn, ...]), ...]``."""
     out = []
     for document_id, rows in json.loads(payload):
-        turns = [Turn(document_id=document_id, session_id=s, turn_id=tid, index=i, speaker=sp,
-                      text=tx, timestamp=datetime.fromisoformat(ts), metadata=meta or {})
-                 for s, tid, i, sp, tx, ts, meta in rows]
+        turns = [
+            Turn(
+                document_id=document_id,
+                session_id=s,
+                turn_id=tid,
+                index=i,
+                speaker=sp,
+                text=tx,
+                timestamp=datetime.fromisoformat(ts),
+                metadata=meta or {},
+            )
+            for s, tid, i, sp, tx, ts, meta in rows
+        ]
         out.append((document_id, turns))
     return out

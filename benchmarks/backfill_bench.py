@@ -74,7 +74,7 @@ class RssSampler:
                 self.peak_top = sorted(detail, key=lambda x: -x[1])[:8]
             self._stop.wait(self.every_s)
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> RssSampler:
         self._thread.start()
         return self
 
@@ -110,9 +110,13 @@ def bench_embed(banks, sample: int | None) -> dict:
         emb.embed(texts)
         rates[size] = len(texts) / (time.perf_counter() - t0)
     best = max(rates, key=rates.get)
-    return {"sentences": len(texts), "batch_size": best, "seconds": round(len(texts) / rates[best], 2),
-            "sentences_per_s": round(rates[best], 1),
-            "by_batch_size": {str(k): round(v, 1) for k, v in rates.items()}}
+    return {
+        "sentences": len(texts),
+        "batch_size": best,
+        "seconds": round(len(texts) / rates[best], 2),
+        "sentences_per_s": round(rates[best], 1),
+        "by_batch_size": {str(k): round(v, 1) for k, v in rates.items()},
+    }
 
 
 def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
@@ -133,8 +137,14 @@ def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
             units += report.units
         dt = time.perf_counter() - t0
         memory.close()
-    return {"banks": len(banks), "turns": turns, "memories": units, "seconds": round(dt, 2),
-            "turns_per_s": round(turns / dt, 1), "peak_rss_mb": round(rss.peak_mb)}
+    return {
+        "banks": len(banks),
+        "turns": turns,
+        "memories": units,
+        "seconds": round(dt, 2),
+        "turns_per_s": round(turns / dt, 1),
+        "peak_rss_mb": round(rss.peak_mb),
+    }
 
 
 def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None) -> dict:
@@ -145,8 +155,15 @@ def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None) ->
         t0 = time.perf_counter()
         with local_cluster(data_dir) as uri:
             started = time.perf_counter() - t0
-            cfg = BackfillConfig(path=path, milvus_uri=uri, data_dir=data_dir, fmt=fmt,
-                                 workers=workers, progress=sys.stderr.isatty(), resume=False)
+            cfg = BackfillConfig(
+                path=path,
+                milvus_uri=uri,
+                data_dir=data_dir,
+                fmt=fmt,
+                workers=workers,
+                progress=sys.stderr.isatty(),
+                resume=False,
+            )
             done = {"banks": 0, "turns": 0, "t0": time.perf_counter()}
 
             def progress(rec: dict) -> None:  # partial figures, should a long run be cut
@@ -154,20 +171,33 @@ def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None) ->
                 done["turns"] += rec["turns"]
                 if done["banks"] % 50 == 0:
                     dt = time.perf_counter() - done["t0"]
-                    print(f"  progress: {done['banks']} banks, {done['turns']} turns in {dt:.0f}s "
-                          f"({done['turns'] / dt:.1f} turns/s), RSS now "
-                          f"{RssSampler._sample():.0f} MB, peak {rss.peak_mb:.0f} MB",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"  progress: {done['banks']} banks, {done['turns']} turns in {dt:.0f}s "
+                        f"({done['turns'] / dt:.1f} turns/s), RSS now "
+                        f"{RssSampler._sample():.0f} MB, peak {rss.peak_mb:.0f} MB",
+                        file=sys.stderr,
+                        flush=True,
+                    )
 
             summary = run_backfill(cfg, on_result=progress)
         total = time.perf_counter() - t0
     out = summary.as_dict()
-    return {"workers": summary.workers, "banks": out["banks"], "turns": out["turns"],
-            "memories": out["memories"], "entities": out["entities"], "links": out["links"],
-            "rejects": out["rejects"], "seconds": out["wall_s"], "read_s": out["read_s"],
-            "turns_per_s": out["turns_per_s"], "cluster_start_s": round(started, 1),
-            "total_s": round(total, 1), "peak_rss_mb": round(rss.peak_mb),
-            "peak_rss_top": rss.peak_top}
+    return {
+        "workers": summary.workers,
+        "banks": out["banks"],
+        "turns": out["turns"],
+        "memories": out["memories"],
+        "entities": out["entities"],
+        "links": out["links"],
+        "rejects": out["rejects"],
+        "seconds": out["wall_s"],
+        "read_s": out["read_s"],
+        "turns_per_s": out["turns_per_s"],
+        "cluster_start_s": round(started, 1),
+        "total_s": round(total, 1),
+        "peak_rss_mb": round(rss.peak_mb),
+        "peak_rss_top": rss.peak_top,
+    }
 
 
 def unit_ids(data_dir: Path, bank_ids) -> dict[str, list[str]]:
@@ -190,14 +220,18 @@ def main() -> None:
     ap.add_argument("--skip-plain", action="store_true")
     ap.add_argument("--skip-embed", action="store_true")
     ap.add_argument("--embed-sample", type=int, default=None, help="embed only N texts")
-    ap.add_argument("--check-ids", action="store_true",
-                    help="compare the memory ids of the backfill and the plain loop")
+    ap.add_argument(
+        "--check-ids", action="store_true", help="compare the memory ids of the backfill and the plain loop"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("TQDM_DISABLE", "1")
 
-    report: dict = {"corpus": str(args.path), "cpus": os.cpu_count(),
-                    "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+    report: dict = {
+        "corpus": str(args.path),
+        "cpus": os.cpu_count(),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    }
     banks, rejects = _read(args.path, args.format)
     report["banks"], report["turns"] = len(banks), sum(b.n_turns for b in banks)
     report["rejects"] = rejects
@@ -230,19 +264,27 @@ def main() -> None:
     if args.json:
         print(json.dumps(report))
         return
-    print(f"corpus {report['corpus']}: {report['banks']} banks, {report['turns']} turns, "
-          f"{report['rejects']} rejects ({report['cpus']} CPUs, load {report['loadavg_start']})")
+    print(
+        f"corpus {report['corpus']}: {report['banks']} banks, {report['turns']} turns, "
+        f"{report['rejects']} rejects ({report['cpus']} CPUs, load {report['loadavg_start']})"
+    )
     if "embed" in report:
         e = report["embed"]
-        print(f"  raw embedding      {e['sentences_per_s']:8.1f} sentences/s ({e['sentences']} in {e['seconds']}s, "
-              f"batch {e['batch_size']}; by batch size {e['by_batch_size']})")
+        print(
+            f"  raw embedding      {e['sentences_per_s']:8.1f} sentences/s ({e['sentences']} in {e['seconds']}s, "
+            f"batch {e['batch_size']}; by batch size {e['by_batch_size']})"
+        )
     if "plain" in report:
         p = report["plain"]
-        print(f"  plain loop         {p['turns_per_s']:8.1f} turns/s ({p['turns']} in {p['seconds']}s, "
-              f"peak RSS {p['peak_rss_mb']} MB)")
+        print(
+            f"  plain loop         {p['turns_per_s']:8.1f} turns/s ({p['turns']} in {p['seconds']}s, "
+            f"peak RSS {p['peak_rss_mb']} MB)"
+        )
     for r in report["backfill"]:
-        print(f"  backfill x{r['workers']:<2}       {r['turns_per_s']:8.1f} turns/s ({r['turns']} in "
-              f"{r['seconds']}s; +{r['cluster_start_s']}s cluster start; peak RSS {r['peak_rss_mb']} MB)")
+        print(
+            f"  backfill x{r['workers']:<2}       {r['turns_per_s']:8.1f} turns/s ({r['turns']} in "
+            f"{r['seconds']}s; +{r['cluster_start_s']}s cluster start; peak RSS {r['peak_rss_mb']} MB)"
+        )
     for key in ("backfill_vs_plain", "backfill_vs_embed", "same_memory_ids"):
         if key in report:
             print(f"  {key}: {report[key]}")

@@ -19,7 +19,7 @@ import shutil
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,15 +27,69 @@ import numpy as np
 
 from memlane.model import MemoryUnit, Turn
 
-NAMES = ["Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Harper", "Jordan", "Kai", "Logan",
-         "Morgan", "Parker", "Quinn", "Riley", "Sage", "Taylor"]
-PLACES = ["Lisbon", "Denver", "Osaka", "Nairobi", "Toronto", "Bergen", "Austin", "Porto", "Seoul",
-          "Cusco", "Hanoi", "Dublin"]
-THINGS = ["a pottery class", "the marathon", "a new job", "the garden", "a road trip", "the book club",
-          "a violin recital", "the startup", "a camping weekend", "the bakery", "a chess tournament",
-          "the charity run", "a cooking course", "the museum visit", "a hiking trail", "the concert"]
-VERBS = ["talked about", "signed up for", "finished", "planned", "was nervous about", "loved",
-         "recommended", "cancelled", "is saving money for", "took photos at", "volunteered at"]
+NAMES = [
+    "Avery",
+    "Blake",
+    "Casey",
+    "Devon",
+    "Emery",
+    "Finley",
+    "Harper",
+    "Jordan",
+    "Kai",
+    "Logan",
+    "Morgan",
+    "Parker",
+    "Quinn",
+    "Riley",
+    "Sage",
+    "Taylor",
+]
+PLACES = [
+    "Lisbon",
+    "Denver",
+    "Osaka",
+    "Nairobi",
+    "Toronto",
+    "Bergen",
+    "Austin",
+    "Porto",
+    "Seoul",
+    "Cusco",
+    "Hanoi",
+    "Dublin",
+]
+THINGS = [
+    "a pottery class",
+    "the marathon",
+    "a new job",
+    "the garden",
+    "a road trip",
+    "the book club",
+    "a violin recital",
+    "the startup",
+    "a camping weekend",
+    "the bakery",
+    "a chess tournament",
+    "the charity run",
+    "a cooking course",
+    "the museum visit",
+    "a hiking trail",
+    "the concert",
+]
+VERBS = [
+    "talked about",
+    "signed up for",
+    "finished",
+    "planned",
+    "was nervous about",
+    "loved",
+    "recommended",
+    "cancelled",
+    "is saving money for",
+    "took photos at",
+    "volunteered at",
+]
 WHEN = ["yesterday", "last week", "two weeks ago", "last summer", "in March", "this morning", "", "", ""]
 
 
@@ -50,14 +104,22 @@ def _sentence(rng: random.Random) -> tuple[str, str]:
 def synthetic_turns(n: int, seed: int = 7, sessions_of: int = 20) -> list[Turn]:
     """``n`` chat turns in sessions of ``sessions_of`` turns, one session a day from 2025-01-01."""
     rng = random.Random(seed)
-    start = datetime(2025, 1, 1, 18, 0, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 1, 18, 0, tzinfo=UTC)
     turns = []
     for i in range(n):
         session = i // sessions_of
         who, text = _sentence(rng)
-        turns.append(Turn(document_id="bench", session_id=f"s{session}", turn_id=f"s{session}:{i % sessions_of + 1}",
-                          index=i % sessions_of, speaker=who, text=text,
-                          timestamp=start + timedelta(days=session)))
+        turns.append(
+            Turn(
+                document_id="bench",
+                session_id=f"s{session}",
+                turn_id=f"s{session}:{i % sessions_of + 1}",
+                index=i % sessions_of,
+                speaker=who,
+                text=text,
+                timestamp=start + timedelta(days=session),
+            )
+        )
     return turns
 
 
@@ -84,17 +146,28 @@ def synthetic_units(bank_id: str, n: int, dim: int, seed: int = 11) -> list[Memo
     rng = random.Random(seed)
     vecs = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
     entity_pool = [f"e{i}" for i in range(max(10, n // 20))]
     units = []
     for i in range(n):
         who, text = _sentence(rng)
         at = start + timedelta(minutes=37 * i)
-        units.append(MemoryUnit(
-            id=f"u{i:07d}", bank_id=bank_id, text=f"{who}: {text}", embedding=vecs[i].tolist(),
-            mentioned_at=at, occurred_start=at, occurred_end=at, document_id=f"d{i // 500}",
-            chunk_id=f"c{i // 8}", source_turns=[f"t{i}"], valid_from=at,
-            entity_ids=[f"speaker-{who}", rng.choice(entity_pool)]))
+        units.append(
+            MemoryUnit(
+                id=f"u{i:07d}",
+                bank_id=bank_id,
+                text=f"{who}: {text}",
+                embedding=vecs[i].tolist(),
+                mentioned_at=at,
+                occurred_start=at,
+                occurred_end=at,
+                document_id=f"d{i // 500}",
+                chunk_id=f"c{i // 8}",
+                source_turns=[f"t{i}"],
+                valid_from=at,
+                entity_ids=[f"speaker-{who}", rng.choice(entity_pool)],
+            )
+        )
     return units
 
 
@@ -205,14 +278,18 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
         memory.derived.search_dense(bank, embedder.embed([q]), 100)
         index_base.append((time.perf_counter() - t) * 1000)
     row = {
-        "memories": size, "load_s": round(load_s, 1), "index_build_s": round(build_s, 1),
-        "p50_ms": round(_pct(lat, 0.5), 1), "p95_ms": round(_pct(lat, 0.95), 1),
+        "memories": size,
+        "load_s": round(load_s, 1),
+        "index_build_s": round(build_s, 1),
+        "p50_ms": round(_pct(lat, 0.5), 1),
+        "p95_ms": round(_pct(lat, 0.95), 1),
         "baseline_dense_p50_ms": round(_pct(store_base, 0.5), 1),
         "baseline_dense_p95_ms": round(_pct(store_base, 0.95), 1),
         "baseline_index_dense_p50_ms": round(_pct(index_base, 0.5), 1),
         "baseline_index_dense_p95_ms": round(_pct(index_base, 0.95), 1),
-        "stage_mean_ms": {k: round(statistics.fmean(s.get(k, 0.0) for s in stages), 1)
-                          for k in stages[0]} if stages else {},
+        "stage_mean_ms": {k: round(statistics.fmean(s.get(k, 0.0) for s in stages), 1) for k in stages[0]}
+        if stages
+        else {},
         "footprint": {
             "rss_bytes_per_memory": round((rss_after - rss_before) / size, 1),
             "disk_bytes_per_memory": round((disk_after - disk_before) / size, 1),
@@ -250,9 +327,11 @@ def bench_retain(memory, retain_turns: int) -> dict[str, Any]:
         rep = memory.retain(bank, docs)
         retain_s = time.perf_counter() - t
         out[name] = {
-            "turns": n, "retain_turns_per_s": round(n / retain_s, 1),
+            "turns": n,
+            "retain_turns_per_s": round(n / retain_s, 1),
             "raw_embed_sentences_per_s": round(raw, 1),
-            "ratio": round(n / retain_s / raw, 3), "stage_s": rep.timings_s,
+            "ratio": round(n / retain_s / raw, 3),
+            "stage_s": rep.timings_s,
         }
         memory.delete_bank(bank)
     return out
@@ -264,8 +343,13 @@ def bench_queries(n: int) -> list[str]:
     return [f"What did {rng.choice(NAMES)} say about {rng.choice(THINGS)}?" for _ in range(n)]
 
 
-def run_engine_bench(data_dir: Path, *, sizes: Sequence[int] = (1000, 10000, 100000),
-                     queries: int = 200, retain_turns: int = 1500) -> dict[str, Any]:
+def run_engine_bench(
+    data_dir: Path,
+    *,
+    sizes: Sequence[int] = (1000, 10000, 100000),
+    queries: int = 200,
+    retain_turns: int = 1500,
+) -> dict[str, Any]:
     """Run the benchmark in a fresh data directory; returns the figures."""
     from memlane.engine import Memory
     from memlane.settings import Settings
@@ -288,13 +372,19 @@ def run_engine_bench(data_dir: Path, *, sizes: Sequence[int] = (1000, 10000, 100
 
 
 def format_bench(report: dict[str, Any]) -> str:
-    lines = ["recall latency (in-process, RRF fallback, no cross-encoder)",
-             f"{'memories':>9} {'p50 ms':>8} {'p95 ms':>8} {'dense-only p50':>15} {'p95':>6}  stage means"]
+    lines = [
+        "recall latency (in-process, RRF fallback, no cross-encoder)",
+        f"{'memories':>9} {'p50 ms':>8} {'p95 ms':>8} {'dense-only p50':>15} {'p95':>6}  stage means",
+    ]
     for r in report["recall"]:
-        lines.append(f"{r['memories']:>9} {r['p50_ms']:>8} {r['p95_ms']:>8} "
-                     f"{r['baseline_dense_p50_ms']:>15} {r['baseline_dense_p95_ms']:>6}  {r['stage_mean_ms']}")
+        lines.append(
+            f"{r['memories']:>9} {r['p50_ms']:>8} {r['p95_ms']:>8} "
+            f"{r['baseline_dense_p50_ms']:>15} {r['baseline_dense_p95_ms']:>6}  {r['stage_mean_ms']}"
+        )
     for name, ret in report["retain"].items():
-        lines.append(f"retain ({name}): {ret['retain_turns_per_s']} turns/s vs raw embedding "
-                     f"{ret['raw_embed_sentences_per_s']} sentences/s of the same texts (ratio "
-                     f"{ret['ratio']}) over {ret['turns']} turns; stage seconds {ret['stage_s']}")
+        lines.append(
+            f"retain ({name}): {ret['retain_turns_per_s']} turns/s vs raw embedding "
+            f"{ret['raw_embed_sentences_per_s']} sentences/s of the same texts (ratio "
+            f"{ret['ratio']}) over {ret['turns']} turns; stage seconds {ret['stage_s']}"
+        )
     return "\n".join(lines)

@@ -34,8 +34,7 @@ import numpy as np
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 DIM = 384
-WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze")
-         for b in range(500)]
+WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze") for b in range(500)]
 WEIGHTS = [1.0 / (i + 1) for i in range(len(WORDS))]
 
 
@@ -70,18 +69,23 @@ def unit_schema(client: MilvusClient, partition_key: bool):
     s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
     s.add_field("embedding", DataType.FLOAT_VECTOR, dim=DIM)
     s.add_field("fact_type", DataType.VARCHAR, max_length=16)
-    for name in ("mentioned_at", "occurred_start", "occurred_end", "valid_from", "invalid_at",
-                 "proof_count"):
+    for name in ("mentioned_at", "occurred_start", "occurred_end", "valid_from", "invalid_at", "proof_count"):
         s.add_field(name, DataType.INT64)
     s.add_field("confidence", DataType.DOUBLE)
     s.add_field("document_id", DataType.VARCHAR, max_length=512)
-    s.add_field("tags", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=256,
-                max_length=512)
-    s.add_field("entity_ids", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=1024,
-                max_length=512)
+    s.add_field("tags", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=256, max_length=512)
+    s.add_field(
+        "entity_ids", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=1024, max_length=512
+    )
     s.add_field("links", DataType.JSON)
-    s.add_function(Function(name="text_bm25", function_type=FunctionType.BM25,
-                            input_field_names=["text"], output_field_names=["sparse"]))
+    s.add_function(
+        Function(
+            name="text_bm25",
+            function_type=FunctionType.BM25,
+            input_field_names=["text"],
+            output_field_names=["sparse"],
+        )
+    )
     ip = client.prepare_index_params()
     ip.add_index("embedding", index_type="FLAT", metric_type="COSINE")
     ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
@@ -114,28 +118,54 @@ def sentence(rnd: random.Random) -> str:
     return " ".join(rnd.choices(WORDS, weights=WEIGHTS, k=rnd.randint(8, 20)))
 
 
-def unit_rows(bank: str, start: int, n: int, rng: np.random.Generator, rnd: random.Random,
-              composite_pk: bool) -> list[dict]:
+def unit_rows(
+    bank: str, start: int, n: int, rng: np.random.Generator, rnd: random.Random, composite_pk: bool
+) -> list[dict]:
     vecs = rng.standard_normal((n, DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     rows = []
     for i in range(n):
         uid = f"u{start + i:07d}"
-        rows.append({
-            "pk": f"{bank}/{uid}" if composite_pk else uid,
-            "bank_id": bank, "text": sentence(rnd), "embedding": vecs[i],
-            "fact_type": "world", "mentioned_at": 1_700_000_000 + i, "occurred_start": -1,
-            "occurred_end": -1, "valid_from": -1, "invalid_at": -1, "proof_count": 1,
-            "confidence": -1.0, "document_id": f"doc{(start + i) // 50}",
-            "tags": ["t1"] if i % 3 else [], "entity_ids": [f"e{i % 97}"],
-            "links": [{"target_id": "u0000001", "type": "semantic", "weight": 0.8}],
-        })
+        rows.append(
+            {
+                "pk": f"{bank}/{uid}" if composite_pk else uid,
+                "bank_id": bank,
+                "text": sentence(rnd),
+                "embedding": vecs[i],
+                "fact_type": "world",
+                "mentioned_at": 1_700_000_000 + i,
+                "occurred_start": -1,
+                "occurred_end": -1,
+                "valid_from": -1,
+                "invalid_at": -1,
+                "proof_count": 1,
+                "confidence": -1.0,
+                "document_id": f"doc{(start + i) // 50}",
+                "tags": ["t1"] if i % 3 else [],
+                "entity_ids": [f"e{i % 97}"],
+                "links": [{"target_id": "u0000001", "type": "semantic", "weight": 0.8}],
+            }
+        )
     return rows
 
 
-OUT_FIELDS = ["pk", "bank_id", "text", "fact_type", "mentioned_at", "occurred_start",
-              "occurred_end", "valid_from", "invalid_at", "proof_count", "confidence",
-              "document_id", "tags", "entity_ids", "links"]
+OUT_FIELDS = [
+    "pk",
+    "bank_id",
+    "text",
+    "fact_type",
+    "mentioned_at",
+    "occurred_start",
+    "occurred_end",
+    "valid_from",
+    "invalid_at",
+    "proof_count",
+    "confidence",
+    "document_id",
+    "tags",
+    "entity_ids",
+    "links",
+]
 
 
 def pct(samples: list[float]) -> tuple[float, float]:
@@ -153,8 +183,9 @@ def timed(fn, repeat: int) -> list[float]:
     return out
 
 
-def load(client: MilvusClient, name: str, banks: list[str], rows_per_bank: int,
-         composite_pk: bool, seed: int) -> float:
+def load(
+    client: MilvusClient, name: str, banks: list[str], rows_per_bank: int, composite_pk: bool, seed: int
+) -> float:
     rng = np.random.default_rng(seed)
     rnd = random.Random(seed)
     total = 0
@@ -168,22 +199,56 @@ def load(client: MilvusClient, name: str, banks: list[str], rows_per_bank: int,
     return total / (time.perf_counter() - t0)
 
 
-def search_suite(client: MilvusClient, name: str, flt: str, pk_of, n_rows: int, repeat: int,
-                 rng: np.random.Generator) -> dict[str, tuple[float, float]]:
+def search_suite(
+    client: MilvusClient, name: str, flt: str, pk_of, n_rows: int, repeat: int, rng: np.random.Generator
+) -> dict[str, tuple[float, float]]:
     q1 = rng.standard_normal((repeat + 1, DIM)).astype(np.float32)
     q64 = rng.standard_normal((64, DIM)).astype(np.float32)
     rnd = random.Random(7)
-    qi = iter(range(10 ** 9))
+    qi = iter(range(10**9))
     res: dict[str, tuple[float, float]] = {}
-    res["dense 1q top100"] = pct(timed(lambda: client.search(
-        name, data=[q1[next(qi) % len(q1)]], anns_field="embedding", limit=100, filter=flt,
-        output_fields=OUT_FIELDS, search_params={"metric_type": "COSINE"}), repeat))
-    res["bm25 1q top100"] = pct(timed(lambda: client.search(
-        name, data=[" ".join(rnd.choices(WORDS[:2000], k=4))], anns_field="sparse", limit=100,
-        filter=flt, output_fields=OUT_FIELDS, search_params={"metric_type": "BM25"}), repeat))
-    res["dense 64q top10"] = pct(timed(lambda: client.search(
-        name, data=list(q64), anns_field="embedding", limit=10, filter=flt,
-        output_fields=["pk"], search_params={"metric_type": "COSINE"}), max(3, repeat // 4)))
+    res["dense 1q top100"] = pct(
+        timed(
+            lambda: client.search(
+                name,
+                data=[q1[next(qi) % len(q1)]],
+                anns_field="embedding",
+                limit=100,
+                filter=flt,
+                output_fields=OUT_FIELDS,
+                search_params={"metric_type": "COSINE"},
+            ),
+            repeat,
+        )
+    )
+    res["bm25 1q top100"] = pct(
+        timed(
+            lambda: client.search(
+                name,
+                data=[" ".join(rnd.choices(WORDS[:2000], k=4))],
+                anns_field="sparse",
+                limit=100,
+                filter=flt,
+                output_fields=OUT_FIELDS,
+                search_params={"metric_type": "BM25"},
+            ),
+            repeat,
+        )
+    )
+    res["dense 64q top10"] = pct(
+        timed(
+            lambda: client.search(
+                name,
+                data=list(q64),
+                anns_field="embedding",
+                limit=10,
+                filter=flt,
+                output_fields=["pk"],
+                search_params={"metric_type": "COSINE"},
+            ),
+            max(3, repeat // 4),
+        )
+    )
 
     def get50():
         ids = ", ".join(json.dumps(pk_of(i)) for i in rnd.sample(range(n_rows), 50))
@@ -212,8 +277,9 @@ def bench_layouts(root: str, rows_per_bank: int, n_banks: int, repeat: int) -> d
     s, ip = unit_schema(ca, partition_key=False)
     create(ca, "units_bank3", s, ip)
     out["insert_a"] = load(ca, "units_bank3", ["bank3"], rows_per_bank, False, 3)
-    out["a"] = search_suite(ca, "units_bank3", "", lambda i: f"u{i:07d}", rows_per_bank, repeat,
-                            np.random.default_rng(11))
+    out["a"] = search_suite(
+        ca, "units_bank3", "", lambda i: f"u{i:07d}", rows_per_bank, repeat, np.random.default_rng(11)
+    )
     ca.close()
     release_lite(path_a)
 
@@ -225,8 +291,15 @@ def bench_layouts(root: str, rows_per_bank: int, n_banks: int, repeat: int) -> d
     banks = [f"bank{i}" for i in range(n_banks)]
     out["insert_b"] = load(cb, "units", banks, rows_per_bank, True, 5)
     assert n_banks > 3, "the measured bank is bank3"
-    out["b"] = search_suite(cb, "units", 'bank_id == "bank3"', lambda i: f"bank3/u{i:07d}",
-                            rows_per_bank, repeat, np.random.default_rng(11))
+    out["b"] = search_suite(
+        cb,
+        "units",
+        'bank_id == "bank3"',
+        lambda i: f"bank3/u{i:07d}",
+        rows_per_bank,
+        repeat,
+        np.random.default_rng(11),
+    )
     # get by composite pk alone (the Lite fast path: no scalar filter next to "pk in [...]")
     rnd = random.Random(3)
 
@@ -263,8 +336,7 @@ print(json.dumps({"open_load_s": t1 - t0, "first_search_s": t2 - t1, "rss_mb": i
 
 
 def cold_shared(path: str) -> dict:
-    r = subprocess.run([sys.executable, "-c", COLD_SHARED, path], capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", COLD_SHARED, path], capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         return {"error": r.stderr[-500:]}
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -302,15 +374,21 @@ print(json.dumps({"open_s": t_open, "first_bank_s": t_first, "touch_all_s": t_al
 def bench_many(root: str, n_banks: int) -> dict:
     """Runs in a fresh child process so that its RSS figures start from a clean baseline."""
     path = os.path.join(root, "many.db")
-    r = subprocess.run([sys.executable, __file__, "--many-child", path, "--many", str(n_banks)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, __file__, "--many-child", path, "--many", str(n_banks)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if r.returncode != 0:
         raise RuntimeError(f"many-banks child failed: {r.stderr[-2000:]}")
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    r = subprocess.run([sys.executable, "-c", COLD_MANY, path, str(n_banks)],
-                       capture_output=True, text=True, timeout=300)
-    res["cold"] = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {
-        "error": r.stderr[-500:]}
+    r = subprocess.run(
+        [sys.executable, "-c", COLD_MANY, path, str(n_banks)], capture_output=True, text=True, timeout=300
+    )
+    res["cold"] = (
+        json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {"error": r.stderr[-500:]}
+    )
     return res
 
 
@@ -342,9 +420,20 @@ def many_child(path: str, n_banks: int) -> None:
     release_lite(path)
     t_close = time.perf_counter() - t0
     du = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(path) for f in fs)
-    print(json.dumps({"banks": n_banks, "collections": 3 * n_banks, "create_s": t_create,
-                      "fill_s": t_fill, "close_s": t_close, "rss_per_bank_mb": per_bank_rss,
-                      "threads_per_bank": per_bank_threads, "disk_mb": du / 2 ** 20}))
+    print(
+        json.dumps(
+            {
+                "banks": n_banks,
+                "collections": 3 * n_banks,
+                "create_s": t_create,
+                "fill_s": t_fill,
+                "close_s": t_close,
+                "rss_per_bank_mb": per_bank_rss,
+                "threads_per_bank": per_bank_threads,
+                "disk_mb": du / 2**20,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -370,8 +459,10 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
     n_a, n_b = args.rows_per_bank, args.rows_per_bank * args.banks
-    print(f"\nMilvus Lite layout benchmark ({DIM}-d, FLAT/COSINE + BM25; "
-          f"{os.cpu_count()} CPUs; {time.perf_counter() - t_start:.0f} s)\n")
+    print(
+        f"\nMilvus Lite layout benchmark ({DIM}-d, FLAT/COSINE + BM25; "
+        f"{os.cpu_count()} CPUs; {time.perf_counter() - t_start:.0f} s)\n"
+    )
     print(f"{'measure (ms, p50 / p95)':<28}{'(a) own collection':>22}{'(b) shared pk':>22}")
     print(f"{'rows scanned':<28}{n_a:>22,}{n_b:>22,}")
     print(f"{'insert rows/s (batch 1000)':<28}{lay['insert_a']:>22,.0f}{lay['insert_b']:>22,.0f}")
@@ -384,28 +475,38 @@ def main() -> None:
     if "error" in cb:
         print(f"cold start (b) failed: {cb['error']}")
     else:
-        print(f"(b) cold start: open+load {cb['open_load_s']:.2f} s, first search "
-              f"{cb['first_search_s']:.2f} s, RSS {cb['rss_mb']:.0f} MB "
-              f"(close/flush before it {lay['close_b_s']:.2f} s)")
+        print(
+            f"(b) cold start: open+load {cb['open_load_s']:.2f} s, first search "
+            f"{cb['first_search_s']:.2f} s, RSS {cb['rss_mb']:.0f} MB "
+            f"(close/flush before it {lay['close_b_s']:.2f} s)"
+        )
     m = many
     f = 1000 / m["banks"]
     print(f"\nmany banks: {m['banks']} banks x 3 collections = {m['collections']} collections")
-    print(f"  create: {m['create_s']:.1f} s ({1000 * m['create_s'] / m['collections']:.1f} ms "
-          f"each), +20 units each + flush: {m['fill_s']:.1f} s, close {m['close_s']:.1f} s")
-    print(f"  marginal cost per bank: RSS +{m['rss_per_bank_mb']:.2f} MB, threads "
-          f"+{m['threads_per_bank']:.1f}; disk {m['disk_mb']:.0f} MB in all")
-    print(f"  extrapolated to 1000 banks: create {m['create_s'] * f:.0f} s, "
-          f"RSS +{m['rss_per_bank_mb'] * 1000:.0f} MB, threads +{m['threads_per_bank'] * 1000:.0f}"
-          f" (only for banks a process has opened)")
+    print(
+        f"  create: {m['create_s']:.1f} s ({1000 * m['create_s'] / m['collections']:.1f} ms "
+        f"each), +20 units each + flush: {m['fill_s']:.1f} s, close {m['close_s']:.1f} s"
+    )
+    print(
+        f"  marginal cost per bank: RSS +{m['rss_per_bank_mb']:.2f} MB, threads "
+        f"+{m['threads_per_bank']:.1f}; disk {m['disk_mb']:.0f} MB in all"
+    )
+    print(
+        f"  extrapolated to 1000 banks: create {m['create_s'] * f:.0f} s, "
+        f"RSS +{m['rss_per_bank_mb'] * 1000:.0f} MB, threads +{m['threads_per_bank'] * 1000:.0f}"
+        f" (only for banks a process has opened)"
+    )
     cold = m["cold"]
     if "error" in cold:
         print(f"  cold start failed: {cold['error']}")
     else:
-        print(f"  cold start: open {cold['open_s']:.2f} s, first bank (load+search) "
-              f"{1000 * cold['first_bank_s']:.0f} ms, touch all {m['collections']} collections "
-              f"{cold['touch_all_s']:.1f} s -> RSS {cold['rss_mb']:.0f} MB "
-              f"(from {cold['rss_before_mb']:.0f}), threads {cold['threads']} "
-              f"(from {cold['threads_before']})")
+        print(
+            f"  cold start: open {cold['open_s']:.2f} s, first bank (load+search) "
+            f"{1000 * cold['first_bank_s']:.0f} ms, touch all {m['collections']} collections "
+            f"{cold['touch_all_s']:.1f} s -> RSS {cold['rss_mb']:.0f} MB "
+            f"(from {cold['rss_before_mb']:.0f}), threads {cold['threads']} "
+            f"(from {cold['threads_before']})"
+        )
 
 
 if __name__ == "__main__":

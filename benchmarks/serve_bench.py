@@ -26,8 +26,13 @@ def main() -> None:
     a = p.parse_args()
     run_serve_bench = serve_bench_runner()
     assert run_serve_bench is not None  # benchmarks.serve_load is beside this script
-    report = run_serve_bench(a.data_dir, bank_size=a.bank_size, seconds=a.seconds,
-                             concurrencies=a.concurrency or (1, 8, 32), downscale_s=a.downscale_s)
+    report = run_serve_bench(
+        a.data_dir,
+        bank_size=a.bank_size,
+        seconds=a.seconds,
+        concurrencies=a.concurrency or (1, 8, 32),
+        downscale_s=a.downscale_s,
+    )
     print(json.dumps(report) if a.json else format_serve_bench(report))
 
 

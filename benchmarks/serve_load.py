@@ -65,24 +65,35 @@ def _write_bank(data_dir: Path, bank: str, size: int) -> None:
         memory.store.bump_revision(bank)
 
 
-def _bench_config(default_config: Path, path: Path, *, upscale_s: float,
-                  downscale_s: float) -> Path:
+def _bench_config(default_config: Path, path: Path, *, upscale_s: float, downscale_s: float) -> Path:
     config = yaml.safe_load(default_config.read_text())
     for dep in config["applications"][0]["deployments"]:
         if dep["name"] == "Recall":
-            dep["autoscaling_config"].update(min_replicas=1, max_replicas=2,
-                                             upscale_delay_s=upscale_s,
-                                             downscale_delay_s=downscale_s)
-    config["applications"].append({
-        "name": "trivial", "route_prefix": "/trivial", "import_path": "serve.trivial:app",
-        "deployments": [{"name": "Trivial", "num_replicas": 1, "max_ongoing_requests": 64,
-                         "ray_actor_options": {"num_cpus": 0.1}}]})
+            dep["autoscaling_config"].update(
+                min_replicas=1, max_replicas=2, upscale_delay_s=upscale_s, downscale_delay_s=downscale_s
+            )
+    config["applications"].append(
+        {
+            "name": "trivial",
+            "route_prefix": "/trivial",
+            "import_path": "serve.trivial:app",
+            "deployments": [
+                {
+                    "name": "Trivial",
+                    "num_replicas": 1,
+                    "max_ongoing_requests": 64,
+                    "ray_actor_options": {"num_cpus": 0.1},
+                }
+            ],
+        }
+    )
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
 
-async def _load(url: str, bodies: list[dict], concurrency: int, seconds: float,
-                headers: dict[str, str]) -> dict[str, Any]:
+async def _load(
+    url: str, bodies: list[dict], concurrency: int, seconds: float, headers: dict[str, str]
+) -> dict[str, Any]:
     import httpx
 
     latencies: list[float] = []
@@ -90,6 +101,7 @@ async def _load(url: str, bodies: list[dict], concurrency: int, seconds: float,
     deadline = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(timeout=60, limits=limits, headers=headers) as http:
+
         async def worker(offset: int) -> None:
             nonlocal errors
             i = offset
@@ -109,9 +121,14 @@ async def _load(url: str, bodies: list[dict], concurrency: int, seconds: float,
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(k) for k in range(concurrency)))
         wall = time.perf_counter() - t0
-    return {"requests": len(latencies), "errors": errors, "rps": round(len(latencies) / wall, 1),
-            "p50_ms": round(_pct(latencies, 0.50), 1), "p95_ms": round(_pct(latencies, 0.95), 1),
-            "p99_ms": round(_pct(latencies, 0.99), 1)}
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": round(len(latencies) / wall, 1),
+        "p50_ms": round(_pct(latencies, 0.50), 1),
+        "p95_ms": round(_pct(latencies, 0.95), 1),
+        "p99_ms": round(_pct(latencies, 0.99), 1),
+    }
 
 
 class _ReplicaWatch:
@@ -123,7 +140,7 @@ class _ReplicaWatch:
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> "_ReplicaWatch":
+    def start(self) -> _ReplicaWatch:
         self._thread.start()
         return self
 
@@ -154,10 +171,17 @@ class _ReplicaWatch:
         return changes
 
 
-def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: int = 10_000,
-                    concurrencies: Sequence[int] = (1, 8, 32), seconds: float = 20.0,
-                    port: int | None = None, downscale_s: float = 20.0,
-                    service: ServiceControl) -> dict[str, Any]:
+def run_serve_bench(
+    data_dir: Path,
+    queries: int | None = None,
+    *,
+    bank_size: int = 10_000,
+    concurrencies: Sequence[int] = (1, 8, 32),
+    seconds: float = 20.0,
+    port: int | None = None,
+    downscale_s: float = 20.0,
+    service: ServiceControl,
+) -> dict[str, Any]:
     """Run the benchmark in a fresh ``data_dir`` against the service ``service`` runs;
     returns the report (see module docstring). ``queries`` caps the distinct query texts
     (default 200)."""
@@ -171,8 +195,9 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
     bank = "bench"
     _say(f"writing a bank of {bank_size:,} synthetic memories")
     _write_bank(data_dir, bank, bank_size)
-    config = _bench_config(service.default_config, data_dir / "bench-config.yaml",
-                           upscale_s=2.0, downscale_s=downscale_s)
+    config = _bench_config(
+        service.default_config, data_dir / "bench-config.yaml", upscale_s=2.0, downscale_s=downscale_s
+    )
     port = port or service.free_port()
     saved = {k: os.environ.get(k) for k in ("MEMLANE_SERVE__API_KEYS", "MEMLANE_SERVE__AUTH")}
     os.environ.update(MEMLANE_SERVE__API_KEYS=json.dumps({BENCH_KEY: [bank]}), MEMLANE_SERVE__AUTH="on")
@@ -197,10 +222,17 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
                 trivial = asyncio.run(_load(trivial_url, recall_bodies, c, seconds, {}))
                 began = watch.mark()
                 recall = asyncio.run(_load(recall_url, recall_bodies, c, seconds, auth))
-                report["levels"].append({
-                    "concurrency": c, "trivial": trivial, "recall": recall,
-                    "recall_vs_trivial_rps": round(recall["rps"] / trivial["rps"], 3)
-                    if trivial["rps"] else None, "recall_started_s": began})
+                report["levels"].append(
+                    {
+                        "concurrency": c,
+                        "trivial": trivial,
+                        "recall": recall,
+                        "recall_vs_trivial_rps": round(recall["rps"] / trivial["rps"], 3)
+                        if trivial["rps"]
+                        else None,
+                        "recall_started_s": began,
+                    }
+                )
             load_end = watch.mark()
             _say(f"load over; watching the Recall replicas scale down (up to {downscale_s + 60:.0f} s)")
             deadline = time.monotonic() + downscale_s + 60
@@ -211,11 +243,14 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
             changes = watch.stop()
             ray.shutdown()
         report["autoscaling"] = {
-            "deployment": "Recall", "min_replicas": 1, "max_replicas": 2,
+            "deployment": "Recall",
+            "min_replicas": 1,
+            "max_replicas": 2,
             "replicas_over_time": [{"t_s": t_, "running": n} for t_, n in changes],
             "load_ended_s": load_end,
             "max_running": max((n for _, n in changes), default=0),
-            "back_to_min": bool(changes) and changes[-1][1] == 1}
+            "back_to_min": bool(changes) and changes[-1][1] == 1,
+        }
     finally:
         service.stop(data_dir)
         for k, v in saved.items():
@@ -226,29 +261,39 @@ def run_serve_bench(data_dir: Path, queries: int | None = None, *, bank_size: in
     at8 = next((lv for lv in report["levels"] if lv["concurrency"] == 8), None)
     ratios = [lv["recall_vs_trivial_rps"] for lv in report["levels"] if lv["recall_vs_trivial_rps"]]
     report["targets"] = {
-        "recall_rps_at_least_half_of_trivial": {"min_ratio": min(ratios) if ratios else None,
-                                                "met": bool(ratios) and min(ratios) >= 0.5},
-        "p95_at_concurrency_8_ms": {"value": at8["recall"]["p95_ms"] if at8 else None,
-                                    "met": bool(at8) and at8["recall"]["p95_ms"] <= 500}}
+        "recall_rps_at_least_half_of_trivial": {
+            "min_ratio": min(ratios) if ratios else None,
+            "met": bool(ratios) and min(ratios) >= 0.5,
+        },
+        "p95_at_concurrency_8_ms": {
+            "value": at8["recall"]["p95_ms"] if at8 else None,
+            "met": bool(at8) and at8["recall"]["p95_ms"] <= 500,
+        },
+    }
     return report
 
 
 def format_serve_bench(report: dict[str, Any]) -> str:
-    lines = [f"Serve load benchmark: recall on a bank of {report['bank_size']:,} memories vs a "
-             f"trivial endpoint, {report['seconds_per_level']:.0f} s per level "
-             f"(service started in {report['start_s']} s)",
-             "| concurrency | endpoint | req/s | p50 ms | p95 ms | p99 ms | errors |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Serve load benchmark: recall on a bank of {report['bank_size']:,} memories vs a "
+        f"trivial endpoint, {report['seconds_per_level']:.0f} s per level "
+        f"(service started in {report['start_s']} s)",
+        "| concurrency | endpoint | req/s | p50 ms | p95 ms | p99 ms | errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for lv in report["levels"]:
         for name in ("trivial", "recall"):
             r = lv[name]
-            lines.append(f"| {lv['concurrency']} | {name} | {r['rps']} | {r['p50_ms']} | "
-                         f"{r['p95_ms']} | {r['p99_ms']} | {r['errors']} |")
+            lines.append(
+                f"| {lv['concurrency']} | {name} | {r['rps']} | {r['p50_ms']} | "
+                f"{r['p95_ms']} | {r['p99_ms']} | {r['errors']} |"
+            )
         lines.append(f"| {lv['concurrency']} | recall / trivial | {lv['recall_vs_trivial_rps']} | | | | |")
     auto = report.get("autoscaling", {})
     timeline = ", ".join(f"{p['t_s']}s: {p['running']}" for p in auto.get("replicas_over_time", []))
-    lines.append(f"Recall replicas running over time: {timeline} (load ended at "
-                 f"{auto.get('load_ended_s')} s)")
+    lines.append(
+        f"Recall replicas running over time: {timeline} (load ended at {auto.get('load_ended_s')} s)"
+    )
     for name, target in report["targets"].items():
         lines.append(f"target {name}: {target}")
     return "\n".join(lines)

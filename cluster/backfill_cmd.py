@@ -13,7 +13,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -48,32 +47,38 @@ def _format(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory of them."),
-             format: str = typer.Option("auto", "--format",
-                                        help="auto | locomo | longmemeval | jsonl | parquet"),
-             address: Optional[str] = typer.Option(None, "--address",
-                                                   help="Ray cluster to join (ray://host:10001 or "
-                                                        "auto); default: a local Ray on 127.0.0.1."),
-             data_dir: Optional[Path] = typer.Option(None, "--data-dir",
-                                                     help="Data directory (default: "
-                                                          "MEMLANE_DATA_DIR or ./.memlane)."),
-             milvus_uri: Optional[str] = typer.Option(None, "--milvus-uri",
-                                                      help="Milvus server for the workers; "
-                                                           "default: a local Milvus Lite server "
-                                                           "over the data directory."),
-             workers: Optional[int] = typer.Option(None, "--workers",
-                                                   help="Retain actors (default: one per CPU, "
-                                                        "or per GPU)."),
-             json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
-             max_reject_share: float = typer.Option(0.01, "--max-reject-share",
-                                                    help="Fail (exit 2) when more than this share "
-                                                         "of records is rejected."),
-             vllm_model: Optional[str] = typer.Option(
-                 None, "--vllm-model", help="Extract facts with this model on the cluster's GPUs "
-                                            "(ray.data.llm + vLLM, the gpu extra); chunks it "
-                                            "cannot parse fall back to the rules."),
-             vllm_replicas: int = typer.Option(1, "--vllm-replicas", min=1,
-                                               help="vLLM engines (one per GPU).")) -> None:
+def backfill(
+    path: Path = typer.Argument(..., help="A corpus file or a directory of them."),
+    format: str = typer.Option("auto", "--format", help="auto | locomo | longmemeval | jsonl | parquet"),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        help="Ray cluster to join (ray://host:10001 or auto); default: a local Ray on 127.0.0.1.",
+    ),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
+    ),
+    milvus_uri: str | None = typer.Option(
+        None,
+        "--milvus-uri",
+        help="Milvus server for the workers; default: a local Milvus Lite server over the data directory.",
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Retain actors (default: one per CPU, or per GPU)."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    max_reject_share: float = typer.Option(
+        0.01, "--max-reject-share", help="Fail (exit 2) when more than this share of records is rejected."
+    ),
+    vllm_model: str | None = typer.Option(
+        None,
+        "--vllm-model",
+        help="Extract facts with this model on the cluster's GPUs "
+        "(ray.data.llm + vLLM, the gpu extra); chunks it "
+        "cannot parse fall back to the rules.",
+    ),
+    vllm_replicas: int = typer.Option(1, "--vllm-replicas", min=1, help="vLLM engines (one per GPU)."),
+) -> None:
     """Backfill a corpus (LoCoMo, LongMemEval, JSONL/Parquet records) into memory banks on Ray."""
     from pydantic import ValidationError
 
@@ -95,21 +100,31 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
             import importlib.util
 
             if importlib.util.find_spec("vllm") is None:
-                raise ValueError("--vllm-model needs vLLM: install the gpu extra "
-                                 "(pip install 'memlane[gpu]') on a machine with GPUs")
+                raise ValueError(
+                    "--vllm-model needs vLLM: install the gpu extra "
+                    "(pip install 'memlane[gpu]') on a machine with GPUs"
+                )
         if address and not uri:
-            raise ValueError("--address needs --milvus-uri (or MEMLANE_STORE__MILVUS_URI): the workers "
-                             "of a cluster cannot share a local Milvus Lite directory")
+            raise ValueError(
+                "--address needs --milvus-uri (or MEMLANE_STORE__MILVUS_URI): the workers "
+                "of a cluster cannot share a local Milvus Lite directory"
+            )
     except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
         fail(str(exc) or type(exc).__name__)
 
-    from pipelines.backfill import (BackfillConfig, RejectLimitExceeded, prepare_backfill,
-                                    run_backfill)
+    from pipelines.backfill import BackfillConfig, RejectLimitExceeded, prepare_backfill, run_backfill
 
     overrides = worker_settings(settings)
-    cfg = BackfillConfig(path=path, milvus_uri=uri or "", data_dir=settings.data_dir, fmt=format,
-                         workers=workers, max_reject_share=max_reject_share,
-                         progress=not json_out or sys.stderr.isatty(), settings=overrides)
+    cfg = BackfillConfig(
+        path=path,
+        milvus_uri=uri or "",
+        data_dir=settings.data_dir,
+        fmt=format,
+        workers=workers,
+        max_reject_share=max_reject_share,
+        progress=not json_out or sys.stderr.isatty(),
+        settings=overrides,
+    )
     if vllm_model is not None:
         from pipelines.llm_extract import VLLMExtractConfig
 
@@ -122,10 +137,17 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
         if address:
             import ray
 
-            ray.init(address=address, logging_level="WARNING",
-                     runtime_env={"env_vars": {k: v for k, v in os.environ.items()
-                                               if k.startswith("MEMLANE_")
-                                               and not _secret(k[len("MEMLANE_"):].lower())}})
+            ray.init(
+                address=address,
+                logging_level="WARNING",
+                runtime_env={
+                    "env_vars": {
+                        k: v
+                        for k, v in os.environ.items()
+                        if k.startswith("MEMLANE_") and not _secret(k[len("MEMLANE_") :].lower())
+                    }
+                },
+            )
             try:
                 summary = run_backfill(cfg, plan)
             finally:
@@ -153,9 +175,12 @@ def backfill(path: Path = typer.Argument(..., help="A corpus file or a directory
     except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
         fail(str(exc) or type(exc).__name__)
     except KeyboardInterrupt:
-        typer.echo("backfill interrupted: finished banks are in the ledger; run the same command "
-                   "again to finish (banks already written are skipped)", err=True)
-        raise typer.Exit(code=130)
+        typer.echo(
+            "backfill interrupted: finished banks are in the ledger; run the same command "
+            "again to finish (banks already written are skipped)",
+            err=True,
+        )
+        raise typer.Exit(code=130) from None
 
     out = summary.as_dict()
     out["total_s"] = round(time.perf_counter() - t0, 3)  # with cluster start and stop
@@ -177,8 +202,11 @@ def worker_settings(settings) -> dict:
     MEMLANE_LLM__*API_KEY from their own environment (a local Ray inherits the driver's)."""
 
     def public(tree: dict) -> dict:
-        return {k: public(v) if isinstance(v, dict) else v for k, v in tree.items()
-                if k not in ("data_dir", "milvus_uri") and not _secret(k)}
+        return {
+            k: public(v) if isinstance(v, dict) else v
+            for k, v in tree.items()
+            if k not in ("data_dir", "milvus_uri") and not _secret(k)
+        }
 
     return public(settings.model_dump(mode="json"))
 

@@ -5,26 +5,29 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from cluster.common import DataDir, errors, fail, open_memory
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Memlane: agent memory with retain, recall and reflect.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Memlane: agent memory with retain, recall and reflect."
+)
 eval_app = typer.Typer(no_args_is_help=True, help="Measure recall quality on public benchmarks.")
 bench_app = typer.Typer(no_args_is_help=True, help="Speed benchmarks (figures beside baselines).")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 
+
 @app.command()
-def retain(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speaker, text, timestamp, session_id}."),
-           bank: str = typer.Option(..., "--bank", help="Bank id (created when missing)."),
-           format: str = typer.Option("auto", "--format", help="auto | locomo | jsonl"),
-           tag: List[str] = typer.Option([], "--tag", help="Tag every memory (repeatable)."),
-           json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-           data_dir: Optional[Path] = DataDir) -> None:
+def retain(
+    file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speaker, text, timestamp, session_id}."),
+    bank: str = typer.Option(..., "--bank", help="Bank id (created when missing)."),
+    format: str = typer.Option("auto", "--format", help="auto | locomo | jsonl"),
+    tag: list[str] = typer.Option([], "--tag", help="Tag every memory (repeatable)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    data_dir: Path | None = DataDir,
+) -> None:
     """Retain a conversation file into a bank (validated whole before anything is written)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -37,40 +40,65 @@ def retain(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speak
             raise ValueError(f"--format must be auto, locomo or jsonl, not {format!r}")
         conversations = load_conversations(file, format=format)
         total = sum(len(c.turns) for c in conversations)
-        with open_memory(data_dir) as memory, Progress(
-                TextColumn("retain"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                transient=json_out, disable=not sys.stderr.isatty() and json_out) as bar:
+        with (
+            open_memory(data_dir) as memory,
+            Progress(
+                TextColumn("retain"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=json_out,
+                disable=not sys.stderr.isatty() and json_out,
+            ) as bar,
+        ):
             task = bar.add_task("turns", total=total)
-            report = memory.retain(bank, [(c.document_id, c.turns) for c in conversations],
-                                   tags=tag, progress=lambda n: bar.advance(task, n))
+            report = memory.retain(
+                bank,
+                [(c.document_id, c.turns) for c in conversations],
+                tags=tag,
+                progress=lambda n: bar.advance(task, n),
+            )
     out = report.as_dict()
     if json_out:
         typer.echo(json.dumps(out))
     else:
-        typer.echo(f"bank {bank}: {out['turns']} turns -> {out['units']} memories, "
-                   f"{out['chunks']} chunks, {out['entities']} entities touched, "
-                   f"{out['links']} stored links in {out['seconds']:.1f}s")
+        typer.echo(
+            f"bank {bank}: {out['turns']} turns -> {out['units']} memories, "
+            f"{out['chunks']} chunks, {out['entities']} entities touched, "
+            f"{out['links']} stored links in {out['seconds']:.1f}s"
+        )
 
 
 @app.command()
-def recall(query: str = typer.Argument(..., help="What to remember."),
-           bank: str = typer.Option(..., "--bank"),
-           max_tokens: int = typer.Option(1024, "--max-tokens"),
-           budget: str = typer.Option("mid", "--budget", help="low | mid | high"),
-           type: List[str] = typer.Option([], "--type", help="world | experience | opinion | observation"),
-           tag: List[str] = typer.Option([], "--tag"),
-           include_chunks: bool = typer.Option(False, "--chunks"),
-           trace: bool = typer.Option(False, "--trace"),
-           json_out: bool = typer.Option(False, "--json"),
-           url: Optional[str] = typer.Option(None, "--url",
-                                             help="Ask a running service (http://127.0.0.1:8000) "
-                                                  "instead of the local data directory."),
-           api_key: Optional[str] = typer.Option(None, "--api-key", envvar="MEMLANE_API_KEY",
-                                                 help="Service API key (default MEMLANE_API_KEY)."),
-           data_dir: Optional[Path] = DataDir) -> None:
+def recall(
+    query: str = typer.Argument(..., help="What to remember."),
+    bank: str = typer.Option(..., "--bank"),
+    max_tokens: int = typer.Option(1024, "--max-tokens"),
+    budget: str = typer.Option("mid", "--budget", help="low | mid | high"),
+    type: list[str] = typer.Option([], "--type", help="world | experience | opinion | observation"),
+    tag: list[str] = typer.Option([], "--tag"),
+    include_chunks: bool = typer.Option(False, "--chunks"),
+    trace: bool = typer.Option(False, "--trace"),
+    json_out: bool = typer.Option(False, "--json"),
+    url: str | None = typer.Option(
+        None,
+        "--url",
+        help="Ask a running service (http://127.0.0.1:8000) instead of the local data directory.",
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="MEMLANE_API_KEY", help="Service API key (default MEMLANE_API_KEY)."
+    ),
+    data_dir: Path | None = DataDir,
+) -> None:
     """Recall memories for a query, packed to a token budget."""
-    options = dict(max_tokens=max_tokens, budget=budget, types=type or None, tags=tag or None,
-                   include_chunks=include_chunks, trace=trace)
+    options = dict(
+        max_tokens=max_tokens,
+        budget=budget,
+        types=type or None,
+        tags=tag or None,
+        include_chunks=include_chunks,
+        trace=trace,
+    )
     if url:
         _recall_remote(url, api_key, bank, query, options, json_out)
         return
@@ -90,17 +118,21 @@ def _print_recall(result, via: str = "") -> None:
         typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}")
     for c in result.chunks:
         typer.echo(f"--- chunk {c.document_id}/{c.session_id}#{c.index}\n{c.text}")
-    typer.echo(f"({len(result.memories)} memories, {result.tokens} tokens, "
-               f"{result.timings_ms.get('total', 0):.0f} ms{via})", err=True)
+    typer.echo(
+        f"({len(result.memories)} memories, {result.tokens} tokens, "
+        f"{result.timings_ms.get('total', 0):.0f} ms{via})",
+        err=True,
+    )
 
 
-def _recall_remote(url: str, api_key: Optional[str], bank: str, query: str, options: dict,
-                   json_out: bool) -> None:
+def _recall_remote(
+    url: str, api_key: str | None, bank: str, query: str, options: dict, json_out: bool
+) -> None:
     """``recall --url``: the same query through the service's HTTP API."""
     import httpx
 
-    from memlane_client import MemlaneAPIError, MemlaneClient
     from memlane.model import RecallResult
+    from memlane_client import MemlaneAPIError, MemlaneClient
 
     try:
         with MemlaneClient(url, api_key) as client:
@@ -116,12 +148,14 @@ def _recall_remote(url: str, api_key: Optional[str], bank: str, query: str, opti
 
 
 @app.command()
-def banks(json_out: bool = typer.Option(False, "--json"), data_dir: Optional[Path] = DataDir) -> None:
+def banks(json_out: bool = typer.Option(False, "--json"), data_dir: Path | None = DataDir) -> None:
     """List banks with their memory counts."""
     with errors():
         with open_memory(data_dir) as memory:
-            rows = [{"bank_id": b.bank_id, "name": b.name,
-                     "memories": memory.store.count_units(b.bank_id)} for b in memory.list_banks()]
+            rows = [
+                {"bank_id": b.bank_id, "name": b.name, "memories": memory.store.count_units(b.bank_id)}
+                for b in memory.list_banks()
+            ]
     if json_out:
         typer.echo(json.dumps(rows))
         return
@@ -132,9 +166,11 @@ def banks(json_out: bool = typer.Option(False, "--json"), data_dir: Optional[Pat
 
 
 @app.command()
-def delete(bank: str = typer.Option(..., "--bank"),
-           document: Optional[str] = typer.Option(None, "--document", help="Delete one document only."),
-           data_dir: Optional[Path] = DataDir) -> None:
+def delete(
+    bank: str = typer.Option(..., "--bank"),
+    document: str | None = typer.Option(None, "--document", help="Delete one document only."),
+    data_dir: Path | None = DataDir,
+) -> None:
     """Delete a bank (or one document of it) with everything derived from it."""
     with errors():
         with open_memory(data_dir) as memory:
@@ -147,11 +183,13 @@ def delete(bank: str = typer.Option(..., "--bank"),
 
 
 @bench_app.command("engine")
-def bench_engine(sizes: List[int] = typer.Option([1000, 10000, 100000], "--size"),
-                 queries: int = typer.Option(200, "--queries"),
-                 retain_turns: int = typer.Option(1500, "--retain-turns"),
-                 json_out: bool = typer.Option(False, "--json"),
-                 data_dir: Optional[Path] = typer.Option(Path(".memlane-bench"), "--data-dir")) -> None:
+def bench_engine(
+    sizes: list[int] = typer.Option([1000, 10000, 100000], "--size"),
+    queries: int = typer.Option(200, "--queries"),
+    retain_turns: int = typer.Option(1500, "--retain-turns"),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path | None = typer.Option(Path(".memlane-bench"), "--data-dir"),
+) -> None:
     """Recall latency by bank size, and retain throughput beside raw embedding throughput."""
     from benchmarks.engine import format_bench, run_engine_bench
 

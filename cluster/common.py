@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NoReturn, Optional
+from typing import Iterator, NoReturn
 
 import typer
 
-DataDir = typer.Option(None, "--data-dir",
-                       help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane).")
+DataDir = typer.Option(None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane).")
 
 
 def fail(message: str) -> NoReturn:
@@ -33,7 +32,7 @@ def errors() -> Iterator[None]:
         fail(" ".join(str(exc).split()) or type(exc).__name__)
 
 
-def open_memory(data_dir: Optional[Path]):
+def open_memory(data_dir: Path | None):
     """The engine over ``data_dir`` (default: the settings' data directory); a context manager."""
     from memlane.engine import Memory
     from memlane.settings import Settings

@@ -14,14 +14,14 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from cluster.common import errors, fail, open_memory
 
-LLM_MISSING = ("--qa needs an LLM: set MEMLANE_LLM__BASE_URL (and MEMLANE_LLM__MODEL) to an "
-               "OpenAI-compatible endpoint")
+LLM_MISSING = (
+    "--qa needs an LLM: set MEMLANE_LLM__BASE_URL (and MEMLANE_LLM__MODEL) to an OpenAI-compatible endpoint"
+)
 SERVE_MISSING = "skipped: benchmarks/serve_load.py not available"
 
 
@@ -30,7 +30,7 @@ def _command() -> str:
     return "memlane " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def _run_dir(out: Optional[Path], data_dir: Path, benchmark: str) -> Path:
+def _run_dir(out: Path | None, data_dir: Path, benchmark: str) -> Path:
     return out or data_dir / "runs" / f"{benchmark}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
@@ -47,7 +47,7 @@ def qa_llm(settings):
     return llm
 
 
-def _check_ks(ks: List[int]) -> list[int]:
+def _check_ks(ks: list[int]) -> list[int]:
     if any(x < 1 for x in ks):
         raise ValueError("--k must be >= 1")
     return sorted(set(ks))
@@ -61,20 +61,25 @@ def _finish(report: dict, run_dir: Path, json_out: bool, text: str, plots: bool)
     typer.echo(json.dumps(report) if json_out else text)
 
 
-def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json (default: ../shared/data/locomo10.json)."),
-                k: List[int] = typer.Option([5, 10], "--k", help="Cut-offs (repeatable)."),
-                limit: Optional[int] = typer.Option(None, "--limit", help="First N conversations only."),
-                reuse_banks: bool = typer.Option(False, "--reuse-banks",
-                                                 help="Skip retain for banks already built (tuning recall)."),
-                qa: bool = typer.Option(False, "--qa", help="Also answer and grade with an LLM judge."),
-                qa_tokens: int = typer.Option(4096, "--qa-tokens", help="Recalled tokens the answerer gets."),
-                full_context: bool = typer.Option(True, "--full-context/--no-full-context",
-                                                  help="QA baseline: answer from the whole conversation."),
-                out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: <data-dir>/runs/locomo-<time>)."),
-                plots: bool = typer.Option(True, "--plots/--no-plots"),
-                json_out: bool = typer.Option(False, "--json"),
-                data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir",
-                                              help="Where the eval's banks live.")) -> None:
+def eval_locomo(
+    path: Path | None = typer.Argument(None, help="locomo10.json (default: ../shared/data/locomo10.json)."),
+    k: list[int] = typer.Option([5, 10], "--k", help="Cut-offs (repeatable)."),
+    limit: int | None = typer.Option(None, "--limit", help="First N conversations only."),
+    reuse_banks: bool = typer.Option(
+        False, "--reuse-banks", help="Skip retain for banks already built (tuning recall)."
+    ),
+    qa: bool = typer.Option(False, "--qa", help="Also answer and grade with an LLM judge."),
+    qa_tokens: int = typer.Option(4096, "--qa-tokens", help="Recalled tokens the answerer gets."),
+    full_context: bool = typer.Option(
+        True, "--full-context/--no-full-context", help="QA baseline: answer from the whole conversation."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Run directory (default: <data-dir>/runs/locomo-<time>)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots"),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
+) -> None:
     """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines."""
     from evals.locomo import default_locomo_path, format_report, run_locomo
     from evals.report import QuestionLog
@@ -93,32 +98,44 @@ def eval_locomo(path: Optional[Path] = typer.Argument(None, help="locomo10.json 
         llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
         with open_memory(data_dir) as memory:
             with QuestionLog(run_dir / "questions.jsonl") as log:
-                report = run_locomo(memory, target, ks=ks, limit=limit, progress=not json_out,
-                                    reuse_banks=reuse_banks, log=log, qa_llm=llm,
-                                    qa_tokens=qa_tokens, full_context=full_context,
-                                    command=_command())
+                report = run_locomo(
+                    memory,
+                    target,
+                    ks=ks,
+                    limit=limit,
+                    progress=not json_out,
+                    reuse_banks=reuse_banks,
+                    log=log,
+                    qa_llm=llm,
+                    qa_tokens=qa_tokens,
+                    full_context=full_context,
+                    command=_command(),
+                )
     _finish(report, run_dir, json_out, format_report(report), plots)
 
 
-def eval_longmemeval(path: Path = typer.Argument(..., help="A LongMemEval JSON file (S, M or oracle)."),
-                     k: List[int] = typer.Option([1, 3, 5, 10, 30, 50], "--k", help="Cut-offs (repeatable)."),
-                     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions only."),
-                     reuse_banks: bool = typer.Option(False, "--reuse-banks",
-                                                      help="Skip retain for banks already built."),
-                     qa: bool = typer.Option(False, "--qa", help="Also answer and grade with the official judge prompts."),
-                     qa_tokens: int = typer.Option(4096, "--qa-tokens", help="Recalled tokens the answerer gets."),
-                     full_context: bool = typer.Option(True, "--full-context/--no-full-context",
-                                                       help="QA baseline: answer from the whole haystack."),
-                     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: <data-dir>/runs/longmemeval-<time>)."),
-                     plots: bool = typer.Option(True, "--plots/--no-plots"),
-                     json_out: bool = typer.Option(False, "--json"),
-                     data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir",
-                                                   help="Where the eval's banks live.")) -> None:
+def eval_longmemeval(
+    path: Path = typer.Argument(..., help="A LongMemEval JSON file (S, M or oracle)."),
+    k: list[int] = typer.Option([1, 3, 5, 10, 30, 50], "--k", help="Cut-offs (repeatable)."),
+    limit: int | None = typer.Option(None, "--limit", help="First N questions only."),
+    reuse_banks: bool = typer.Option(False, "--reuse-banks", help="Skip retain for banks already built."),
+    qa: bool = typer.Option(False, "--qa", help="Also answer and grade with the official judge prompts."),
+    qa_tokens: int = typer.Option(4096, "--qa-tokens", help="Recalled tokens the answerer gets."),
+    full_context: bool = typer.Option(
+        True, "--full-context/--no-full-context", help="QA baseline: answer from the whole haystack."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Run directory (default: <data-dir>/runs/longmemeval-<time>)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots"),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
+) -> None:
     """LongMemEval retrieval metrics (official recall_any/recall_all/ndcg_any at turn and
     session level, per question type) for Memlane and BM25/dense baselines; one bank per question."""
     from evals.longmemeval import run_longmemeval
-    from memlane.ingest.longmemeval import load_longmemeval
     from evals.report import QuestionLog, markdown
+    from memlane.ingest.longmemeval import load_longmemeval
     from memlane.settings import Settings
 
     with errors():
@@ -132,10 +149,19 @@ def eval_longmemeval(path: Path = typer.Argument(..., help="A LongMemEval JSON f
         llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
         with open_memory(data_dir) as memory:
             with QuestionLog(run_dir / "questions.jsonl") as log:
-                report = run_longmemeval(memory, path, ks=ks, limit=limit, progress=not json_out,
-                                         reuse_banks=reuse_banks, log=log, qa_llm=llm,
-                                         qa_tokens=qa_tokens, full_context=full_context,
-                                         command=_command())
+                report = run_longmemeval(
+                    memory,
+                    path,
+                    ks=ks,
+                    limit=limit,
+                    progress=not json_out,
+                    reuse_banks=reuse_banks,
+                    log=log,
+                    qa_llm=llm,
+                    qa_tokens=qa_tokens,
+                    full_context=full_context,
+                    command=_command(),
+                )
     _finish(report, run_dir, json_out, markdown(report), plots)
 
 
@@ -149,23 +175,35 @@ def serve_bench_runner():
     from cluster.local import connect_local, free_port
     from cluster.service import DEFAULT_CONFIG, start_background, stop
 
-    control = ServiceControl(default_config=DEFAULT_CONFIG, start=start_background, stop=stop,
-                             connect=connect_local, free_port=free_port)
+    control = ServiceControl(
+        default_config=DEFAULT_CONFIG,
+        start=start_background,
+        stop=stop,
+        connect=connect_local,
+        free_port=free_port,
+    )
     return functools.partial(run_serve_bench, service=control)
 
 
-def bench_suite(sizes: List[int] = typer.Option([1000, 10000, 100000, 1000000], "--size",
-                                                help="Bank sizes (repeatable)."),
-                queries: int = typer.Option(200, "--queries"),
-                retain_turns: int = typer.Option(1500, "--retain-turns", help="0 skips retain."),
-                serve: bool = typer.Option(True, "--serve/--no-serve", help="Run the Serve section."),
-                out: Optional[Path] = typer.Option(None, "--out",
-                                                   help="Where bench.json, bench.md and the plot go (default: <data-dir>/runs/bench-<time>)."),
-                json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-                markdown_out: bool = typer.Option(False, "--markdown", help="Print the Markdown summary."),
-                plots: bool = typer.Option(True, "--plots/--no-plots"),
-                data_dir: Path = typer.Option(Path(".memlane-bench"), "--data-dir",
-                                              help="Scratch data directory (emptied first).")) -> None:
+def bench_suite(
+    sizes: list[int] = typer.Option(
+        [1000, 10000, 100000, 1000000], "--size", help="Bank sizes (repeatable)."
+    ),
+    queries: int = typer.Option(200, "--queries"),
+    retain_turns: int = typer.Option(1500, "--retain-turns", help="0 skips retain."),
+    serve: bool = typer.Option(True, "--serve/--no-serve", help="Run the Serve section."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Where bench.json, bench.md and the plot go (default: <data-dir>/runs/bench-<time>).",
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    markdown_out: bool = typer.Option(False, "--markdown", help="Print the Markdown summary."),
+    plots: bool = typer.Option(True, "--plots/--no-plots"),
+    data_dir: Path = typer.Option(
+        Path(".memlane-bench"), "--data-dir", help="Scratch data directory (emptied first)."
+    ),
+) -> None:
     """The performance suite: recall latency and footprint vs bank size, retain vs raw
     embedding, Serve req/s vs a trivial endpoint; each beside its baseline from the same run."""
     from benchmarks.suite import run_suite, suite_markdown, write_suite
@@ -180,10 +218,15 @@ def bench_suite(sizes: List[int] = typer.Option([1000, 10000, 100000, 1000000], 
         serve_fn = serve_bench_runner() if serve else None
         # Not under data_dir: the suite empties that first.
         run_dir = out or Path(f"{data_dir}-runs") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
-        report = run_suite(data_dir, sizes=sorted(set(sizes)), queries=queries,
-                           retain_turns=retain_turns, serve_bench=serve_fn,
-                           serve_skipped=SERVE_MISSING if serve else "skipped: --no-serve",
-                           command=_command())
+        report = run_suite(
+            data_dir,
+            sizes=sorted(set(sizes)),
+            queries=queries,
+            retain_turns=retain_turns,
+            serve_bench=serve_fn,
+            serve_skipped=SERVE_MISSING if serve else "skipped: --no-serve",
+            command=_command(),
+        )
         write_suite(report, run_dir, plots=plots)
     typer.echo(f"run directory: {run_dir}", err=True)
     if json_out:
@@ -197,9 +240,11 @@ def _short(report: dict) -> str:
 
     lines = [format_bench(report)]
     for f in report.get("footprint", []):
-        lines.append(f"footprint at {f['memories']:,}: {f['rss_bytes_per_memory']} B/memory in "
-                     f"process, {f['disk_bytes_per_memory']} B on disk (raw vector "
-                     f"{f['raw_vector_bytes_per_memory']} B, raw text {f['raw_text_bytes_per_memory']} B)")
+        lines.append(
+            f"footprint at {f['memories']:,}: {f['rss_bytes_per_memory']} B/memory in "
+            f"process, {f['disk_bytes_per_memory']} B on disk (raw vector "
+            f"{f['raw_vector_bytes_per_memory']} B, raw text {f['raw_text_bytes_per_memory']} B)"
+        )
     lines.append(f"serve: {report.get('serve')}")
     return "\n".join(lines)
 

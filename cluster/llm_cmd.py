@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -14,21 +13,30 @@ from cluster.common import errors, open_memory
 _DATA_DIR_HELP = "Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
 
 
-def reflect(question: str = typer.Argument(..., help="What to ask the bank."),
-            bank: str = typer.Option(..., "--bank"),
-            max_tokens: int = typer.Option(4096, "--max-tokens", help="Recall budget in tokens."),
-            budget: str = typer.Option("mid", "--budget", help="low | mid | high"),
-            tag: List[str] = typer.Option([], "--tag"),
-            no_opinions: bool = typer.Option(False, "--no-opinions",
-                                             help="Do not store the opinions the answer forms."),
-            json_out: bool = typer.Option(False, "--json"),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP)) -> None:
+def reflect(
+    question: str = typer.Argument(..., help="What to ask the bank."),
+    bank: str = typer.Option(..., "--bank"),
+    max_tokens: int = typer.Option(4096, "--max-tokens", help="Recall budget in tokens."),
+    budget: str = typer.Option("mid", "--budget", help="low | mid | high"),
+    tag: list[str] = typer.Option([], "--tag"),
+    no_opinions: bool = typer.Option(
+        False, "--no-opinions", help="Do not store the opinions the answer forms."
+    ),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+) -> None:
     """Answer a question in the bank's own voice from its memories (needs an LLM:
     MEMLANE_LLM__BASE_URL and MEMLANE_LLM__MODEL)."""
     with errors():
         with open_memory(data_dir) as memory:
-            result = memory.reflect(bank, question, max_tokens=max_tokens, budget=budget,
-                                    tags=tag or None, form_opinions=not no_opinions)
+            result = memory.reflect(
+                bank,
+                question,
+                max_tokens=max_tokens,
+                budget=budget,
+                tags=tag or None,
+                form_opinions=not no_opinions,
+            )
     if json_out:
         typer.echo(result.model_dump_json(exclude={"memories": True}))
         return
@@ -39,15 +47,17 @@ def reflect(question: str = typer.Argument(..., help="What to ask the bank."),
         typer.echo(f"opinion ({op.confidence:.2f}): {op.text}", err=True)
 
 
-def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversation file."),
-            owner: str = typer.Option("", "--owner", help="The bank owner's name (their facts "
-                                                          "are experience)."),
-            extractor: Optional[str] = typer.Option(None, "--extractor",
-                                                    help="rules | llm (default: MEMLANE_RETAIN__EXTRACTOR)"),
-            format: str = typer.Option("auto", "--format", help="auto | locomo | jsonl"),
-            limit: int = typer.Option(3, "--limit", help="Chunks to show (0: all)."),
-            json_out: bool = typer.Option(False, "--json"),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP)) -> None:
+def extract(
+    file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversation file."),
+    owner: str = typer.Option("", "--owner", help="The bank owner's name (their facts are experience)."),
+    extractor: str | None = typer.Option(
+        None, "--extractor", help="rules | llm (default: MEMLANE_RETAIN__EXTRACTOR)"
+    ),
+    format: str = typer.Option("auto", "--format", help="auto | locomo | jsonl"),
+    limit: int = typer.Option(3, "--limit", help="Chunks to show (0: all)."),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+) -> None:
     """Dry run: show the facts the first chunks of a file would become. Writes nothing."""
     with errors():
         from memlane.engine import Memory
@@ -67,9 +77,11 @@ def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversa
             settings = settings.model_copy(update={"retain": {"extractor": extractor}})
         conversations = load_conversations(file, format=format)
         bank = Bank(bank_id="dry-run", name=owner)
-        items = [item for c in conversations
-                 for item in chunk_turns(bank.bank_id, c.document_id, c.turns,
-                                         settings.retain.chunk_max_turns)]
+        items = [
+            item
+            for c in conversations
+            for item in chunk_turns(bank.bank_id, c.document_id, c.turns, settings.retain.chunk_max_turns)
+        ]
         items = items[:limit] if limit else items
         # The engine builds the extractor the retain would use; nothing opens the store.
         engine = Memory(settings)
@@ -77,23 +89,35 @@ def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversa
         facts = ext.extract(bank, items)
     rows = []
     for item, chunk_facts in zip(items, facts):
-        rows.append({
-            "document_id": item.chunk.document_id, "session_id": item.chunk.session_id,
-            "chunk": item.chunk.index, "turns": [t.turn_id for t in item.turns],
-            "facts": [{"text": f.text, "fact_type": f.fact_type.value,
-                       "occurred_start": f.occurred_start.isoformat() if f.occurred_start else None,
-                       "occurred_end": f.occurred_end.isoformat() if f.occurred_end else None,
-                       "source_turns": f.source_turns,
-                       "entities": [m.surface for m in f.mentions],
-                       "causal": [{"target": c.target, "type": c.type.value, "strength": c.strength}
-                                  for c in f.causal],
-                       "extractor": f.metadata.get("extractor", "rules")} for f in chunk_facts]})
+        rows.append(
+            {
+                "document_id": item.chunk.document_id,
+                "session_id": item.chunk.session_id,
+                "chunk": item.chunk.index,
+                "turns": [t.turn_id for t in item.turns],
+                "facts": [
+                    {
+                        "text": f.text,
+                        "fact_type": f.fact_type.value,
+                        "occurred_start": f.occurred_start.isoformat() if f.occurred_start else None,
+                        "occurred_end": f.occurred_end.isoformat() if f.occurred_end else None,
+                        "source_turns": f.source_turns,
+                        "entities": [m.surface for m in f.mentions],
+                        "causal": [
+                            {"target": c.target, "type": c.type.value, "strength": c.strength}
+                            for c in f.causal
+                        ],
+                        "extractor": f.metadata.get("extractor", "rules"),
+                    }
+                    for f in chunk_facts
+                ],
+            }
+        )
     if json_out:
         typer.echo(json.dumps(rows))
         return
     for row in rows:
-        typer.echo(f"--- {row['document_id']}/{row['session_id']}#{row['chunk']} "
-                   f"({', '.join(row['turns'])})")
+        typer.echo(f"--- {row['document_id']}/{row['session_id']}#{row['chunk']} ({', '.join(row['turns'])})")
         for f in row["facts"]:
             when = f["occurred_start"][:10] if f["occurred_start"] else "-"
             typer.echo(f"  [{f['fact_type']} {when} via {f['extractor']}] {f['text']}")
@@ -101,10 +125,11 @@ def extract(file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL conversa
                 typer.echo(f"      entities: {', '.join(dict.fromkeys(f['entities']))}")
 
 
-def merge_background(snippet: str = typer.Argument(..., help="New biographical information."),
-                     bank: str = typer.Option(..., "--bank"),
-                     data_dir: Optional[Path] = typer.Option(None, "--data-dir",
-                                                             help=_DATA_DIR_HELP)) -> None:
+def merge_background(
+    snippet: str = typer.Argument(..., help="New biographical information."),
+    bank: str = typer.Option(..., "--bank"),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+) -> None:
     """Merge a snippet into the bank's first-person background (the new one wins conflicts)."""
     with errors():
         with open_memory(data_dir) as memory:

@@ -75,8 +75,14 @@ class MilvusLiteServer:
     directory's lock, so no process may open the same directory as a Lite file meanwhile.
     """
 
-    def __init__(self, data_dir: str | Path, *, port: int | None = None,
-                 start_timeout_s: float = 60.0, log_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        port: int | None = None,
+        start_timeout_s: float = 60.0,
+        log_path: str | Path | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.db_dir = self.data_dir / "milvus.db"
         self.port = port
@@ -88,31 +94,43 @@ class MilvusLiteServer:
     def uri(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
-    def start(self) -> "MilvusLiteServer":
+    def start(self) -> MilvusLiteServer:
         """Start the server and wait until it answers a client call."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
-        cmd = [*_milvus_lite_command(), "server", "--data-dir", str(self.db_dir),
-               "--host", LOOPBACK, "--port", str(self.port)]
+        cmd = [
+            *_milvus_lite_command(),
+            "server",
+            "--data-dir",
+            str(self.db_dir),
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(self.port),
+        ]
         log = open(self.log_path, "ab")
         try:
             # start_new_session: a terminal Ctrl-C goes to the driver, which stops us in order.
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         finally:
             log.close()
         deadline = time.monotonic() + self.start_timeout_s
         while True:
             if self.proc.poll() is not None:
                 tail = self.log_path.read_text(errors="replace")[-800:]
-                raise RuntimeError(f"milvus-lite server exited with code {self.proc.returncode}: "
-                                   f"{' '.join(tail.split())}")
+                raise RuntimeError(
+                    f"milvus-lite server exited with code {self.proc.returncode}: {' '.join(tail.split())}"
+                )
             if self._ready():
                 return self
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"milvus-lite server did not answer on {self.uri} within "
-                                   f"{self.start_timeout_s:.0f}s (log: {self.log_path})")
+                raise RuntimeError(
+                    f"milvus-lite server did not answer on {self.uri} within "
+                    f"{self.start_timeout_s:.0f}s (log: {self.log_path})"
+                )
             time.sleep(0.2)
 
     def _ready(self) -> bool:
@@ -149,7 +167,7 @@ class MilvusLiteServer:
             except subprocess.TimeoutExpired:
                 continue
 
-    def __enter__(self) -> "MilvusLiteServer":
+    def __enter__(self) -> MilvusLiteServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -187,7 +205,7 @@ def descendants(root: int) -> set[int]:
         try:
             with open(f"/proc/{entry}/stat") as f:
                 stat = f.read()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
@@ -210,8 +228,9 @@ def _kill(pids: set[int]) -> None:
             pass
 
 
-def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
-                  attempts: int = 3, pause_s: float = 5.0) -> T:
+def retry_startup(
+    start: Callable[[], T], cleanup: Callable[[], None], *, attempts: int = 3, pause_s: float = 5.0
+) -> T:
     """``start()``; when it fails on a Ray startup timeout, ``cleanup()``, kill what the failed
     attempt spawned, pause and start again (``attempts`` in all).
 
@@ -228,8 +247,12 @@ def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
         except Exception as exc:  # noqa: BLE001
             if attempt == attempts or not is_startup_timeout(exc):
                 raise
-            log.warning("Ray start %d of %d timed out (%s); retrying", attempt, attempts,
-                        " ".join(str(exc).split())[:120])
+            log.warning(
+                "Ray start %d of %d timed out (%s); retrying",
+                attempt,
+                attempts,
+                " ".join(str(exc).split())[:120],
+            )
             cleanup()
             # A start that fails inside Ray's Node() leaves its GCS, dashboard and monitors
             # running, unknown to ray.shutdown: a retry then found 127.0.0.1:8265 taken and
@@ -240,8 +263,7 @@ def retry_startup(start: Callable[[], T], cleanup: Callable[[], None], *,
     raise AssertionError("unreachable")
 
 
-def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | None = None,
-                    **kwargs):
+def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | None = None, **kwargs):
     """``ray.init`` of a new single-node cluster with every listener on 127.0.0.1."""
     bind_ray_to_loopback()
     import ray
@@ -250,13 +272,20 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
     # shutting down: two pipeline tests failed on "127.0.0.1:8265 already occupied").
     if include_dashboard is not False and "dashboard_port" not in kwargs:
         kwargs["dashboard_port"] = DASHBOARD_PORT if _port_free(DASHBOARD_PORT) else free_port()
+
     def start():
         # address="local": always a new cluster. Without it ray.init joins the cluster named
         # in /tmp/ray/ray_current_cluster (any `ray start` or cluster_utils.Cluster on the
         # machine), which then rejects num_cpus.
-        return ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
-                        dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK,
-                        logging_level="WARNING", **kwargs)
+        return ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=include_dashboard,
+            dashboard_host=LOOPBACK,
+            _node_ip_address=LOOPBACK,
+            logging_level="WARNING",
+            **kwargs,
+        )
 
     def cleanup():
         ray.shutdown()
@@ -267,8 +296,10 @@ def start_local_ray(num_cpus: int | None = None, *, include_dashboard: bool | No
     node_ip = ctx.address_info.get("node_ip_address")
     if node_ip != LOOPBACK:
         ray.shutdown()
-        raise RuntimeError(f"Ray started on {node_ip}, not on {LOOPBACK}: the local default must "
-                           "not listen on other interfaces")
+        raise RuntimeError(
+            f"Ray started on {node_ip}, not on {LOOPBACK}: the local default must "
+            "not listen on other interfaces"
+        )
     return ctx
 
 
@@ -291,9 +322,13 @@ def connect_local(address: str, **kwargs):
 
 
 @contextmanager
-def local_cluster(data_dir: str | Path, *, num_cpus: int | None = None,
-                  include_dashboard: bool | None = None,
-                  runtime_env: dict | None = None) -> Iterator[str]:
+def local_cluster(
+    data_dir: str | Path,
+    *,
+    num_cpus: int | None = None,
+    include_dashboard: bool | None = None,
+    runtime_env: dict | None = None,
+) -> Iterator[str]:
     """Start the Milvus Lite server over ``data_dir`` and a loopback Ray; yield the Milvus
     URI; on exit (Ctrl-C included) shut Ray down first, then the server."""
     server = MilvusLiteServer(data_dir)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,16 +14,16 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code=code)
 
 
-def serve_command(port: int = typer.Option(8000, "--port", min=1, max=65535,
-                                           help="HTTP port on 127.0.0.1."),
-                  stop: bool = typer.Option(False, "--stop", help="Stop the running service."),
-                  config: Optional[Path] = typer.Option(None, "--config",
-                                                        help="Serve config (default serve/config.yaml)."),
-                  data_dir: Optional[Path] = typer.Option(None, "--data-dir",
-                                                          help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."),
-                  timeout: float = typer.Option(600.0, "--timeout", min=1.0,
-                                                help="Seconds to wait for health."),
-                  json_out: bool = typer.Option(False, "--json")) -> None:
+def serve_command(
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="HTTP port on 127.0.0.1."),
+    stop: bool = typer.Option(False, "--stop", help="Stop the running service."),
+    config: Path | None = typer.Option(None, "--config", help="Serve config (default serve/config.yaml)."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
+    ),
+    timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds to wait for health."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
     """Start Memlane on Ray Serve (local Ray, Milvus Lite server, all on loopback)."""
     from rich.console import Console
 
@@ -39,8 +38,11 @@ def serve_command(port: int = typer.Option(8000, "--port", min=1, max=65535,
         return
     settings = Settings()
     if settings.serve.auth == "on" and not settings.serve.api_keys:
-        typer.echo("warning: MEMLANE_SERVE__API_KEYS is empty, so every request except /v1/health "
-                   "gets 401; set keys, or MEMLANE_SERVE__AUTH=off for local development", err=True)
+        typer.echo(
+            "warning: MEMLANE_SERVE__API_KEYS is empty, so every request except /v1/health "
+            "gets 401; set keys, or MEMLANE_SERVE__AUTH=off for local development",
+            err=True,
+        )
     console = Console(stderr=True)
     try:
         with console.status("starting Ray, Milvus Lite and the Serve application..."):
@@ -53,5 +55,4 @@ def serve_command(port: int = typer.Option(8000, "--port", min=1, max=65535,
         typer.echo(f"memlane is serving on {state['url']} (API docs: {state['url']}/docs)")
         if state.get("dashboard_url"):
             typer.echo(f"Ray dashboard: {state['dashboard_url']} (token in ~/.ray/auth_token)")
-        typer.echo("stop it with: memlane serve --stop"
-                   + (f" --data-dir {root}" if data_dir else ""))
+        typer.echo("stop it with: memlane serve --stop" + (f" --data-dir {root}" if data_dir else ""))

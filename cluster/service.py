@@ -77,22 +77,26 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
 
         # Fractional CPU requests (serve/config.yaml) fit six deployments and their
         # autoscaled replicas in 4 logical CPUs; on 2 cores most replicas wait on others.
-        ctx = start_local_ray(num_cpus or max(4, os.cpu_count() or 1),
-                              runtime_env={"env_vars": env})
+        ctx = start_local_ray(num_cpus or max(4, os.cpu_count() or 1), runtime_env={"env_vars": env})
         # ray.init installs Ray's own SIGTERM handler, which dies without cleanup: take the
         # signals back so a stop shuts Serve, Ray and Milvus down in order.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, on_signal)
         try:
             # What `serve run CONFIG` and `serve deploy CONFIG` do with a config file.
-            client = serve_api.serve_start(http_options=config.http_options.model_dump(),
-                                           proxy_location=config.proxy_location)
+            client = serve_api.serve_start(
+                http_options=config.http_options.model_dump(), proxy_location=config.proxy_location
+            )
             client.deploy_apps(config, _blocking=False)
-            state = {"pid": os.getpid(), "url": f"http://127.0.0.1:{port}",
-                     "ray_address": ctx.address_info.get("gcs_address"),
-                     "dashboard_url": f"http://{ctx.dashboard_url}" if ctx.dashboard_url else None,
-                     "milvus_uri": server.uri, "data_dir": str(data_dir),
-                     "config": str(config_path)}
+            state = {
+                "pid": os.getpid(),
+                "url": f"http://127.0.0.1:{port}",
+                "ray_address": ctx.address_info.get("gcs_address"),
+                "dashboard_url": f"http://{ctx.dashboard_url}" if ctx.dashboard_url else None,
+                "milvus_uri": server.uri,
+                "data_dir": str(data_dir),
+                "config": str(config_path),
+            }
             (data_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
             print(f"memlane service supervisor: {json.dumps(state)}", flush=True)
             stop.wait()
@@ -128,44 +132,67 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def start_background(data_dir: Path, port: int, config_path: Path | None = None, *,
-                     timeout_s: float = 600.0, num_cpus: float | None = None,
-                     progress=None) -> dict[str, Any]:
+def start_background(
+    data_dir: Path,
+    port: int,
+    config_path: Path | None = None,
+    *,
+    timeout_s: float = 600.0,
+    num_cpus: float | None = None,
+    progress=None,
+) -> dict[str, Any]:
     """Start the supervisor detached and return its state once ``/v1/health`` answers 200."""
     from cluster.local import _port_free
 
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     if read_state(data_dir):
-        raise ServiceError(f"a service is already running for {data_dir} "
-                           "(stop it with memlane serve --stop)")
+        raise ServiceError(f"a service is already running for {data_dir} (stop it with memlane serve --stop)")
     if not _port_free(port):
         raise ServiceError(f"port {port} on 127.0.0.1 is in use (choose another with --port)")
     config_path = Path(config_path or DEFAULT_CONFIG)
     if not config_path.is_file():
         raise ServiceError(f"serve config not found: {config_path}")
     log_path = data_dir / LOG_FILE
-    cmd = [sys.executable, "-m", "cluster.service", "--data-dir", str(data_dir),
-           "--port", str(port), "--config", str(config_path.resolve())]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cluster.service",
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(port),
+        "--config",
+        str(config_path.resolve()),
+    ]
     if num_cpus:
         cmd += ["--num-cpus", str(num_cpus)]
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=str(Path(__file__).resolve().parent.parent))
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(Path(__file__).resolve().parent.parent),
+        )
     deadline = time.monotonic() + timeout_s
     url = f"http://127.0.0.1:{port}"
     while True:
         if proc.poll() is not None:
             tail = log_path.read_text(errors="replace")[-1500:]
-            raise ServiceError(f"the service exited with code {proc.returncode}; log "
-                               f"{log_path}: ...{' '.join(tail.split())[-600:]}")
+            raise ServiceError(
+                f"the service exited with code {proc.returncode}; log "
+                f"{log_path}: ...{' '.join(tail.split())[-600:]}"
+            )
         state = read_state(data_dir)
         if state and _healthy(url):
             return state
         if time.monotonic() > deadline:
             stop(data_dir)
-            raise ServiceError(f"the service was not healthy on {url} within {timeout_s:.0f}s "
-                               f"(log: {log_path})")
+            raise ServiceError(
+                f"the service was not healthy on {url} within {timeout_s:.0f}s (log: {log_path})"
+            )
         if progress:
             progress()
         time.sleep(1.0)

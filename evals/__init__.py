@@ -10,21 +10,20 @@ from evals.locomo_data import (
     load_qa_jsonl,
     normalize_evidence,
 )
-from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval
-
 from evals.metrics import (
     OFFICIAL_KS,
     is_abstention,
     mean,
     ndcg_any_at_k,
+    ranked_turns,
     recall_all_at_k,
     recall_any_at_k,
-    ranked_turns,
     recall_at_k,
     session_of,
     session_recall_at_k,
     wilson_interval,
 )
+from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval
 
 __all__ = [
     "LMEQuestion",

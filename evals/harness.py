@@ -28,8 +28,15 @@ def _turns_of(hits) -> list[str]:
     return ranked_turns([list(h.fields.get("source_turns") or ()) for h in hits])
 
 
-def rank_all(memory, bank_id: str, query: str, *, as_of: datetime | None = None,
-             recall_tokens: int = RECALL_TOKENS, depth: int = BASELINE_DEPTH):
+def rank_all(
+    memory,
+    bank_id: str,
+    query: str,
+    *,
+    as_of: datetime | None = None,
+    recall_tokens: int = RECALL_TOKENS,
+    depth: int = BASELINE_DEPTH,
+):
     """Rank the bank's source turns for ``query`` with each system.
 
     Returns ``(rankings, result, latency_ms)``: turn rankings by system name, Memlane's
@@ -46,9 +53,19 @@ def rank_all(memory, bank_id: str, query: str, *, as_of: datetime | None = None,
     return rankings, result, latency_ms
 
 
-def qa_for(memory, llm, *, question: str, result, history: Sequence[Any], grade, verdict,
-           qa_tokens: int = QA_TOKENS, question_date: datetime | None = None,
-           full_context: bool = True) -> dict[str, Any]:
+def qa_for(
+    memory,
+    llm,
+    *,
+    question: str,
+    result,
+    history: Sequence[Any],
+    grade,
+    verdict,
+    qa_tokens: int = QA_TOKENS,
+    question_date: datetime | None = None,
+    full_context: bool = True,
+) -> dict[str, Any]:
     """QA entries for one question: Memlane answers from the best ``qa_tokens`` of its recall,
     the full-context baseline from the whole history; the same answerer and judge grade both.
     Context tokens are counted with the embedder's tokenizer (not the answerer's, which the
@@ -56,17 +73,30 @@ def qa_for(memory, llm, *, question: str, result, history: Sequence[Any], grade,
     from evals.qa import answer_and_grade, history_context, memory_context, pack
 
     packed = pack(result.memories, qa_tokens)
-    out = {"memlane": answer_and_grade(
-        llm, question=question, context=memory_context(packed),
-        context_tokens=sum(m.tokens for m in packed), grade=grade, verdict=verdict,
-        question_date=question_date)}
+    out = {
+        "memlane": answer_and_grade(
+            llm,
+            question=question,
+            context=memory_context(packed),
+            context_tokens=sum(m.tokens for m in packed),
+            grade=grade,
+            verdict=verdict,
+            question_date=question_date,
+        )
+    }
     if full_context:
         context = history_context(history)
         # Line by line: one huge string would only trip the tokenizer's length warning.
         tokens = sum(memory.embedder.count_tokens(context.split("\n")))
         out["full-context"] = answer_and_grade(
-            llm, question=question, context=context, context_tokens=tokens, grade=grade,
-            verdict=verdict, question_date=question_date)
+            llm,
+            question=question,
+            context=context,
+            context_tokens=tokens,
+            grade=grade,
+            verdict=verdict,
+            question_date=question_date,
+        )
     return out
 
 
@@ -91,8 +121,14 @@ def progress_bar(enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     # stderr: stdout carries the report (text, Markdown or JSON).
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=Console(stderr=True), disable=not enabled)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
 
 
 Advance = Callable[[int], None]

@@ -39,10 +39,20 @@ def _category(cat: int) -> str:
     return f"{cat} {CATEGORY_NAMES[cat]}"
 
 
-def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | None = None,
-               progress: bool = True, reuse_banks: bool = False, log: QuestionLog | None = None,
-               qa_llm=None, qa_tokens: int = 4096, full_context: bool = True,
-               command: str | None = None) -> dict[str, Any]:
+def run_locomo(
+    memory,
+    path: Path,
+    *,
+    ks: Sequence[int] = (5, 10),
+    limit: int | None = None,
+    progress: bool = True,
+    reuse_banks: bool = False,
+    log: QuestionLog | None = None,
+    qa_llm=None,
+    qa_tokens: int = 4096,
+    full_context: bool = True,
+    command: str | None = None,
+) -> dict[str, Any]:
     """Ingest each conversation into its own bank and score recall; returns the report dict.
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
     settings against banks built by an earlier run or by ``memlane backfill``); ``log`` receives a row
@@ -62,16 +72,18 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
     skipped = 0
     with progress_bar(progress) as bar:
         t_ingest = bar.add_task("retain", total=sum(len(c.turns) for c in conversations))
-        t_query = bar.add_task("recall", total=sum(len(questions.get(c.document_id, []))
-                                                   for c in conversations))
+        t_query = bar.add_task(
+            "recall", total=sum(len(questions.get(c.document_id, [])) for c in conversations)
+        )
         for conv in conversations:
             bank = conv.bank_id  # the backfill's bank of the same sample
             start = time.perf_counter()
             if reuse_banks and memory.store.count_units(bank):
                 bar.advance(t_ingest, len(conv.turns))
             else:
-                memory.retain(bank, [(conv.document_id, conv.turns)],
-                              progress=lambda n: bar.advance(t_ingest, n))
+                memory.retain(
+                    bank, [(conv.document_id, conv.turns)], progress=lambda n: bar.advance(t_ingest, n)
+                )
             ingest_s += time.perf_counter() - start
             for i, qa in enumerate(questions.get(conv.document_id, [])):
                 bar.advance(t_query, 1)
@@ -79,8 +91,7 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
                 if not relevant and qa_llm is None:
                     skipped += 1
                     continue
-                rankings, result, ms = rank_all(memory, bank, qa.question,
-                                                recall_tokens=RECALL_TOKENS)
+                rankings, result, ms = rank_all(memory, bank, qa.question, recall_tokens=RECALL_TOKENS)
                 scores: dict[str, dict[str, float]] = {s: {} for s in SYSTEMS}
                 if relevant:
                     latencies.append(ms)
@@ -91,44 +102,79 @@ def run_locomo(memory, path: Path, *, ks: Sequence[int] = (5, 10), limit: int | 
                 else:
                     skipped += 1
                 row: dict[str, Any] = {
-                    "id": f"{conv.document_id}#{i}", "category": _category(qa.category),
-                    "question": qa.question, "answer": qa.answer, "evidence": qa.evidence,
-                    "recall_ms": round(ms, 1), "scores": scores,
+                    "id": f"{conv.document_id}#{i}",
+                    "category": _category(qa.category),
+                    "question": qa.question,
+                    "answer": qa.answer,
+                    "evidence": qa.evidence,
+                    "recall_ms": round(ms, 1),
+                    "scores": scores,
                     "top_turns": {s: rankings[s][:10] for s in SYSTEMS},
                 }
                 if qa_llm is not None:
-                    row["qa"] = qa_for(memory, qa_llm, question=qa.question, result=result,
-                                       history=conv.turns, grade=locomo_grader(qa.question, qa.answer),
-                                       verdict=locomo_verdict, qa_tokens=qa_tokens,
-                                       full_context=full_context)
+                    row["qa"] = qa_for(
+                        memory,
+                        qa_llm,
+                        question=qa.question,
+                        result=result,
+                        history=conv.turns,
+                        grade=locomo_grader(qa.question, qa.answer),
+                        verdict=locomo_verdict,
+                        qa_tokens=qa_tokens,
+                        full_context=full_context,
+                    )
                 rows.append(row)
                 if log is not None:
                     log.write(row)
 
     n_scored = sum(1 for r in rows if r["scores"]["memlane"])
     info = {
-        "dataset": Path(path).name, "conversations": len(conversations),
-        "questions": n_scored, "skipped (no evidence)": skipped, "ks": ", ".join(map(str, ks)),
-        "recall p50 ms": percentile(latencies, 0.5), "recall p95 ms": percentile(latencies, 0.95),
-        "retain s": round(ingest_s, 1), "wall s": round(time.perf_counter() - t0, 1),
+        "dataset": Path(path).name,
+        "conversations": len(conversations),
+        "questions": n_scored,
+        "skipped (no evidence)": skipped,
+        "ks": ", ".join(map(str, ks)),
+        "recall p50 ms": percentile(latencies, 0.5),
+        "recall p95 ms": percentile(latencies, 0.95),
+        "retain s": round(ingest_s, 1),
+        "wall s": round(time.perf_counter() - t0, 1),
     }
-    notes = ["Evidence recall: the fraction of a question's evidence turns (session recall: "
-             "their sessions) among the first k distinct turns (sessions) a system ranks; "
-             "categories 1-4; items without evidence are left out of recall.",
-             "Baselines rank the same units straight from the store: bm25 (plain BM25) and dense "
-             "(plain cosine with the same embedder), no fusion, graph, time or boosts."]
-    report = build_report(benchmark="locomo", title=f"LoCoMo evidence recall ({Path(path).name})",
-                          systems=SYSTEMS, rows=rows, info=info,
-                          qa_systems=qa_systems(qa_llm is not None, full_context),
-                          headline=f"turn_recall@{max(ks)}",
-                          notes=notes, command=command)
-    report.update(_legacy(report, ks, len(conversations), n_scored, skipped, latencies, ingest_s,
-                          time.perf_counter() - t0))
+    notes = [
+        "Evidence recall: the fraction of a question's evidence turns (session recall: "
+        "their sessions) among the first k distinct turns (sessions) a system ranks; "
+        "categories 1-4; items without evidence are left out of recall.",
+        "Baselines rank the same units straight from the store: bm25 (plain BM25) and dense "
+        "(plain cosine with the same embedder), no fusion, graph, time or boosts.",
+    ]
+    report = build_report(
+        benchmark="locomo",
+        title=f"LoCoMo evidence recall ({Path(path).name})",
+        systems=SYSTEMS,
+        rows=rows,
+        info=info,
+        qa_systems=qa_systems(qa_llm is not None, full_context),
+        headline=f"turn_recall@{max(ks)}",
+        notes=notes,
+        command=command,
+    )
+    report.update(
+        _legacy(
+            report, ks, len(conversations), n_scored, skipped, latencies, ingest_s, time.perf_counter() - t0
+        )
+    )
     return report
 
 
-def _legacy(report: dict[str, Any], ks: Sequence[int], conversations: int, questions: int,
-            skipped: int, latencies: list[float], ingest_s: float, wall_s: float) -> dict[str, Any]:
+def _legacy(
+    report: dict[str, Any],
+    ks: Sequence[int],
+    conversations: int,
+    questions: int,
+    skipped: int,
+    latencies: list[float],
+    ingest_s: float,
+    wall_s: float,
+) -> dict[str, Any]:
     """The first version's keys: Memlane's means at top level, baselines under ``baselines``,
     ``per_category`` keyed by category number."""
     summary = report["summary"]
@@ -136,36 +182,50 @@ def _legacy(report: dict[str, Any], ks: Sequence[int], conversations: int, quest
     def system(name: str) -> dict[str, Any]:
         out: dict[str, Any] = dict(summary.get(ALL, {}).get(name, {}))
         out["per_category"] = {
-            cat.split()[0]: {"name": cat.split(maxsplit=1)[1],
-                             "questions": entry["n"].get(f"turn_recall@{ks[0]}", 0),
-                             **entry.get(name, {})}
-            for cat, entry in summary.items() if cat != ALL and entry.get(name)}
+            cat.split()[0]: {
+                "name": cat.split(maxsplit=1)[1],
+                "questions": entry["n"].get(f"turn_recall@{ks[0]}", 0),
+                **entry.get(name, {}),
+            }
+            for cat, entry in summary.items()
+            if cat != ALL and entry.get(name)
+        }
         return out
 
     legacy = system("memlane")
     legacy["baselines"] = {"bm25": system("bm25"), "dense": system("dense")}
-    legacy.update({
-        "conversations": conversations, "questions": questions, "skipped_no_evidence": skipped,
-        "ks": list(ks), "recall_ms_p50": percentile(latencies, 0.5),
-        "recall_ms_p95": percentile(latencies, 0.95), "ingest_s": round(ingest_s, 1),
-        "wall_s": round(wall_s, 1),
-    })
+    legacy.update(
+        {
+            "conversations": conversations,
+            "questions": questions,
+            "skipped_no_evidence": skipped,
+            "ks": list(ks),
+            "recall_ms_p50": percentile(latencies, 0.5),
+            "recall_ms_p95": percentile(latencies, 0.95),
+            "ingest_s": round(ingest_s, 1),
+            "wall_s": round(wall_s, 1),
+        }
+    )
     return legacy
 
 
 def format_report(report: dict[str, Any]) -> str:
     """A plain-text table: rows are systems x categories, columns the metrics."""
     keys = [f"{m}@{k}" for m in ("turn_recall", "session_recall") for k in report["ks"]]
-    lines = [f"LoCoMo evidence recall: {report['conversations']} conversations, "
-             f"{report['questions']} questions (categories 1-4; {report['skipped_no_evidence']} "
-             f"without evidence skipped), wall {report['wall_s']}s, ingest {report['ingest_s']}s, "
-             f"recall p50 {report['recall_ms_p50']} ms / p95 {report['recall_ms_p95']} ms",
-             f"{'system':<9}{'category':<14}{'n':>5}  " + "  ".join(f"{k:>17}" for k in keys)]
+    lines = [
+        f"LoCoMo evidence recall: {report['conversations']} conversations, "
+        f"{report['questions']} questions (categories 1-4; {report['skipped_no_evidence']} "
+        f"without evidence skipped), wall {report['wall_s']}s, ingest {report['ingest_s']}s, "
+        f"recall p50 {report['recall_ms_p50']} ms / p95 {report['recall_ms_p95']} ms",
+        f"{'system':<9}{'category':<14}{'n':>5}  " + "  ".join(f"{k:>17}" for k in keys),
+    ]
     systems = {"memlane": report, **report["baselines"]}
     for name, data in systems.items():
         rows = [("all", report["questions"], data)]
         rows += [(f"{c} {v['name']}", v["questions"], v) for c, v in data["per_category"].items()]
         for label, n, values in rows:
-            lines.append(f"{name:<9}{label:<14}{n:>5}  " + "  ".join(
-                f"{values[k]:>17.4f}" if k in values else f"{'-':>17}" for k in keys))
+            lines.append(
+                f"{name:<9}{label:<14}{n:>5}  "
+                + "  ".join(f"{values[k]:>17.4f}" if k in values else f"{'-':>17}" for k in keys)
+            )
     return "\n".join(lines)

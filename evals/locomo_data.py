@@ -115,8 +115,9 @@ def _check_categories(categories: Iterable[int] | None) -> set[int] | None:
     return cats
 
 
-def _qa_item(sample_id: str, raw: Any, where: str, valid_ids: set[str] | None,
-             *, json_path: bool = True) -> QAItem:
+def _qa_item(
+    sample_id: str, raw: Any, where: str, valid_ids: set[str] | None, *, json_path: bool = True
+) -> QAItem:
     def at(name: str) -> str:
         return f"{where}.{name}" if json_path else f"{where}: field {name!r}"
 
@@ -158,8 +159,9 @@ def _dialogue_ids(conversation: Any) -> set[str]:
     if isinstance(conversation, dict):
         for key, value in conversation.items():
             if key.startswith("session_") and isinstance(value, list):
-                ids.update(t["dia_id"] for t in value
-                           if isinstance(t, dict) and isinstance(t.get("dia_id"), str))
+                ids.update(
+                    t["dia_id"] for t in value if isinstance(t, dict) and isinstance(t.get("dia_id"), str)
+                )
     return ids
 
 
@@ -193,15 +195,12 @@ def load_locomo_questions(
         if not isinstance(qa, list):
             raise InputError(f"{path.name}: {jpath}.qa: expected a list")
         valid = _dialogue_ids(sample.get("conversation"))
-        items = [_qa_item(sample_id, raw, f"{path.name}: {jpath}.qa[{j}]", valid)
-                 for j, raw in enumerate(qa)]
+        items = [_qa_item(sample_id, raw, f"{path.name}: {jpath}.qa[{j}]", valid) for j, raw in enumerate(qa)]
         out[sample_id] = [q for q in items if cats is None or q.category in cats]
     return out
 
 
-def load_qa_jsonl(
-    path: str | Path, categories: Iterable[int] | None = None
-) -> dict[str, list[QAItem]]:
+def load_qa_jsonl(path: str | Path, categories: Iterable[int] | None = None) -> dict[str, list[QAItem]]:
     """Read QA items from JSON Lines, one object a line in the shape of :class:`QAItem`
     (``sample_id``, ``question``, ``answer``, ``evidence``, ``category``), as in
     ``samples/questions.jsonl``. Evidence is normalised without an id check (there is no

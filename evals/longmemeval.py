@@ -31,10 +31,14 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from evals.harness import (QA_TOKENS, SYSTEMS, percentile, progress_bar, qa_for, qa_systems,
-                                  rank_all)
-from evals.metrics import (OFFICIAL_KS, recall_any_at_k, retrieval_scores, session_of,
-                                  session_scores_from_turns)
+from evals.harness import QA_TOKENS, SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
+from evals.metrics import (
+    OFFICIAL_KS,
+    recall_any_at_k,
+    retrieval_scores,
+    session_of,
+    session_scores_from_turns,
+)
 from evals.report import QuestionLog, build_report
 from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval
 
@@ -58,11 +62,21 @@ def score_question(q: LMEQuestion, ranked: Sequence[str], ks: Sequence[int]) -> 
     return scores
 
 
-def run_longmemeval(memory, path: str | Path, *, ks: Sequence[int] = OFFICIAL_KS,
-                    limit: int | None = None, progress: bool = True, reuse_banks: bool = False,
-                    log: QuestionLog | None = None, qa_llm=None, qa_tokens: int = QA_TOKENS,
-                    full_context: bool = True, use_question_date: bool = True,
-                    command: str | None = None) -> dict[str, Any]:
+def run_longmemeval(
+    memory,
+    path: str | Path,
+    *,
+    ks: Sequence[int] = OFFICIAL_KS,
+    limit: int | None = None,
+    progress: bool = True,
+    reuse_banks: bool = False,
+    log: QuestionLog | None = None,
+    qa_llm=None,
+    qa_tokens: int = QA_TOKENS,
+    full_context: bool = True,
+    use_question_date: bool = True,
+    command: str | None = None,
+) -> dict[str, Any]:
     """Run the eval over the first ``limit`` questions of a LongMemEval file; returns the
     harness report (:func:`evals.report.build_report`). ``reuse_banks`` skips retain
     for banks that already hold memories; ``log`` receives one row per question; ``qa_llm``
@@ -86,8 +100,7 @@ def run_longmemeval(memory, path: str | Path, *, ks: Sequence[int] = OFFICIAL_KS
                 reused += 1
                 bar.advance(t_ingest, len(q.turns))
             elif q.turns:
-                memory.retain(bank, [(q.question_id, q.turns)],
-                              progress=lambda n: bar.advance(t_ingest, n))
+                memory.retain(bank, [(q.question_id, q.turns)], progress=lambda n: bar.advance(t_ingest, n))
             else:
                 memory.create_bank(bank)  # an empty haystack still gets a (empty) bank
             ingest_s += time.perf_counter() - start
@@ -95,19 +108,30 @@ def run_longmemeval(memory, path: str | Path, *, ks: Sequence[int] = OFFICIAL_KS
             rankings, result, ms = rank_all(memory, bank, q.question, as_of=as_of)
             latencies.append(ms)
             row: dict[str, Any] = {
-                "id": q.question_id, "category": q.question_type, "abstention": q.abstention,
-                "question": q.question, "answer": q.answer,
-                "evidence_turns": q.evidence_turns, "answer_session_ids": q.answer_session_ids,
+                "id": q.question_id,
+                "category": q.question_type,
+                "abstention": q.abstention,
+                "question": q.question,
+                "answer": q.answer,
+                "evidence_turns": q.evidence_turns,
+                "answer_session_ids": q.answer_session_ids,
                 "recall_ms": round(ms, 1),
                 "scores": {s: score_question(q, rankings[s], ks) for s in SYSTEMS},
                 "top_turns": {s: rankings[s][:10] for s in SYSTEMS},
             }
             if qa_llm is not None:
-                row["qa"] = qa_for(memory, qa_llm, question=q.question, result=result,
-                                   history=q.turns, grade=lme_grader(q.question_type, q.question,
-                                                                     q.answer, q.abstention),
-                                   verdict=lme_verdict, qa_tokens=qa_tokens,
-                                   question_date=q.question_date, full_context=full_context)
+                row["qa"] = qa_for(
+                    memory,
+                    qa_llm,
+                    question=q.question,
+                    result=result,
+                    history=q.turns,
+                    grade=lme_grader(q.question_type, q.question, q.answer, q.abstention),
+                    verdict=lme_verdict,
+                    qa_tokens=qa_tokens,
+                    question_date=q.question_date,
+                    full_context=full_context,
+                )
             rows.append(row)
             if log is not None:
                 log.write(row)
@@ -118,26 +142,39 @@ def run_longmemeval(memory, path: str | Path, *, ks: Sequence[int] = OFFICIAL_KS
     n_abs = sum(1 for q in questions if q.abstention)
     no_gold = sum(1 for q in questions if not q.abstention and not q.evidence_turns)
     info = {
-        "dataset": path.name, "questions": len(questions), "abstention questions": n_abs,
+        "dataset": path.name,
+        "questions": len(questions),
+        "abstention questions": n_abs,
         "non-abstention questions without has_answer turns": no_gold,
-        "ks": ", ".join(map(str, ks)), "banks reused": reused,
-        "recall p50 ms": percentile(latencies, 0.5), "recall p95 ms": percentile(latencies, 0.95),
-        "retain s": round(ingest_s, 1), "wall s": round(time.perf_counter() - t0, 1),
+        "ks": ", ".join(map(str, ks)),
+        "banks reused": reused,
+        "recall p50 ms": percentile(latencies, 0.5),
+        "recall p95 ms": percentile(latencies, 0.95),
+        "retain s": round(ingest_s, 1),
+        "wall s": round(time.perf_counter() - t0, 1),
     }
     notes = [
         "turn_* and session_* metrics are LongMemEval's official recall_any, recall_all and "
         "ndcg_any (its DCG, its turn-to-session conversion); abstention (_abs) questions are "
         "excluded from them. answer_session_recall_any covers every question naming answer "
         "sessions, abstention included.",
-        "Corpus: every retained turn (user and assistant); the official script indexes user "
-        "turns only.",
+        "Corpus: every retained turn (user and assistant); the official script indexes user turns only.",
         "Baselines rank the same units straight from the store: bm25 (plain BM25) and dense "
         "(plain cosine with the same embedder), no fusion, graph, time or boosts.",
     ]
     if qa_llm is not None:
-        notes.append(f"QA: Memlane answers from its best {qa_tokens} recalled tokens; "
-                     "full-context from the whole haystack; same answerer, official judge prompts.")
-    return build_report(benchmark="longmemeval", title=f"LongMemEval retrieval ({path.name})",
-                        systems=SYSTEMS, rows=rows, info=info,
-                        qa_systems=qa_systems(qa_llm is not None, full_context),
-                        headline=HEADLINE, notes=notes, command=command)
+        notes.append(
+            f"QA: Memlane answers from its best {qa_tokens} recalled tokens; "
+            "full-context from the whole haystack; same answerer, official judge prompts."
+        )
+    return build_report(
+        benchmark="longmemeval",
+        title=f"LongMemEval retrieval ({path.name})",
+        systems=SYSTEMS,
+        rows=rows,
+        info=info,
+        qa_systems=qa_systems(qa_llm is not None, full_context),
+        headline=HEADLINE,
+        notes=notes,
+        command=command,
+    )

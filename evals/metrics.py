@@ -156,8 +156,7 @@ def dcg(relevances: Sequence[float], k: int) -> float:
     return float(rel[0]) + sum(float(r) / math.log2(i + 1) for i, r in enumerate(rel) if i >= 1)
 
 
-def ndcg_any_at_k(ranked: Sequence[str], relevant: Iterable[str], corpus: Sequence[str],
-                  k: int) -> float:
+def ndcg_any_at_k(ranked: Sequence[str], relevant: Iterable[str], corpus: Sequence[str], k: int) -> float:
     """LongMemEval's ndcg_any@k with binary relevance.
 
     ``ranked`` is the system's ranking (best first; it may be shorter than the corpus, the
@@ -172,19 +171,27 @@ def ndcg_any_at_k(ranked: Sequence[str], relevant: Iterable[str], corpus: Sequen
     return dcg([1.0 if r in rel else 0.0 for r in ranked], k) / ideal
 
 
-def retrieval_scores(ranked: Sequence[str], relevant: Iterable[str], corpus: Sequence[str],
-                     k: int) -> dict[str, float]:
+def retrieval_scores(
+    ranked: Sequence[str], relevant: Iterable[str], corpus: Sequence[str], k: int
+) -> dict[str, float]:
     """``{"recall_any@k", "recall_all@k", "ndcg_any@k"}`` for one ranking (the official
     ``evaluate_retrieval``)."""
     rel = list(relevant)
-    return {f"recall_any@{k}": recall_any_at_k(ranked, rel, k),
-            f"recall_all@{k}": recall_all_at_k(ranked, rel, k),
-            f"ndcg_any@{k}": ndcg_any_at_k(ranked, rel, corpus, k)}
+    return {
+        f"recall_any@{k}": recall_any_at_k(ranked, rel, k),
+        f"recall_all@{k}": recall_all_at_k(ranked, rel, k),
+        f"ndcg_any@{k}": ndcg_any_at_k(ranked, rel, corpus, k),
+    }
 
 
-def session_scores_from_turns(ranked_turns: Sequence[str], relevant_turns: Iterable[str],
-                              corpus_turns: Sequence[str], k: int, *,
-                              session_key: Callable[[str], str] = session_of) -> dict[str, float]:
+def session_scores_from_turns(
+    ranked_turns: Sequence[str],
+    relevant_turns: Iterable[str],
+    corpus_turns: Sequence[str],
+    k: int,
+    *,
+    session_key: Callable[[str], str] = session_of,
+) -> dict[str, float]:
     """Session-level metrics from a *turn* ranking, as the official turn-to-session conversion
     computes them: turn ids map to their sessions; the cut-off grows from ``k`` until the top
     holds ``k`` distinct sessions (when the ranking never holds that many, it ends one past the

@@ -50,8 +50,7 @@ def plot_report(report: dict[str, Any], out_dir: Path) -> list[Path]:
         fig.tight_layout()
         written.append(_save(fig, out_dir / "by_category.png", plt))
 
-    recall_fams = {f: ks for f, ks in families(summary, systems).items()
-                   if "recall" in f and len(ks) > 1}
+    recall_fams = {f: ks for f, ks in families(summary, systems).items() if "recall" in f and len(ks) > 1}
     if recall_fams:
         n = len(recall_fams)
         fig, axes = plt.subplots(1, n, figsize=(4 * n, 3.6), squeeze=False)
@@ -88,8 +87,14 @@ def plot_report(report: dict[str, Any], out_dir: Path) -> list[Path]:
                 acc.append(a)
                 err_lo.append(max(0.0, a - lo) if finite(a) else 0.0)
                 err_hi.append(max(0.0, hi - a) if finite(a) else 0.0)
-            ax.bar([x + i * width for x in range(len(qcats))], acc, width,
-                   yerr=[err_lo, err_hi], capsize=3, label=system)
+            ax.bar(
+                [x + i * width for x in range(len(qcats))],
+                acc,
+                width,
+                yerr=[err_lo, err_hi],
+                capsize=3,
+                label=system,
+            )
         ax.set_xticks([x + width * (len(qa_systems) - 1) / 2 for x in range(len(qcats))])
         ax.set_xticklabels(qcats, rotation=20, ha="right")
         ax.set_ylim(0, 1)

@@ -27,41 +27,52 @@ from typing import Any, Callable, Sequence
 from memlane.interfaces import LLM
 
 # --- LongMemEval's official judge prompts (evaluate_qa.py, get_anscheck_prompt) -------------
-_LME_PREFIX = ("I will give you a question, a correct answer, and a response from a model. Please "
-               "answer yes if the response contains the correct answer. Otherwise, answer no. If "
-               "the response is equivalent to the correct answer or contains all the intermediate "
-               "steps to get the correct answer, you should also answer yes. If the response only "
-               "contains a subset of the information required by the answer, answer no. ")
-_LME_SUFFIX = ("\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\nIs the model "
-               "response correct? Answer yes or no only.")
+_LME_PREFIX = (
+    "I will give you a question, a correct answer, and a response from a model. Please "
+    "answer yes if the response contains the correct answer. Otherwise, answer no. If "
+    "the response is equivalent to the correct answer or contains all the intermediate "
+    "steps to get the correct answer, you should also answer yes. If the response only "
+    "contains a subset of the information required by the answer, answer no. "
+)
+_LME_SUFFIX = (
+    "\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\nIs the model "
+    "response correct? Answer yes or no only."
+)
 LME_JUDGE_TEMPLATES = {
     "single-session-user": _LME_PREFIX + _LME_SUFFIX,
     "single-session-assistant": _LME_PREFIX + _LME_SUFFIX,
     "multi-session": _LME_PREFIX + _LME_SUFFIX,
-    "temporal-reasoning": _LME_PREFIX + (
+    "temporal-reasoning": _LME_PREFIX
+    + (
         "In addition, do not penalize off-by-one errors for the number of days. If the question "
         "asks for the number of days/weeks/months, etc., and the model makes off-by-one errors "
         "(e.g., predicting 19 days when the answer is 18), the model's response is still "
-        "correct. ") + _LME_SUFFIX,
+        "correct. "
+    )
+    + _LME_SUFFIX,
     "knowledge-update": (
         "I will give you a question, a correct answer, and a response from a model. Please answer "
         "yes if the response contains the correct answer. Otherwise, answer no. If the response "
         "contains some previous information along with an updated answer, the response should be "
-        "considered as correct as long as the updated answer is the required answer.") + _LME_SUFFIX,
+        "considered as correct as long as the updated answer is the required answer."
+    )
+    + _LME_SUFFIX,
     "single-session-preference": (
         "I will give you a question, a rubric for desired personalized response, and a response "
         "from a model. Please answer yes if the response satisfies the desired response. "
         "Otherwise, answer no. The model does not need to reflect all the points in the rubric. "
         "The response is correct as long as it recalls and utilizes the user's personal "
         "information correctly.\n\nQuestion: {}\n\nRubric: {}\n\nModel Response: {}\n\nIs the "
-        "model response correct? Answer yes or no only."),
+        "model response correct? Answer yes or no only."
+    ),
 }
 LME_ABSTENTION_TEMPLATE = (
     "I will give you an unanswerable question, an explanation, and a response from a model. "
     "Please answer yes if the model correctly identifies the question as unanswerable. The model "
     "could say that the information is incomplete, or some other information is given but the "
     "asked information is not.\n\nQuestion: {}\n\nExplanation: {}\n\nModel Response: {}\n\nDoes "
-    "the model correctly identify the question as unanswerable? Answer yes or no only.")
+    "the model correctly identify the question as unanswerable? Answer yes or no only."
+)
 
 # --- The LoCoMo LLM judge (Mem0's ACCURACY_PROMPT) ------------------------------------------
 LOCOMO_JUDGE_TEMPLATE = """
@@ -91,19 +102,24 @@ Just return the label CORRECT or WRONG in a json format with the key as "label".
 """
 
 # --- Answering (ours, identical for every system) ---------------------------------------------
-ANSWER_SYSTEM = ("You answer questions about a user's past conversations using only the context "
-                 "given. Be brief: answer in a few words or one sentence. If the context does not "
-                 "contain the answer, say that the information is not available.")
-ANSWER_TEMPLATE = ("Context (memories from past conversations, with dates):\n{context}\n\n"
-                   "{today}Question: {question}\nAnswer:")
+ANSWER_SYSTEM = (
+    "You answer questions about a user's past conversations using only the context "
+    "given. Be brief: answer in a few words or one sentence. If the context does not "
+    "contain the answer, say that the information is not available."
+)
+ANSWER_TEMPLATE = (
+    "Context (memories from past conversations, with dates):\n{context}\n\n"
+    "{today}Question: {question}\nAnswer:"
+)
 
 ANSWER_MAX_TOKENS = 256
 LME_JUDGE_MAX_TOKENS = 10  # as the official script
 LOCOMO_JUDGE_MAX_TOKENS = 128  # room for the one-sentence reason the prompt asks for
 
 
-def lme_judge_prompt(question_type: str, question: str, answer: str, response: str,
-                     *, abstention: bool = False) -> str:
+def lme_judge_prompt(
+    question_type: str, question: str, answer: str, response: str, *, abstention: bool = False
+) -> str:
     """The official LongMemEval judge prompt for a question type (the abstention prompt for
     ``_abs`` questions). Raises ValueError for a type the official script does not know."""
     if abstention:
@@ -121,8 +137,7 @@ def lme_verdict(reply: str) -> bool:
 
 def locomo_judge_prompt(question: str, gold: str, response: str) -> str:
     """The LoCoMo judge prompt (Mem0's) filled in."""
-    return LOCOMO_JUDGE_TEMPLATE.format(question=question, gold_answer=gold,
-                                        generated_answer=response)
+    return LOCOMO_JUDGE_TEMPLATE.format(question=question, gold_answer=gold, generated_answer=response)
 
 
 _LABEL_RE = re.compile(r"\b(CORRECT|WRONG)\b")
@@ -142,12 +157,18 @@ def locomo_verdict(reply: str) -> bool:
     return bool(words) and words[-1] == "CORRECT"
 
 
-def answer_messages(question: str, context: str, question_date: datetime | None = None) -> list[dict[str, str]]:
+def answer_messages(
+    question: str, context: str, question_date: datetime | None = None
+) -> list[dict[str, str]]:
     """The chat messages the answerer gets (same for every system)."""
     today = f"Today's date: {question_date:%Y-%m-%d}\n" if question_date else ""
-    return [{"role": "system", "content": ANSWER_SYSTEM},
-            {"role": "user", "content": ANSWER_TEMPLATE.format(context=context or "(none)",
-                                                               today=today, question=question)}]
+    return [
+        {"role": "system", "content": ANSWER_SYSTEM},
+        {
+            "role": "user",
+            "content": ANSWER_TEMPLATE.format(context=context or "(none)", today=today, question=question),
+        },
+    ]
 
 
 def pack(memories: Sequence[Any], max_tokens: int) -> list[Any]:
@@ -184,21 +205,28 @@ def history_context(turns: Sequence[Any]) -> str:
     return "\n".join(lines).strip()
 
 
-def answer_and_grade(llm: LLM, *, question: str, context: str, context_tokens: int,
-                     grade: Callable[[str], tuple[str, int]], verdict: Callable[[str], bool],
-                     question_date: datetime | None = None) -> dict[str, Any]:
+def answer_and_grade(
+    llm: LLM,
+    *,
+    question: str,
+    context: str,
+    context_tokens: int,
+    grade: Callable[[str], tuple[str, int]],
+    verdict: Callable[[str], bool],
+    question_date: datetime | None = None,
+) -> dict[str, Any]:
     """Answer ``question`` from ``context`` and grade it. ``grade(answer)`` returns the judge
     prompt and its token limit; ``verdict(reply)`` reads the reply. Returns the log entry
     (``answer``, ``correct``, ``judge``, ``context_tokens``), or one with ``error`` when the LLM
     call fails, so one failed call does not end a long run."""
     entry: dict[str, Any] = {"context_tokens": context_tokens}
     try:
-        answer = llm.complete(answer_messages(question, context, question_date),
-                              max_tokens=ANSWER_MAX_TOKENS, temperature=0.0).strip()
+        answer = llm.complete(
+            answer_messages(question, context, question_date), max_tokens=ANSWER_MAX_TOKENS, temperature=0.0
+        ).strip()
         entry["answer"] = answer
         prompt, limit = grade(answer)
-        reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=limit,
-                             temperature=0.0).strip()
+        reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=limit, temperature=0.0).strip()
         entry["judge"] = reply
         entry["correct"] = verdict(reply)
     except Exception as exc:  # noqa: BLE001 - logged per question, counted as an error
@@ -208,11 +236,12 @@ def answer_and_grade(llm: LLM, *, question: str, context: str, context_tokens: i
 
 def lme_grader(question_type: str, question: str, gold: str, abstention: bool):
     """The ``grade`` callable for a LongMemEval question."""
-    return lambda answer: (lme_judge_prompt(question_type, question, gold, answer,
-                                            abstention=abstention), LME_JUDGE_MAX_TOKENS)
+    return lambda answer: (
+        lme_judge_prompt(question_type, question, gold, answer, abstention=abstention),
+        LME_JUDGE_MAX_TOKENS,
+    )
 
 
 def locomo_grader(question: str, gold: str):
     """The ``grade`` callable for a LoCoMo question."""
     return lambda answer: (locomo_judge_prompt(question, gold, answer), LOCOMO_JUDGE_MAX_TOKENS)
-

@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
 # The summaries live in evals.summary (shared with the plots); re-exported for callers.
-from evals.summary import (ALL, families, finite, split_metric, summarize_qa,  # noqa: F401
-                           summarize_scores)
-
+from evals.summary import ALL, families, finite, split_metric, summarize_qa, summarize_scores  # noqa: F401
 
 # --------------------------------------------------------------------------------------------
 # Markdown
@@ -55,9 +53,12 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"- reproduce: `{report['command']}`")
     lines.append("")
     for family, ks in families(summary, systems).items():
-        lines += [f"## {family}", "",
-                  "| system | category | n | " + " | ".join(f"@{k}" for k in ks) + " |",
-                  "| --- | --- | ---: | " + " | ".join("---:" for _ in ks) + " |"]
+        lines += [
+            f"## {family}",
+            "",
+            "| system | category | n | " + " | ".join(f"@{k}" for k in ks) + " |",
+            "| --- | --- | ---: | " + " | ".join("---:" for _ in ks) + " |",
+        ]
         for system in systems:
             for cat, entry in summary.items():
                 values = entry.get(system, {})
@@ -70,17 +71,22 @@ def markdown(report: dict[str, Any]) -> str:
     qa = report.get("qa_summary")
     if qa:
         qa_systems = report.get("qa_systems", [])
-        lines += ["## QA accuracy (LLM judge, Wilson 95 % interval)", "",
-                  "| system | category | n | accuracy | 95 % CI | context tokens | errors |",
-                  "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
+        lines += [
+            "## QA accuracy (LLM judge, Wilson 95 % interval)",
+            "",
+            "| system | category | n | accuracy | 95 % CI | context tokens | errors |",
+            "| --- | --- | ---: | ---: | --- | ---: | ---: |",
+        ]
         for system in qa_systems:
             for cat, entry in qa.items():
                 e = entry.get(system)
                 if not e:
                     continue
-                lines.append(f"| {system} | {cat} | {e['n']} | {_fmt(e['accuracy'])} | "
-                             f"{e['ci95'][0]:.3f}-{e['ci95'][1]:.3f} | "
-                             f"{_tokens(e['context_tokens_mean'])} | {e['errors']} |")
+                lines.append(
+                    f"| {system} | {cat} | {e['n']} | {_fmt(e['accuracy'])} | "
+                    f"{e['ci95'][0]:.3f}-{e['ci95'][1]:.3f} | "
+                    f"{_tokens(e['context_tokens_mean'])} | {e['errors']} |"
+                )
         lines.append("")
     for note in report.get("notes", []):
         lines.append(f"> {note}")
@@ -91,16 +97,29 @@ def markdown(report: dict[str, Any]) -> str:
 # The report object and the run directory
 
 
-def build_report(*, benchmark: str, title: str, systems: Sequence[str],
-                 rows: Sequence[dict[str, Any]], info: dict[str, Any] | None = None,
-                 qa_systems: Sequence[str] = (), headline: str | None = None,
-                 notes: Iterable[str] = (), command: str | None = None) -> dict[str, Any]:
+def build_report(
+    *,
+    benchmark: str,
+    title: str,
+    systems: Sequence[str],
+    rows: Sequence[dict[str, Any]],
+    info: dict[str, Any] | None = None,
+    qa_systems: Sequence[str] = (),
+    headline: str | None = None,
+    notes: Iterable[str] = (),
+    command: str | None = None,
+) -> dict[str, Any]:
     """The harness report: run info, the score summary, the QA summary when rows hold QA
     results. ``headline`` names the metric the per-category plot shows."""
     report: dict[str, Any] = {
-        "benchmark": benchmark, "title": title, "systems": list(systems),
-        "info": dict(info or {}), "headline": headline, "notes": list(notes),
-        "command": command, "summary": summarize_scores(rows, systems),
+        "benchmark": benchmark,
+        "title": title,
+        "systems": list(systems),
+        "info": dict(info or {}),
+        "headline": headline,
+        "notes": list(notes),
+        "command": command,
+        "summary": summarize_scores(rows, systems),
     }
     if qa_systems and any(r.get("qa") for r in rows):
         report["qa_systems"] = list(qa_systems)
@@ -128,7 +147,7 @@ class QuestionLog:
             self._file.close()
             self._file = None
 
-    def __enter__(self) -> "QuestionLog":
+    def __enter__(self) -> QuestionLog:
         return self
 
     def __exit__(self, *exc) -> None:

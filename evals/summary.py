@@ -71,7 +71,8 @@ def summarize_qa(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> dict
             lo, hi = wilson_interval(correct, len(ok))
             tokens = [g["context_tokens"] for g in ok if "context_tokens" in g]
             entry[system] = {
-                "n": len(ok), "correct": correct,
+                "n": len(ok),
+                "correct": correct,
                 "accuracy": round(correct / len(ok), 4) if ok else None,
                 "ci95": [round(lo, 4), round(hi, 4)],
                 "context_tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else None,

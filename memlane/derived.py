@@ -29,8 +29,9 @@ def node_of(unit: MemoryUnit) -> GraphNode:
     start of the unit's occurrence interval (memlane.units.occurrence), as the temporal
     channel sees it."""
     at = effective_interval(unit)[0]
-    return GraphNode(id=unit.id, entity_ids=list(unit.entity_ids), timestamp=at.timestamp(),
-                     links=list(unit.links))
+    return GraphNode(
+        id=unit.id, entity_ids=list(unit.entity_ids), timestamp=at.timestamp(), links=list(unit.links)
+    )
 
 
 def _single_threaded_blas() -> None:
@@ -51,8 +52,7 @@ class DerivedState:
     A :class:`memlane.interfaces.SearchBackend`, like the store, so recall and retain run on
     either."""
 
-    def __init__(self, store: VectorStore, graph: GraphStore, dim: int, *,
-                 with_index: bool = True) -> None:
+    def __init__(self, store: VectorStore, graph: GraphStore, dim: int, *, with_index: bool = True) -> None:
         """``with_index=False`` keeps graphs only (search goes to a Milvus server)."""
         self.store = store
         self.graph = graph
@@ -134,8 +134,14 @@ class DerivedState:
         """Scoring fields of the ids that pass ``flt`` (see BankIndex.candidates)."""
         return self.index(bank_id).candidates(ids, flt)
 
-    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int,
-                     flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[list[Hit]]:
+    def search_dense(
+        self,
+        bank_id: str,
+        vectors: np.ndarray,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[list[Hit]]:
         """Hits carry no fields, or only ``mentioned_at`` when any are asked for (all that
         retain's semantic links use)."""
         index = self.index(bank_id)
@@ -146,10 +152,23 @@ class DerivedState:
                 h.fields = {"mentioned_at": times.get(h.id)}
         return hits
 
-    def search_lexical(self, bank_id: str, text: str, limit: int,
-                       flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+    def search_lexical(
+        self,
+        bank_id: str,
+        text: str,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
         return self.index(bank_id).search_lexical(text, limit, flt)
 
-    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
-                    flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+    def search_time(
+        self,
+        bank_id: str,
+        start: datetime,
+        end: datetime,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
         return self.index(bank_id).search_time(start.timestamp(), end.timestamp(), limit, flt)

@@ -11,8 +11,20 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from pydantic import ValidationError
 
 from memlane.errors import BankNotFound, ConfigError, InvalidInput, NotFound
-from memlane.model import (Bank, Disposition, Entity, FactType, MemoryUnit, RecallRequest,
-                           RecallResult, RetainItem, Turn, check_bank_id, now_utc, utc)
+from memlane.model import (
+    Bank,
+    Disposition,
+    Entity,
+    FactType,
+    MemoryUnit,
+    RecallRequest,
+    RecallResult,
+    RetainItem,
+    Turn,
+    check_bank_id,
+    now_utc,
+    utc,
+)
 from memlane.retain.items import DocumentPlan, check_tags
 from memlane.settings import Settings
 
@@ -25,8 +37,16 @@ if TYPE_CHECKING:
 class Memory:
     """A Memlane memory engine. Backends are built lazily from ``settings`` unless given."""
 
-    def __init__(self, settings: Settings | None = None, *, store=None, graph=None,
-                 embedder=None, reranker=None, extractor=None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store=None,
+        graph=None,
+        embedder=None,
+        reranker=None,
+        extractor=None,
+    ) -> None:
         self.settings = settings or Settings()
         self._store, self._graph = store, graph
         self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
@@ -49,7 +69,8 @@ class Memory:
 
             self._graph = SparseGraphStore(
                 temporal_sigma_hours=self.settings.retain.temporal_link_sigma_hours,
-                temporal_neighbors=self.settings.retain.temporal_link_neighbors)
+                temporal_neighbors=self.settings.retain.temporal_link_neighbors,
+            )
         return self._graph
 
     @property
@@ -58,8 +79,12 @@ class Memory:
         if self._derived is None:
             from memlane.derived import DerivedState
 
-            self._derived = DerivedState(self.store, self.graph, self.settings.models.embedding_dim,
-                                         with_index=self.settings.store.search_backend == "memory")
+            self._derived = DerivedState(
+                self.store,
+                self.graph,
+                self.settings.models.embedding_dim,
+                with_index=self.settings.store.search_backend == "memory",
+            )
         return self._derived
 
     @property
@@ -79,8 +104,10 @@ class Memory:
 
             self._embedder = build_embedder(self.settings)
         if self._embedder.dim != self.settings.models.embedding_dim:
-            raise ConfigError(f"embedder produces {self._embedder.dim}-d vectors but "
-                              f"MEMLANE_MODELS__EMBEDDING_DIM is {self.settings.models.embedding_dim}")
+            raise ConfigError(
+                f"embedder produces {self._embedder.dim}-d vectors but "
+                f"MEMLANE_MODELS__EMBEDDING_DIM is {self.settings.models.embedding_dim}"
+            )
         return self._embedder
 
     @property
@@ -104,8 +131,7 @@ class Memory:
         if self._retainer is None:
             from memlane.retain.pipeline import Retainer
 
-            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder,
-                                      self.extractor)
+            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder, self.extractor)
             if self.cara.consolidates:
                 self._retainer.on_units = self.cara.units_written
         return self._retainer
@@ -116,13 +142,25 @@ class Memory:
             from memlane.recall.pipeline import Recaller
 
             derived = self.derived
-            self._recaller = Recaller(self.settings, self.store, self.graph, self.embedder,
-                                      self.reranker, derived if derived.with_index else None)
+            self._recaller = Recaller(
+                self.settings,
+                self.store,
+                self.graph,
+                self.embedder,
+                self.reranker,
+                derived if derived.with_index else None,
+            )
         return self._recaller
 
     # banks --------------------------------------------------------------------------------
-    def create_bank(self, bank_id: str, *, name: str | None = None, background: str | None = None,
-                    disposition: Disposition | dict | None = None) -> Bank:
+    def create_bank(
+        self,
+        bank_id: str,
+        *,
+        name: str | None = None,
+        background: str | None = None,
+        disposition: Disposition | dict | None = None,
+    ) -> Bank:
         """Create a bank, or update the given profile fields of an existing one."""
         try:
             check_bank_id(bank_id)
@@ -133,8 +171,9 @@ class Memory:
             if background is not None:
                 data["background"] = background
             if disposition is not None:
-                data["disposition"] = (disposition.model_dump() if isinstance(disposition, Disposition)
-                                       else disposition)
+                data["disposition"] = (
+                    disposition.model_dump() if isinstance(disposition, Disposition) else disposition
+                )
             data["updated_at"] = now_utc()
             bank = Bank.model_validate(data)
         except ValidationError as exc:
@@ -165,16 +204,25 @@ class Memory:
     def stats(self, bank_id: str) -> dict[str, Any]:
         self.get_bank(bank_id)
         self.derived.ensure(bank_id)
-        return {"bank_id": bank_id, "units": self.store.count_units(bank_id),
-                "chunks": self.store.count_chunks(bank_id),
-                "entities": len(self.store.list_entities(bank_id)),
-                "graph": self.graph.stats(bank_id)}
+        return {
+            "bank_id": bank_id,
+            "units": self.store.count_units(bank_id),
+            "chunks": self.store.count_chunks(bank_id),
+            "entities": len(self.store.list_entities(bank_id)),
+            "graph": self.graph.stats(bank_id),
+        }
 
     # retain -------------------------------------------------------------------------------
-    def retain(self, bank_id: str, conversations: Sequence[tuple[str, Sequence[Turn]]], *,
-               tags: Sequence[str] = (), create_bank: bool = True,
-               progress: Callable[[int], None] | None = None,
-               extractor: Extractor | None = None) -> RetainReport:
+    def retain(
+        self,
+        bank_id: str,
+        conversations: Sequence[tuple[str, Sequence[Turn]]],
+        *,
+        tags: Sequence[str] = (),
+        create_bank: bool = True,
+        progress: Callable[[int], None] | None = None,
+        extractor: Extractor | None = None,
+    ) -> RetainReport:
         """Retain ``(document_id, turns)`` pairs. Creates the bank when missing unless
         ``create_bank`` is False; ``extractor`` replaces the configured one for this call
         (e.g. replies of a batch LLM stage). Returns a
@@ -182,24 +230,39 @@ class Memory:
         bank = self._bank_to_retain_into(bank_id, create_bank)
         check_tags(tags)
         with self.writer.write(bank_id) as w:
-            report = self.retainer.retain(bank, conversations, w, tags=tags, progress=progress,
-                                          extractor=extractor)
+            report = self.retainer.retain(
+                bank, conversations, w, tags=tags, progress=progress, extractor=extractor
+            )
         self._retained(bank_id)
         return report
 
-    def retain_file(self, bank_id: str, path: str | Path, *, format: str = "auto",
-                    tags: Sequence[str] = (), progress: Callable[[int], None] | None = None):
+    def retain_file(
+        self,
+        bank_id: str,
+        path: str | Path,
+        *,
+        format: str = "auto",
+        tags: Sequence[str] = (),
+        progress: Callable[[int], None] | None = None,
+    ):
         """Load a LoCoMo JSON or JSONL file (validated whole before anything is written) and
         retain it."""
         from memlane.ingest import load_conversations
 
         check = self._check_bank_id(bank_id)
         conversations = load_conversations(Path(path), format=format)
-        return self.retain(check, [(c.document_id, c.turns) for c in conversations], tags=tags,
-                           progress=progress)
+        return self.retain(
+            check, [(c.document_id, c.turns) for c in conversations], tags=tags, progress=progress
+        )
 
-    def plan_items(self, bank_id: str, items: Sequence[RetainItem | dict], *,
-                   document_id: str | None = None, tags: Sequence[str] = ()) -> DocumentPlan:
+    def plan_items(
+        self,
+        bank_id: str,
+        items: Sequence[RetainItem | dict],
+        *,
+        document_id: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> DocumentPlan:
         """Validate retain API items and group them into ``{document_id: (tags, turns)}``
         without writing anything (what :meth:`retain_items` would write). Raises InvalidInput
         naming the first bad field."""
@@ -207,10 +270,16 @@ class Memory:
 
         return plan_items(bank_id, items, document_id, tags)
 
-    def retain_items(self, bank_id: str, items: Sequence[RetainItem | dict], *,
-                     document_id: str | None = None, tags: Sequence[str] = (),
-                     create_bank: bool = True,
-                     progress: Callable[[int], None] | None = None) -> RetainReport:
+    def retain_items(
+        self,
+        bank_id: str,
+        items: Sequence[RetainItem | dict],
+        *,
+        document_id: str | None = None,
+        tags: Sequence[str] = (),
+        create_bank: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> RetainReport:
         """Retain API items (see :class:`~memlane.model.RetainItem`). Items are grouped into
         documents by ``document_id`` (the item's, else the call's, else one derived from the
         content); each document replaces what it held before, in one write. Validated whole
@@ -223,8 +292,7 @@ class Memory:
         for doc_id, (doc_tags, turns) in plan.items():
             with self.writer.write(bank_id) as w:
                 w.delete_document(doc_id)
-                report = self.retainer.retain(bank, [(doc_id, turns)], w, tags=doc_tags,
-                                              progress=progress)
+                report = self.retainer.retain(bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress)
             self._retained(bank_id)
             total.add(report)
         return total
@@ -261,8 +329,9 @@ class Memory:
         if self._cara is None:
             from memlane.reflect import CARA
 
-            self._cara = CARA(self.settings, self.store, self.writer,
-                              lambda texts: self.embedder.embed(texts), self.recall)
+            self._cara = CARA(
+                self.settings, self.store, self.writer, lambda texts: self.embedder.embed(texts), self.recall
+            )
         return self._cara
 
     def reflect(self, bank_id: str, query: str, **options: Any):
@@ -285,8 +354,9 @@ class Memory:
             self._cara.wait()
 
     # invalidation and deletion --------------------------------------------------------------
-    def invalidate(self, bank_id: str, unit_id: str, *, superseded_by: str | None = None,
-                   at: datetime | None = None) -> None:
+    def invalidate(
+        self, bank_id: str, unit_id: str, *, superseded_by: str | None = None, at: datetime | None = None
+    ) -> None:
         """Mark a unit no longer valid from ``at`` (default now): it stays stored and answers
         ``as_of`` questions about the time before (Engram: invalidate, never delete)."""
         self.get_bank(bank_id)
@@ -322,9 +392,16 @@ class Memory:
         return {"units": deleted, "entities": entities}
 
     # listing ------------------------------------------------------------------------------
-    def list_memories(self, bank_id: str, *, offset: int = 0, limit: int = 100,
-                      types: Sequence[str] | None = None, document_id: str | None = None,
-                      include_invalid: bool = True) -> tuple[list[MemoryUnit], int]:
+    def list_memories(
+        self,
+        bank_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 100,
+        types: Sequence[str] | None = None,
+        document_id: str | None = None,
+        include_invalid: bool = True,
+    ) -> tuple[list[MemoryUnit], int]:
         """A page of the bank's memories in id order, and how many match in all."""
         from memlane.interfaces import UnitFilter
 
@@ -335,10 +412,9 @@ class Memory:
             fact_types = [FactType(t) for t in types] if types else None
         except ValueError as exc:
             raise InvalidInput(f"types: {exc}") from None
-        flt = UnitFilter(fact_types=fact_types, document_id=document_id,
-                         only_valid=not include_invalid)
+        flt = UnitFilter(fact_types=fact_types, document_id=document_id, only_valid=not include_invalid)
         ids = self.store.list_unit_ids(bank_id, flt)
-        page = self.store.get_units(bank_id, ids[offset:offset + limit])
+        page = self.store.get_units(bank_id, ids[offset : offset + limit])
         return page, len(ids)
 
     def get_memory(self, bank_id: str, unit_id: str) -> MemoryUnit:
@@ -365,7 +441,7 @@ class Memory:
         if self._store is not None:
             self._store.close()
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc) -> None:

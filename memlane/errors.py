@@ -14,8 +14,7 @@ class InvalidInput(MemlaneError, ValueError):
     @classmethod
     def from_validation(cls, exc: Any) -> "InvalidInput":
         """One line that names each bad field of a pydantic ``ValidationError``."""
-        parts = [f"{'.'.join(str(x) for x in e['loc']) or 'input'}: {e['msg']}"
-                 for e in exc.errors()]
+        parts = [f"{'.'.join(str(x) for x in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()]
         return cls("; ".join(parts))
 
 

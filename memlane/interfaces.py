@@ -44,8 +44,14 @@ class Reranker(Protocol):
 class LLM(Protocol):
     """A chat model. Backends (OpenAI-compatible HTTP, vLLM) come with the LLM layer."""
 
-    def complete(self, messages: list[dict[str, str]], *, json_schema: dict | None = None,
-                 max_tokens: int = 1024, temperature: float = 0.0) -> str: ...
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_schema: dict | None = None,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> str: ...
 
 
 @dataclass(slots=True)
@@ -78,25 +84,45 @@ class SearchBackend(Protocol):
 
     # Searches return every scalar field in Hit.fields unless ``fields`` names the ones wanted
     # (an empty list: ids and scores only, the cheap form for the hot recall path).
-    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int, flt: UnitFilter | None = None,
-                     fields: Sequence[str] | None = None) -> list[list[Hit]]:
+    def search_dense(
+        self,
+        bank_id: str,
+        vectors: np.ndarray,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[list[Hit]]:
         """COSINE search; one hit list per query vector, best first."""
         ...
 
-    def search_lexical(self, bank_id: str, text: str, limit: int, flt: UnitFilter | None = None,
-                       fields: Sequence[str] | None = None) -> list[Hit]:
+    def search_lexical(
+        self,
+        bank_id: str,
+        text: str,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
         """BM25 over unit text plus context; scores positive, best first."""
         ...
 
-    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
-                    flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+    def search_time(
+        self,
+        bank_id: str,
+        start: datetime,
+        end: datetime,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
         """Units whose occurrence interval (:func:`memlane.units.effective_interval`) overlaps
         [start, end]; score 0 (the caller scores proximity). Hits carry at least the three
         occurrence fields (occurred_start, occurred_end, mentioned_at)."""
         ...
 
-    def candidates(self, bank_id: str, ids: Sequence[str],
-                   flt: UnitFilter | None) -> dict[str, dict[str, Any]]:
+    def candidates(
+        self, bank_id: str, ids: Sequence[str], flt: UnitFilter | None
+    ) -> dict[str, dict[str, Any]]:
         """Scoring fields (:data:`memlane.units.CANDIDATE_FIELDS`, times in epoch seconds) of
         the ids that exist and pass ``flt``; unknown or filtered ids are absent."""
         ...
@@ -117,8 +143,12 @@ class VectorStore(SearchBackend, Protocol):
 
     # units
     def upsert_units(self, bank_id: str, units: Sequence[MemoryUnit]) -> None: ...
-    def get_units(self, bank_id: str, ids: Sequence[str], *, with_embedding: bool = False) -> list[MemoryUnit]: ...
-    def iter_units(self, bank_id: str, *, with_embedding: bool = False, batch_size: int = 2000) -> Iterator[list[MemoryUnit]]: ...
+    def get_units(
+        self, bank_id: str, ids: Sequence[str], *, with_embedding: bool = False
+    ) -> list[MemoryUnit]: ...
+    def iter_units(
+        self, bank_id: str, *, with_embedding: bool = False, batch_size: int = 2000
+    ) -> Iterator[list[MemoryUnit]]: ...
     def list_unit_ids(self, bank_id: str, flt: UnitFilter | None = None) -> list[str]:
         """Sorted ids of the units that pass ``flt`` (every unit when None)."""
         ...
@@ -147,8 +177,9 @@ class VectorStore(SearchBackend, Protocol):
     def put_operation(self, op_id: str, record: dict[str, Any]) -> None: ...
     def get_operation(self, op_id: str) -> dict[str, Any] | None: ...
 
-    def get_unit_fields(self, bank_id: str, ids: Sequence[str],
-                        fields: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    def get_unit_fields(
+        self, bank_id: str, ids: Sequence[str], fields: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
         """Hit-style fields by unit id (unknown ids absent)."""
         ...
 
@@ -175,10 +206,12 @@ class GraphStore(Protocol):
     def evict(self, bank_id: str) -> None:
         """Forget the bank in memory (it is rebuilt from the store of record when needed)."""
         ...
+
     def has_bank(self, bank_id: str) -> bool: ...
     def rebuild(self, bank_id: str, nodes: Iterable[GraphNode]) -> None: ...
-    def spread(self, bank_id: str, seeds: dict[str, float], *, hops: int, decay: float,
-               limit: int) -> list[tuple[str, float]]:
+    def spread(
+        self, bank_id: str, seeds: dict[str, float], *, hops: int, decay: float, limit: int
+    ) -> list[tuple[str, float]]:
         """Spreading activation from seeds; unit ids (seeds excluded) by activation."""
         ...
 

@@ -7,7 +7,7 @@ is rejected with an error that names the field before anything is written.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Literal
 
@@ -28,12 +28,12 @@ def not_blank(value: str, what: str) -> str:
 def utc(dt: datetime) -> datetime:
     """Return ``dt`` as an aware UTC datetime (naive values are taken to be UTC)."""
     if dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def check_bank_id(bank_id: str) -> str:
@@ -65,9 +65,7 @@ class LinkType(str, Enum):
     prevents = "prevents"
 
 
-CAUSAL_LINK_TYPES = frozenset(
-    {LinkType.causes, LinkType.caused_by, LinkType.enables, LinkType.prevents}
-)
+CAUSAL_LINK_TYPES = frozenset({LinkType.causes, LinkType.caused_by, LinkType.enables, LinkType.prevents})
 
 
 class _Strict(BaseModel):

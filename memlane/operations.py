@@ -22,17 +22,25 @@ QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
 class OperationLog:
     """Create, update and read operation records through a :class:`VectorStore`."""
 
-    def __init__(self, store: VectorStore, *, stale_after_s: float = 120.0,
-                 heartbeat_s: float = 2.0) -> None:
+    def __init__(self, store: VectorStore, *, stale_after_s: float = 120.0, heartbeat_s: float = 2.0) -> None:
         self.store = store
         self.stale_after_s = stale_after_s
         self.heartbeat_s = heartbeat_s
 
     def create(self, bank_id: str, kind: str, *, total: int = 0) -> dict[str, Any]:
-        op = {"operation_id": f"op-{uuid.uuid4().hex}", "bank_id": bank_id, "kind": kind,
-              "status": QUEUED, "done": 0, "total": total, "result": None, "error": None,
-              "created_at": now_utc().isoformat(), "updated_at": now_utc().isoformat(),
-              "heartbeat": time.time()}
+        op = {
+            "operation_id": f"op-{uuid.uuid4().hex}",
+            "bank_id": bank_id,
+            "kind": kind,
+            "status": QUEUED,
+            "done": 0,
+            "total": total,
+            "result": None,
+            "error": None,
+            "created_at": now_utc().isoformat(),
+            "updated_at": now_utc().isoformat(),
+            "heartbeat": time.time(),
+        }
         self.store.put_operation(op["operation_id"], op)
         return op
 
@@ -58,7 +66,10 @@ class OperationLog:
         if op is None or (bank_id is not None and op.get("bank_id") != bank_id):
             return None
         if op["status"] in (QUEUED, RUNNING) and time.time() - op["heartbeat"] > self.stale_after_s:
-            op = {**op, "status": FAILED,
-                  "error": "the worker running this operation stopped reporting; retry the "
-                           "request (retains are idempotent)"}
+            op = {
+                **op,
+                "status": FAILED,
+                "error": "the worker running this operation stopped reporting; retry the "
+                "request (retains are idempotent)",
+            }
         return {k: v for k, v in op.items() if k != "heartbeat"}

@@ -162,8 +162,14 @@ class ReflectSettings(_Area):
 def _legacy_map() -> dict[str, tuple[str, ...]]:
     """Every flat name of the first release -> its path in the nested object."""
     out: dict[str, tuple[str, ...]] = {}
-    for area, model in (("store", StoreSettings), ("models", ModelSettings), ("retain", RetainSettings),
-                        ("recall", RecallSettings), ("serve", ServeSettings), ("reflect", ReflectSettings)):
+    for area, model in (
+        ("store", StoreSettings),
+        ("models", ModelSettings),
+        ("retain", RetainSettings),
+        ("recall", RecallSettings),
+        ("serve", ServeSettings),
+        ("reflect", ReflectSettings),
+    ):
         for name in model.model_fields:
             out[name] = (area, name)
     for name in LLMSettings.model_fields:
@@ -226,8 +232,9 @@ class Settings(BaseSettings):
     """Engine configuration, one object nested by area. Defaults give the embedded,
     model-server-free setup."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore",
-                                      validate_assignment=True)
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", validate_assignment=True
+    )
 
     # Milvus Lite file, logs and run directories of the service live under it.
     data_dir: Path = Path(".memlane")
@@ -240,8 +247,9 @@ class Settings(BaseSettings):
     reflect: ReflectSettings = Field(default_factory=ReflectSettings)
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings):
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):
         # Complex values of legacy variables (JSON objects) are parsed by the field validators.
         return (init_settings, env_settings, _LegacyEnv(settings_cls), dotenv_settings, file_secret_settings)
 
@@ -254,8 +262,9 @@ class Settings(BaseSettings):
         data = dict(data)
         for name in [n for n in data if n in LEGACY]:
             path = LEGACY[name]
-            warnings.warn(f"Settings({name}=...) is deprecated: use {'.'.join(path)}", DeprecationWarning,
-                          stacklevel=4)
+            warnings.warn(
+                f"Settings({name}=...) is deprecated: use {'.'.join(path)}", DeprecationWarning, stacklevel=4
+            )
             _put(data, path, _plain(data.pop(name)))
         return data
 
@@ -272,8 +281,11 @@ class Settings(BaseSettings):
         data = self.model_dump()
         for key, value in update.items():
             if key in LEGACY:
-                warnings.warn(f"model_copy(update={{{key!r}: ...}}) is deprecated: use {'.'.join(LEGACY[key])}",
-                              DeprecationWarning, stacklevel=2)
+                warnings.warn(
+                    f"model_copy(update={{{key!r}: ...}}) is deprecated: use {'.'.join(LEGACY[key])}",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
                 _put(data, LEGACY[key], _plain(value))
             elif isinstance(value, dict) and isinstance(data.get(key), dict):
                 data[key] = {**data[key], **value}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -32,12 +32,31 @@ from memlane.interfaces import UnitFilter
 from memlane.model import FactType, Link, MemoryUnit, OpinionChange, utc
 
 __all__ = [
-    "NONE_TIME_US", "TIME_FIELDS", "LIST_FIELDS", "HIT_FIELDS", "CANDIDATE_FIELDS", "FACT_CODES",
-    "to_us", "from_us", "us_to_s", "to_s", "to_dt", "json_value", "escape_string", "str_list",
+    "NONE_TIME_US",
+    "TIME_FIELDS",
+    "LIST_FIELDS",
+    "HIT_FIELDS",
+    "CANDIDATE_FIELDS",
+    "FACT_CODES",
+    "to_us",
+    "from_us",
+    "us_to_s",
+    "to_s",
+    "to_dt",
+    "json_value",
+    "escape_string",
+    "str_list",
     "nan_if_none",
-    "occurrence", "effective_interval", "fields_interval", "valid_at",
-    "check_filter", "matches", "milvus_expr", "filter_mask",
-    "unit_fields", "unit_from_fields",
+    "occurrence",
+    "effective_interval",
+    "fields_interval",
+    "valid_at",
+    "check_filter",
+    "matches",
+    "milvus_expr",
+    "filter_mask",
+    "unit_fields",
+    "unit_from_fields",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -45,16 +64,33 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 #: Stored times are INT64 microseconds since the epoch (exact round trips of datetimes); this
 #: value stands for None. It lies far outside datetime's range (year 1 is -6.2e16 us).
-NONE_TIME_US = -(2 ** 62)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+NONE_TIME_US = -(2**62)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 TIME_FIELDS = ("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at")
 LIST_FIELDS = ("source_turns", "entity_ids", "tags", "source_fact_ids")
 #: Unit fields that hits carry (every unit field but id and the vector); times in epoch seconds.
 HIT_FIELDS = (
-    "bank_id", "text", "context", "fact_type", "occurred_start", "occurred_end", "mentioned_at",
-    "confidence", "document_id", "chunk_id", "source_turns", "entity_ids", "tags", "links",
-    "proof_count", "source_fact_ids", "history", "valid_from", "invalid_at", "superseded_by",
+    "bank_id",
+    "text",
+    "context",
+    "fact_type",
+    "occurred_start",
+    "occurred_end",
+    "mentioned_at",
+    "confidence",
+    "document_id",
+    "chunk_id",
+    "source_turns",
+    "entity_ids",
+    "tags",
+    "links",
+    "proof_count",
+    "source_fact_ids",
+    "history",
+    "valid_from",
+    "invalid_at",
+    "superseded_by",
     "metadata",
 )
 #: What recall scores and returns of a candidate: the hit fields less the lexical-only context
@@ -216,8 +252,13 @@ def escape_string(value: str) -> str:
     end the literal early nor inject expression syntax."""
     if not isinstance(value, str):
         raise ValueError(f"filter value must be a string, got {type(value).__name__}")
-    out = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-           .replace("\r", "\\r").replace("\t", "\\t"))
+    out = (
+        value.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
     return f'"{out}"'
 
 
@@ -250,9 +291,16 @@ def milvus_expr(flt: UnitFilter | None) -> str:
     return " and ".join(f"({p})" for p in parts)
 
 
-def filter_mask(flt: UnitFilter | None, *, fact_code: np.ndarray, mentioned: np.ndarray,
-                valid_from: np.ndarray, invalid_at: np.ndarray, document_ids: Sequence[str],
-                tags: Sequence[frozenset[str]]) -> np.ndarray:
+def filter_mask(
+    flt: UnitFilter | None,
+    *,
+    fact_code: np.ndarray,
+    mentioned: np.ndarray,
+    valid_from: np.ndarray,
+    invalid_at: np.ndarray,
+    document_ids: Sequence[str],
+    tags: Sequence[frozenset[str]],
+) -> np.ndarray:
     """The filter as a boolean mask over column arrays of equal length n: fact codes
     (:data:`FACT_CODES`), times in epoch seconds with NaN for None, and per-row documents and
     tag sets."""
@@ -316,8 +364,7 @@ def unit_from_fields(bank_id: str, id: str, fields: Mapping[str, Any]) -> Memory
     if "links" in data:
         data["links"] = [Link.model_validate(json_value(x)) for x in json_value(data["links"])]
     if "history" in data:
-        data["history"] = [OpinionChange.model_validate(json_value(x))
-                           for x in json_value(data["history"])]
+        data["history"] = [OpinionChange.model_validate(json_value(x)) for x in json_value(data["history"])]
     if "metadata" in data:
         data["metadata"] = json_value(data["metadata"]) or {}
     data["id"], data["bank_id"] = id, bank_id

@@ -35,14 +35,15 @@ DeleteHook = Callable[[VectorStore, str], None]
 class BankWriter:
     """Writes to banks: the store, then the derived state, then one revision bump."""
 
-    def __init__(self, store: VectorStore, derived: DerivedState,
-                 on_delete: Sequence[DeleteHook] = ()) -> None:
+    def __init__(
+        self, store: VectorStore, derived: DerivedState, on_delete: Sequence[DeleteHook] = ()
+    ) -> None:
         self.store = store
         self.derived = derived
         self.on_delete = list(on_delete)
 
     @contextmanager
-    def write(self, bank_id: str) -> Iterator["BankWrite"]:
+    def write(self, bank_id: str) -> Iterator[BankWrite]:
         """One logical write to ``bank_id``: the revision is bumped once when the block ends
         (and only if the block wrote something)."""
         w = BankWrite(self, bank_id, seen=self.derived.ensure(bank_id).revision)
@@ -125,9 +126,11 @@ class BankWrite:
         degrees = derived.graph.entity_degrees(bank_id, [e.entity_id for e in entities])
         orphans = [e.entity_id for e in entities if degrees.get(e.entity_id, 0) == 0]
         dropped = store.delete_entities(bank_id, orphans) if orphans else 0
-        recounted = [e.model_copy(update={"mention_count": degrees[e.entity_id]})
-                     for e in entities
-                     if degrees.get(e.entity_id, 0) and degrees[e.entity_id] != e.mention_count]
+        recounted = [
+            e.model_copy(update={"mention_count": degrees[e.entity_id]})
+            for e in entities
+            if degrees.get(e.entity_id, 0) and degrees[e.entity_id] != e.mention_count
+        ]
         if recounted:
             store.upsert_entities(bank_id, recounted)
         return dropped

@@ -32,8 +32,9 @@ def _raise_for(resp: httpx.Response) -> Any:
         return resp.json() if resp.content else None
     try:
         err = resp.json()["error"]
-        raise MemlaneAPIError(resp.status_code, err.get("code", "error"), err.get("message", ""),
-                              err.get("field"))
+        raise MemlaneAPIError(
+            resp.status_code, err.get("code", "error"), err.get("message", ""), err.get("field")
+        )
     except (ValueError, KeyError, TypeError):
         raise MemlaneAPIError(resp.status_code, "error", resp.text[:500]) from None
 
@@ -47,8 +48,11 @@ class _Requests:
 
     @staticmethod
     def put_bank(bank_id, name=None, background=None, disposition=None):
-        return "PUT", f"/v1/banks/{bank_id}", {"json": _options(name=name, background=background,
-                                                                   disposition=disposition)}
+        return (
+            "PUT",
+            f"/v1/banks/{bank_id}",
+            {"json": _options(name=name, background=background, disposition=disposition)},
+        )
 
     @staticmethod
     def retain(bank_id, items: Iterable[dict | str], document_id=None, tags=None, wait=True):
@@ -67,20 +71,30 @@ class _Requests:
 
     @staticmethod
     def list_memories(bank_id, offset=0, limit=100, types=None, document_id=None):
-        return "GET", f"/v1/banks/{bank_id}/memories", {
-            "params": _options(offset=offset, limit=limit, type=types, document_id=document_id)}
+        return (
+            "GET",
+            f"/v1/banks/{bank_id}/memories",
+            {"params": _options(offset=offset, limit=limit, type=types, document_id=document_id)},
+        )
 
 
 class MemlaneClient:
     """Synchronous client. Use as a context manager or call :meth:`close`."""
 
-    def __init__(self, url: str | None = None, api_key: str | None = None, *,
-                 timeout: float = 60.0, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         url = url or os.environ.get("MEMLANE_URL") or "http://127.0.0.1:8000"
         key = api_key if api_key is not None else os.environ.get("MEMLANE_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout,
-                                  transport=transport)
+        self._http = httpx.Client(
+            base_url=url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
 
     def _do(self, method: str, path: str, kw: dict | None = None) -> Any:
         return _raise_for(self._http.request(method, path, **(kw or {})))
@@ -91,8 +105,14 @@ class MemlaneClient:
     def list_banks(self) -> list[dict]:
         return self._do("GET", "/v1/banks")["banks"]
 
-    def put_bank(self, bank_id: str, *, name: str | None = None, background: str | None = None,
-                 disposition: dict | None = None) -> dict:
+    def put_bank(
+        self,
+        bank_id: str,
+        *,
+        name: str | None = None,
+        background: str | None = None,
+        disposition: dict | None = None,
+    ) -> dict:
         return self._do(*_Requests.put_bank(bank_id, name, background, disposition))
 
     def get_bank(self, bank_id: str) -> dict:
@@ -104,8 +124,15 @@ class MemlaneClient:
     def stats(self, bank_id: str) -> dict:
         return self._do("GET", f"/v1/banks/{bank_id}/stats")
 
-    def retain(self, bank_id: str, items: Iterable[dict | str], *, document_id: str | None = None,
-               tags: list[str] | None = None, wait: bool = True) -> dict:
+    def retain(
+        self,
+        bank_id: str,
+        items: Iterable[dict | str],
+        *,
+        document_id: str | None = None,
+        tags: list[str] | None = None,
+        wait: bool = True,
+    ) -> dict:
         """Retain items; ``wait=False`` returns the operation to poll with :meth:`operation`."""
         return self._do(*_Requests.retain(bank_id, items, document_id, tags, wait))
 
@@ -119,8 +146,15 @@ class MemlaneClient:
     def reflect(self, bank_id: str, query: str, **options: Any) -> dict:
         return self._do(*_Requests.reflect(bank_id, query, **options))
 
-    def list_memories(self, bank_id: str, *, offset: int = 0, limit: int = 100,
-                      types: list[str] | None = None, document_id: str | None = None) -> dict:
+    def list_memories(
+        self,
+        bank_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 100,
+        types: list[str] | None = None,
+        document_id: str | None = None,
+    ) -> dict:
         return self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id))
 
     def get_memory(self, bank_id: str, memory_id: str) -> dict:
@@ -144,7 +178,7 @@ class MemlaneClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "MemlaneClient":
+    def __enter__(self) -> MemlaneClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -154,13 +188,23 @@ class MemlaneClient:
 class AsyncMemlaneClient:
     """The same endpoints for asyncio; use ``async with`` or ``await aclose()``."""
 
-    def __init__(self, url: str | None = None, api_key: str | None = None, *,
-                 timeout: float = 60.0, limits: httpx.Limits | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        limits: httpx.Limits | None = None,
+    ) -> None:
         url = url or os.environ.get("MEMLANE_URL") or "http://127.0.0.1:8000"
         key = api_key if api_key is not None else os.environ.get("MEMLANE_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.AsyncClient(base_url=url.rstrip("/"), headers=headers, timeout=timeout,
-                                       limits=limits or httpx.Limits(max_connections=100))
+        self._http = httpx.AsyncClient(
+            base_url=url.rstrip("/"),
+            headers=headers,
+            timeout=timeout,
+            limits=limits or httpx.Limits(max_connections=100),
+        )
 
     async def _do(self, method: str, path: str, kw: dict | None = None) -> Any:
         return _raise_for(await self._http.request(method, path, **(kw or {})))
@@ -168,8 +212,14 @@ class AsyncMemlaneClient:
     async def health(self) -> dict:
         return await self._do("GET", "/v1/health")
 
-    async def put_bank(self, bank_id: str, *, name: str | None = None,
-                       background: str | None = None, disposition: dict | None = None) -> dict:
+    async def put_bank(
+        self,
+        bank_id: str,
+        *,
+        name: str | None = None,
+        background: str | None = None,
+        disposition: dict | None = None,
+    ) -> dict:
         return await self._do(*_Requests.put_bank(bank_id, name, background, disposition))
 
     async def get_bank(self, bank_id: str) -> dict:
@@ -178,9 +228,15 @@ class AsyncMemlaneClient:
     async def delete_bank(self, bank_id: str) -> dict:
         return await self._do("DELETE", f"/v1/banks/{bank_id}")
 
-    async def retain(self, bank_id: str, items: Iterable[dict | str], *,
-                     document_id: str | None = None, tags: list[str] | None = None,
-                     wait: bool = True) -> dict:
+    async def retain(
+        self,
+        bank_id: str,
+        items: Iterable[dict | str],
+        *,
+        document_id: str | None = None,
+        tags: list[str] | None = None,
+        wait: bool = True,
+    ) -> dict:
         return await self._do(*_Requests.retain(bank_id, items, document_id, tags, wait))
 
     async def operation(self, bank_id: str, operation_id: str) -> dict:
@@ -192,8 +248,15 @@ class AsyncMemlaneClient:
     async def reflect(self, bank_id: str, query: str, **options: Any) -> dict:
         return await self._do(*_Requests.reflect(bank_id, query, **options))
 
-    async def list_memories(self, bank_id: str, *, offset: int = 0, limit: int = 100,
-                            types: list[str] | None = None, document_id: str | None = None) -> dict:
+    async def list_memories(
+        self,
+        bank_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 100,
+        types: list[str] | None = None,
+        document_id: str | None = None,
+    ) -> dict:
         return await self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id))
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict:
@@ -202,7 +265,7 @@ class AsyncMemlaneClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def __aenter__(self) -> "AsyncMemlaneClient":
+    async def __aenter__(self) -> AsyncMemlaneClient:
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -58,7 +58,7 @@ LEDGER_FILE = "backfill-ledger.jsonl"
 class RejectLimitExceeded(Exception):
     """The share of rejected records passed the configured limit."""
 
-    def __init__(self, message: str, summary: "BackfillSummary") -> None:
+    def __init__(self, message: str, summary: BackfillSummary) -> None:
         super().__init__(message)
         self.summary = summary
 
@@ -117,8 +117,9 @@ class BackfillConfig:
     vllm: Any = None
 
 
-def _pack(rows: list[tuple[BankInput, str, str]], group_turns: int,
-          replies: dict[str, dict[str, str]] | None = None) -> list[dict[str, list]]:
+def _pack(
+    rows: list[tuple[BankInput, str, str]], group_turns: int, replies: dict[str, dict[str, str]] | None = None
+) -> list[dict[str, list]]:
     """Greedy packing of banks (largest first, so stragglers come early) into groups of at most
     ``group_turns`` turns; a bank larger than that is a group alone. With ``replies`` (batch
     LLM extraction, ``{bank_id: {chunk_id: reply}}``) each bank carries its own as JSON."""
@@ -176,15 +177,17 @@ def _driver_metrics():
     try:
         from ray.util.metrics import Counter
 
-        return (Counter("memlane_backfill_turns_read", "Turns read and accepted by the backfill."),
-                Counter("memlane_backfill_rejects", "Records rejected by the backfill.",
-                        tag_keys=("stage",)))
+        return (
+            Counter("memlane_backfill_turns_read", "Turns read and accepted by the backfill."),
+            Counter("memlane_backfill_rejects", "Records rejected by the backfill.", tag_keys=("stage",)),
+        )
     except Exception:  # noqa: BLE001
         return None, None
 
 
-def plan_resources(cpus: float, gpus: float, workers: int | None,
-                   use_gpu: bool | None) -> tuple[int, float, float, bool]:
+def plan_resources(
+    cpus: float, gpus: float, workers: int | None, use_gpu: bool | None
+) -> tuple[int, float, float, bool]:
     """(workers, CPUs per worker, GPUs per worker, on GPU) for a cluster's resources.
 
     GPUs are used when the cluster has any (``use_gpu=None``) or when asked and present; a
@@ -242,6 +245,7 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
     rejects_path = data_dir / REJECTS_FILE
     summary = BackfillSummary(rejects_path=str(rejects_path))
     with open(rejects_path, "w", encoding="utf-8") as rejects_file:
+
         def reject(rec: dict[str, Any]) -> None:
             rejects_file.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
 
@@ -252,21 +256,29 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
     total = corpus.turns + corpus.rejects
     summary.reject_share = round(corpus.rejects / total, 6) if total else 0.0
     if corpus.turns == 0:
-        raise ValueError(f"{cfg.path}: no valid turns to retain ({corpus.rejects} rejected, "
-                         f"see {rejects_path})")
+        raise ValueError(
+            f"{cfg.path}: no valid turns to retain ({corpus.rejects} rejected, see {rejects_path})"
+        )
     if summary.reject_share > cfg.max_reject_share:
         summary.wall_s = summary.read_s
         raise RejectLimitExceeded(
             f"{corpus.rejects} of {total} records rejected ({summary.reject_share:.2%} > "
             f"--max-reject-share {cfg.max_reject_share:.2%}); nothing written; reasons in "
-            f"{rejects_path}", summary)
+            f"{rejects_path}",
+            summary,
+        )
     banks = []
     for bank in corpus.bank_inputs():
         payload = encode_bank(bank)
         banks.append((bank, payload, fingerprint(payload)))
     corpus.banks.clear()
-    return BackfillPlan(banks=banks, summary=summary, rejects_path=rejects_path,
-                        ledger_path=data_dir / LEDGER_FILE, data_dir=data_dir)
+    return BackfillPlan(
+        banks=banks,
+        summary=summary,
+        rejects_path=rejects_path,
+        ledger_path=data_dir / LEDGER_FILE,
+        data_dir=data_dir,
+    )
 
 
 def worker_settings(cfg: BackfillConfig, data_dir: str | Path) -> dict[str, Any]:
@@ -301,21 +313,21 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
     return todo, skipped
 
 
-def _batch_extract(todo: list[tuple[BankInput, str, str]],
-                   cfg: BackfillConfig) -> dict[str, dict[str, str]]:
+def _batch_extract(todo: list[tuple[BankInput, str, str]], cfg: BackfillConfig) -> dict[str, dict[str, str]]:
     """Run the vLLM extraction stage over every chunk of the banks to retain (one ray.data.llm
     job for the whole corpus, so the GPUs see full batches); ``{bank_id: {chunk_id: reply}}``.
     Prompts are built as for a bank without an owner name, which is what a backfill creates."""
+    from actors.wire import decode_bank
     from memlane.model import Bank
     from memlane.settings import Settings
     from pipelines import llm_extract
-    from actors.wire import decode_bank
 
     chunk_max_turns = Settings(**cfg.settings).retain.chunk_max_turns
     rows, bank_of = [], {}
     for bank, payload, _ in todo:
-        for row in llm_extract.chunk_rows(Bank(bank_id=bank.bank_id, name=""),
-                                          decode_bank(payload), chunk_max_turns):
+        for row in llm_extract.chunk_rows(
+            Bank(bank_id=bank.bank_id, name=""), decode_bank(payload), chunk_max_turns
+        ):
             bank_of[row["chunk_id"]] = bank.bank_id
             rows.append(row)
     out: dict[str, dict[str, str]] = {}
@@ -325,8 +337,9 @@ def _batch_extract(todo: list[tuple[BankInput, str, str]],
     return out
 
 
-def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
-                 on_result: Callable[[dict], None] | None = None) -> BackfillSummary:
+def run_backfill(
+    cfg: BackfillConfig, plan: BackfillPlan | None = None, *, on_result: Callable[[dict], None] | None = None
+) -> BackfillSummary:
     """Run the backfill on the Ray cluster this process is connected to (``ray.init`` first).
 
     ``plan`` comes from :func:`prepare_backfill` (read here when omitted). Raises
@@ -375,16 +388,21 @@ def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
             # that kills its worker (OOM) forever. A bound is worth the warning.
             warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
             out = ds.map_batches(
-                _GroupAdapter, batch_size=1, batch_format="pyarrow",
+                _GroupAdapter,
+                batch_size=1,
+                batch_format="pyarrow",
                 # One group in flight per actor: a free actor takes the next group, so the
                 # largest-first order balances the pool. Ray's default queues several groups
                 # per actor up front; on LoCoMo that left one of 2 workers idle for the last
                 # 8 of 54 s.
                 compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
                 fn_constructor_kwargs={"settings": settings, "use_gpu": gpu},
-                num_cpus=cpu_each, num_gpus=gpu_each or None,
+                num_cpus=cpu_each,
+                num_gpus=gpu_each or None,
                 runtime_env=cfg.runtime_env or None,
-                max_restarts=cfg.max_restarts, max_task_retries=cfg.max_restarts)
+                max_restarts=cfg.max_restarts,
+                max_task_retries=cfg.max_restarts,
+            )
         failed: list[dict[str, Any]] = []
         with open(plan.ledger_path, "a", encoding="utf-8") as ledger_file:
             for batch in out.iter_batches(batch_size=None, batch_format="pyarrow"):
@@ -395,16 +413,35 @@ def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
                         summary.retained_turns += rec["turns"]
                         for key in ("turns", "memories", "entities", "links"):
                             setattr(summary, key, getattr(summary, key) + rec[key])
-                        ledger_file.write(json.dumps(
-                            {k: rec[k] for k in ("bank_id", "fingerprint", "turns",
-                                                 "memories", "entities", "links")}) + "\n")
+                        ledger_file.write(
+                            json.dumps(
+                                {
+                                    k: rec[k]
+                                    for k in (
+                                        "bank_id",
+                                        "fingerprint",
+                                        "turns",
+                                        "memories",
+                                        "entities",
+                                        "links",
+                                    )
+                                }
+                            )
+                            + "\n"
+                        )
                     else:
                         summary.failed_banks += 1
                         n = n_turns.get(rec["bank_id"], 1)
                         summary.rejects += n
-                        failed.append({"source": "retain", "where": f"bank {rec['bank_id']}",
-                                       "reason": rec["error"], "records": n,
-                                       "bank_id": rec["bank_id"]})
+                        failed.append(
+                            {
+                                "source": "retain",
+                                "where": f"bank {rec['bank_id']}",
+                                "reason": rec["error"],
+                                "records": n,
+                                "bank_id": rec["bank_id"],
+                            }
+                        )
                         if rejects_metric is not None:
                             rejects_metric.inc(n, tags={"stage": "retain"})
                     if on_result is not None:
@@ -421,5 +458,7 @@ def run_backfill(cfg: BackfillConfig, plan: BackfillPlan | None = None, *,
         raise RejectLimitExceeded(
             f"{summary.rejects} of {total} records rejected ({summary.reject_share:.2%} > "
             f"--max-reject-share {cfg.max_reject_share:.2%}; {summary.failed_banks} banks failed "
-            f"to retain); reasons in {plan.rejects_path}", summary)
+            f"to retain); reasons in {plan.rejects_path}",
+            summary,
+        )
     return summary

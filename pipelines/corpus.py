@@ -45,8 +45,17 @@ FORMATS = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
 
 _BANK_RE = re.compile(BANK_ID_PATTERN)
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
-_GENERIC_KNOWN = {"bank_id", "speaker", "role", "text", "timestamp", "session_id", "document_id",
-                  "turn_id", "metadata"}
+_GENERIC_KNOWN = {
+    "bank_id",
+    "speaker",
+    "role",
+    "text",
+    "timestamp",
+    "session_id",
+    "document_id",
+    "turn_id",
+    "metadata",
+}
 
 RejectFn = Callable[[dict[str, Any]], None]
 
@@ -88,9 +97,11 @@ def _parse_time(value: Any) -> datetime:
 def list_files(path: Path) -> list[Path]:
     """``path`` itself, or every regular file under a directory (sorted, hidden files skipped)."""
     if path.is_dir():
-        return sorted(p for p in path.rglob("*")
-                      if p.is_file() and not any(part.startswith(".")
-                                                 for part in p.relative_to(path).parts))
+        return sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     return [path]
@@ -212,17 +223,24 @@ class Corpus:
         if not isinstance(turn_id, str) or not turn_id.strip():
             if not session:
                 del doc.sessions[session_id]
-            return self.reject(source, where, "field 'turn_id': must be a non-empty string",
-                               bank_id=raw_bank)
+            return self.reject(source, where, "field 'turn_id': must be a non-empty string", bank_id=raw_bank)
         if turn_id in doc.turn_ids:
             if not session:
                 del doc.sessions[session_id]
-            return self.reject(source, where, f"duplicate turn_id {turn_id!r} in document "
-                               f"{document_id!r}", bank_id=raw_bank)
+            return self.reject(
+                source, where, f"duplicate turn_id {turn_id!r} in document {document_id!r}", bank_id=raw_bank
+            )
         try:
-            turn = Turn(document_id=document_id, session_id=session_id, turn_id=turn_id,
-                        index=len(session), speaker=speaker, text=text, timestamp=when,
-                        metadata=meta)
+            turn = Turn(
+                document_id=document_id,
+                session_id=session_id,
+                turn_id=turn_id,
+                index=len(session),
+                speaker=speaker,
+                text=text,
+                timestamp=when,
+                metadata=meta,
+            )
         except ValueError as exc:  # pydantic ValidationError is a ValueError
             if not session:
                 del doc.sessions[session_id]
@@ -234,8 +252,9 @@ class Corpus:
     def bank_inputs(self) -> Iterator[BankInput]:
         """Every bank gathered so far, documents in first-appearance order."""
         for bank_id, docs in self.banks.items():
-            documents = [(doc_id, [t for turns in d.sessions.values() for t in turns])
-                         for doc_id, d in docs.items()]
+            documents = [
+                (doc_id, [t for turns in d.sessions.values() for t in turns]) for doc_id, d in docs.items()
+            ]
             documents = [(d, t) for d, t in documents if t]
             if documents:
                 yield BankInput(bank_id, documents)
@@ -292,8 +311,12 @@ def _read_parquet(path: Path, corpus: Corpus) -> None:
             corpus.add_record(obj, path.name, f"row {row}")
 
 
-_READERS = {"locomo": _read_locomo, "longmemeval": _read_longmemeval, "jsonl": _read_jsonl,
-            "parquet": _read_parquet}
+_READERS = {
+    "locomo": _read_locomo,
+    "longmemeval": _read_longmemeval,
+    "jsonl": _read_jsonl,
+    "parquet": _read_parquet,
+}
 
 
 def read_corpus(path: str | Path, fmt: str = "auto", *, reject: RejectFn) -> Corpus:
@@ -310,8 +333,9 @@ def read_corpus(path: str | Path, fmt: str = "auto", *, reject: RejectFn) -> Cor
         kind = detect_format(file) if fmt == "auto" else fmt
         corpus.files += 1
         if kind is None:
-            corpus.reject(file.name, "file", "unknown format (not LoCoMo, LongMemEval, "
-                          "JSONL or Parquet records)")
+            corpus.reject(
+                file.name, "file", "unknown format (not LoCoMo, LongMemEval, JSONL or Parquet records)"
+            )
             continue
         _READERS[kind](file, corpus)
     return corpus

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from memlane.model import Bank, Turn
 from memlane.retain.chunking import chunk_turns
 from memlane.retain.extract_llm import ExtractionReply, extraction_messages
+
 # Re-exported: the extractor moved into the engine (the retain actor imports no pipelines).
 from memlane.retain.extract_precomputed import PrecomputedExtractor  # noqa: F401
 
@@ -33,55 +34,71 @@ class VLLMExtractConfig:
     batch_size: int = 32
     concurrency: int = 1  # vLLM engine replicas (one per GPU with tensor_parallel_size=1)
     max_tokens: int = 1500
-    engine_kwargs: dict[str, Any] = field(default_factory=lambda: {
-        "max_model_len": 8192, "enable_prefix_caching": True})
+    engine_kwargs: dict[str, Any] = field(
+        default_factory=lambda: {"max_model_len": 8192, "enable_prefix_caching": True}
+    )
     accelerator_type: str | None = None
 
 
-def chunk_rows(bank: Bank, documents: Sequence[tuple[str, Sequence[Turn]]],
-               chunk_max_turns: int) -> list[dict[str, Any]]:
+def chunk_rows(
+    bank: Bank, documents: Sequence[tuple[str, Sequence[Turn]]], chunk_max_turns: int
+) -> list[dict[str, Any]]:
     """One row per chunk of the bank: ``bank_id``, ``chunk_id`` and the prompt ``messages``.
     Chunk ids are the ones retain will give the same chunks."""
     rows = []
     for document_id, turns in documents:
         for item in chunk_turns(bank.bank_id, document_id, turns, chunk_max_turns):
-            rows.append({"bank_id": bank.bank_id, "chunk_id": item.chunk.chunk_id,
-                         "messages": extraction_messages(bank, item)})
+            rows.append(
+                {
+                    "bank_id": bank.bank_id,
+                    "chunk_id": item.chunk.chunk_id,
+                    "messages": extraction_messages(bank, item),
+                }
+            )
     return rows
 
 
 def sampling_params(max_tokens: int) -> dict[str, Any]:
     """Greedy decoding constrained to the reply schema (vLLM structured outputs)."""
-    return {"temperature": 0.0, "max_tokens": max_tokens,
-            "structured_outputs": {"json": ExtractionReply.model_json_schema()}}
+    return {
+        "temperature": 0.0,
+        "max_tokens": max_tokens,
+        "structured_outputs": {"json": ExtractionReply.model_json_schema()},
+    }
 
 
 def make_preprocess(max_tokens: int):
     params = sampling_params(max_tokens)
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
-        return {"bank_id": row["bank_id"], "chunk_id": row["chunk_id"],
-                "messages": row["messages"], "sampling_params": params}
+        return {
+            "bank_id": row["bank_id"],
+            "chunk_id": row["chunk_id"],
+            "messages": row["messages"],
+            "sampling_params": params,
+        }
 
     return preprocess
 
 
 def postprocess(row: dict[str, Any]) -> dict[str, Any]:
-    return {"bank_id": row["bank_id"], "chunk_id": row["chunk_id"],
-            "reply": row.get("generated_text") or ""}
+    return {"bank_id": row["bank_id"], "chunk_id": row["chunk_id"], "reply": row.get("generated_text") or ""}
 
 
 def build_extraction_processor(cfg: VLLMExtractConfig):
     """The ``ray.data.llm`` processor: a Dataset of chunk rows in, reply rows out."""
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    kwargs: dict[str, Any] = {"model_source": cfg.model_source, "batch_size": cfg.batch_size,
-                              "concurrency": cfg.concurrency, "engine_kwargs": dict(cfg.engine_kwargs)}
+    kwargs: dict[str, Any] = {
+        "model_source": cfg.model_source,
+        "batch_size": cfg.batch_size,
+        "concurrency": cfg.concurrency,
+        "engine_kwargs": dict(cfg.engine_kwargs),
+    }
     if cfg.accelerator_type:
         kwargs["accelerator_type"] = cfg.accelerator_type
     config = vLLMEngineProcessorConfig(**kwargs)
-    return build_processor(config, preprocess=make_preprocess(cfg.max_tokens),
-                           postprocess=postprocess)
+    return build_processor(config, preprocess=make_preprocess(cfg.max_tokens), postprocess=postprocess)
 
 
 def extract_replies(rows: list[dict[str, Any]], cfg: VLLMExtractConfig) -> dict[str, str]:

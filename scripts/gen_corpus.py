@@ -15,27 +15,117 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-FIRST = ["Amara", "Bastien", "Chiara", "Dmitri", "Esme", "Farid", "Greta", "Hiro", "Ines",
-         "Jonas", "Kalani", "Lior", "Maren", "Nikhil", "Odile", "Pavel", "Quinn", "Rosa",
-         "Soren", "Tamsin", "Umar", "Vera", "Wendell", "Ximena", "Yusuf", "Zofia"]
-CITIES = ["Lisbon", "Osaka", "Tallinn", "Valparaiso", "Halifax", "Nairobi", "Ghent", "Cusco",
-          "Tromso", "Adelaide", "Split", "Kraków", "Hanoi", "Oaxaca", "Bergen"]
-PLACES = ["the climbing gym", "the night market", "the public library", "the harbour",
-          "the community garden", "the old cinema", "the ferry terminal", "the bakery on Elm Street",
-          "the botanical garden", "the swimming pool"]
-ORGS = ["Northwind Labs", "Bluefin Studio", "Kestrel Health", "Lumen Robotics", "Harbor & Pine",
-        "the city council", "Quarry Books", "Tidewater Bank"]
-HOBBIES = ["pottery", "bouldering", "sourdough baking", "birdwatching", "salsa dancing",
-           "chess", "watercolour painting", "trail running", "beekeeping", "film photography"]
-PETS = ["a tabby cat called Pickle", "a greyhound named Comet", "two goldfish", "a rescue rabbit",
-        "a parrot that whistles", "an old beagle called Toast"]
-WHEN = ["last week", "yesterday", "two days ago", "last weekend", "this morning", "in March",
-        "last summer", "on Friday", "a month ago", "next Tuesday", "in two weeks"]
-MOODS = ["exhausted but happy", "a bit nervous", "really proud", "honestly relieved",
-         "still undecided", "so excited"]
+FIRST = [
+    "Amara",
+    "Bastien",
+    "Chiara",
+    "Dmitri",
+    "Esme",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kalani",
+    "Lior",
+    "Maren",
+    "Nikhil",
+    "Odile",
+    "Pavel",
+    "Quinn",
+    "Rosa",
+    "Soren",
+    "Tamsin",
+    "Umar",
+    "Vera",
+    "Wendell",
+    "Ximena",
+    "Yusuf",
+    "Zofia",
+]
+CITIES = [
+    "Lisbon",
+    "Osaka",
+    "Tallinn",
+    "Valparaiso",
+    "Halifax",
+    "Nairobi",
+    "Ghent",
+    "Cusco",
+    "Tromso",
+    "Adelaide",
+    "Split",
+    "Kraków",
+    "Hanoi",
+    "Oaxaca",
+    "Bergen",
+]
+PLACES = [
+    "the climbing gym",
+    "the night market",
+    "the public library",
+    "the harbour",
+    "the community garden",
+    "the old cinema",
+    "the ferry terminal",
+    "the bakery on Elm Street",
+    "the botanical garden",
+    "the swimming pool",
+]
+ORGS = [
+    "Northwind Labs",
+    "Bluefin Studio",
+    "Kestrel Health",
+    "Lumen Robotics",
+    "Harbor & Pine",
+    "the city council",
+    "Quarry Books",
+    "Tidewater Bank",
+]
+HOBBIES = [
+    "pottery",
+    "bouldering",
+    "sourdough baking",
+    "birdwatching",
+    "salsa dancing",
+    "chess",
+    "watercolour painting",
+    "trail running",
+    "beekeeping",
+    "film photography",
+]
+PETS = [
+    "a tabby cat called Pickle",
+    "a greyhound named Comet",
+    "two goldfish",
+    "a rescue rabbit",
+    "a parrot that whistles",
+    "an old beagle called Toast",
+]
+WHEN = [
+    "last week",
+    "yesterday",
+    "two days ago",
+    "last weekend",
+    "this morning",
+    "in March",
+    "last summer",
+    "on Friday",
+    "a month ago",
+    "next Tuesday",
+    "in two weeks",
+]
+MOODS = [
+    "exhausted but happy",
+    "a bit nervous",
+    "really proud",
+    "honestly relieved",
+    "still undecided",
+    "so excited",
+]
 
 USER_TEMPLATES = [
     "I started {hobby} {when} and I'm already hooked.",
@@ -67,11 +157,18 @@ FRIEND_TEMPLATES = [
 
 def _fill(rng: random.Random, template: str, friend: str) -> str:
     when = rng.choice(WHEN)
-    return template.format(hobby=rng.choice(HOBBIES), when=when, when_cap=when[:1].upper() + when[1:],
-                           place=rng.choice(PLACES), friend=friend, org=rng.choice(ORGS),
-                           city=rng.choice(CITIES), pet=rng.choice(PETS),
-                           pet_short="the cat" if rng.random() < 0.5 else "the dog",
-                           mood=rng.choice(MOODS))
+    return template.format(
+        hobby=rng.choice(HOBBIES),
+        when=when,
+        when_cap=when[:1].upper() + when[1:],
+        place=rng.choice(PLACES),
+        friend=friend,
+        org=rng.choice(ORGS),
+        city=rng.choice(CITIES),
+        pet=rng.choice(PETS),
+        pet_short="the cat" if rng.random() < 0.5 else "the dog",
+        mood=rng.choice(MOODS),
+    )
 
 
 def generate(turns: int, banks: int, seed: int = 7):
@@ -93,8 +190,9 @@ def generate(turns: int, banks: int, seed: int = 7):
         user = f"{rng.choice(FIRST)}"
         friend = rng.choice([n for n in FIRST if n != user])
         bank_id = f"user-{b:05d}"
-        start = datetime(2021, 1, 1, tzinfo=timezone.utc) + timedelta(days=rng.randrange(900),
-                                                                        minutes=rng.randrange(1440))
+        start = datetime(2021, 1, 1, tzinfo=UTC) + timedelta(
+            days=rng.randrange(900), minutes=rng.randrange(1440)
+        )
         when = start
         emitted, session = 0, 0
         while emitted < size:
@@ -105,10 +203,15 @@ def generate(turns: int, banks: int, seed: int = 7):
                 speaker = user if k % 2 == 0 else friend
                 pool = USER_TEMPLATES if speaker == user else FRIEND_TEMPLATES
                 text = _fill(rng, rng.choice(pool), friend if speaker == user else user)
-                yield {"bank_id": bank_id, "document_id": f"{bank_id}-chat",
-                       "session_id": f"s{session:03d}", "turn_id": f"s{session:03d}:{k + 1}",
-                       "timestamp": (when + timedelta(minutes=2 * k)).isoformat(),
-                       "speaker": speaker, "text": text}
+                yield {
+                    "bank_id": bank_id,
+                    "document_id": f"{bank_id}-chat",
+                    "session_id": f"s{session:03d}",
+                    "turn_id": f"s{session:03d}:{k + 1}",
+                    "timestamp": (when + timedelta(minutes=2 * k)).isoformat(),
+                    "speaker": speaker,
+                    "text": text,
+                }
             emitted += n
 
 
@@ -140,8 +243,7 @@ def main() -> None:
         with open(args.out, "w", encoding="utf-8") as f:
             for r in rows:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    print(f"wrote {len(rows)} records ({args.turns} turns, {args.banks} banks, {args.bad} bad) "
-          f"to {args.out}")
+    print(f"wrote {len(rows)} records ({args.turns} turns, {args.banks} banks, {args.bad} bad) to {args.out}")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from serve.deployments import (EmbedderDeployment, MemoryDeployment, RecallDeployment,
-                               ReflectDeployment, RerankDeployment)
+from serve.deployments import (
+    EmbedderDeployment,
+    MemoryDeployment,
+    RecallDeployment,
+    ReflectDeployment,
+    RerankDeployment,
+)
 from serve.ingress import Ingress
 
 

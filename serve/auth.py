@@ -28,8 +28,7 @@ class Principal:
 
     def check(self, bank_id: str) -> None:
         if not self.can_use(bank_id):
-            raise APIError(403, "forbidden", f"this API key may not use bank {bank_id!r}",
-                           "bank_id")
+            raise APIError(403, "forbidden", f"this API key may not use bank {bank_id!r}", "bank_id")
 
 
 class Authenticator:
@@ -46,12 +45,22 @@ class Authenticator:
         if not self.enabled:
             return Principal("auth-off", None)
         if not header:
-            raise APIError(401, "unauthorized", "missing API key: send 'Authorization: Bearer KEY'",
-                           "Authorization", _CHALLENGE)
+            raise APIError(
+                401,
+                "unauthorized",
+                "missing API key: send 'Authorization: Bearer KEY'",
+                "Authorization",
+                _CHALLENGE,
+            )
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise APIError(401, "unauthorized", "the Authorization header must be 'Bearer KEY'",
-                           "Authorization", _CHALLENGE)
+            raise APIError(
+                401,
+                "unauthorized",
+                "the Authorization header must be 'Bearer KEY'",
+                "Authorization",
+                _CHALLENGE,
+            )
         given = token.strip().encode()
         found = None
         for key, principal in self._keys:  # constant time per key: no timing oracle

@@ -104,8 +104,9 @@ class RecallDeployment:
     def __init__(self, embedder, reranker) -> None:
         from memlane.settings import Settings
 
-        self.memory = _remote_memory(embedder, reranker,
-                                     local_embedder=Settings().serve.recall_embedder == "local")
+        self.memory = _remote_memory(
+            embedder, reranker, local_embedder=Settings().serve.recall_embedder == "local"
+        )
         self.replica = _replica_id()
         self._warm()
 
@@ -155,8 +156,7 @@ class MemoryDeployment:
         from memlane.operations import OperationLog
 
         self.memory = _remote_memory(embedder)
-        self.ops = OperationLog(self.memory.store,
-                                stale_after_s=self.memory.settings.serve.operation_stale_s)
+        self.ops = OperationLog(self.memory.store, stale_after_s=self.memory.settings.serve.operation_stale_s)
         # One background retain at a time per replica: retain already keeps both cores busy
         # (extraction overlapped with embedding), a second one would only interleave.
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-async-retain")
@@ -192,15 +192,21 @@ class MemoryDeployment:
 
     # retain
     def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        report = self.memory.retain_items(bank_id, body["items"], document_id=body.get("document_id"),
-                                          tags=body.get("tags") or (), create_bank=False)
+        report = self.memory.retain_items(
+            bank_id,
+            body["items"],
+            document_id=body.get("document_id"),
+            tags=body.get("tags") or (),
+            create_bank=False,
+        )
         return report.as_dict()
 
     def retain_async(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
         # Validate now, so bad input is a 4xx on the request, not a failed operation later.
         self.memory.get_bank(bank_id)
-        self.memory.plan_items(bank_id, body["items"], document_id=body.get("document_id"),
-                               tags=body.get("tags") or ())
+        self.memory.plan_items(
+            bank_id, body["items"], document_id=body.get("document_id"), tags=body.get("tags") or ()
+        )
         op = self.ops.create(bank_id, "retain", total=len(body["items"]))
         with self._lock:
             self._pending[op["operation_id"]] = op
@@ -212,9 +218,13 @@ class MemoryDeployment:
 
         try:
             self.ops.update(op, status=RUNNING)
-            report = self.memory.retain_items(bank_id, body["items"],
-                                              document_id=body.get("document_id"),
-                                              tags=body.get("tags") or (), create_bank=False)
+            report = self.memory.retain_items(
+                bank_id,
+                body["items"],
+                document_id=body.get("document_id"),
+                tags=body.get("tags") or (),
+                create_bank=False,
+            )
             op["done"] = op["total"]
             self.ops.update(op, status=SUCCEEDED, result=report.as_dict())
         except Exception as exc:  # noqa: BLE001 - reported on the operation
@@ -247,16 +257,21 @@ class MemoryDeployment:
         return op
 
     # listing and deletion
-    def list_memories(self, bank_id: str, offset: int, limit: int, types: list[str] | None,
-                      document_id: str | None) -> dict[str, Any]:
-        units, total = self.memory.list_memories(bank_id, offset=offset, limit=limit,
-                                                 types=types, document_id=document_id)
-        return {"items": [u.model_dump(mode="json", exclude={"embedding"}) for u in units],
-                "total": total, "offset": offset, "limit": limit}
+    def list_memories(
+        self, bank_id: str, offset: int, limit: int, types: list[str] | None, document_id: str | None
+    ) -> dict[str, Any]:
+        units, total = self.memory.list_memories(
+            bank_id, offset=offset, limit=limit, types=types, document_id=document_id
+        )
+        return {
+            "items": [u.model_dump(mode="json", exclude={"embedding"}) for u in units],
+            "total": total,
+            "offset": offset,
+            "limit": limit,
+        }
 
     def get_memory(self, bank_id: str, memory_id: str) -> dict[str, Any]:
-        return self.memory.get_memory(bank_id, memory_id).model_dump(mode="json",
-                                                                      exclude={"embedding"})
+        return self.memory.get_memory(bank_id, memory_id).model_dump(mode="json", exclude={"embedding"})
 
     def delete_memory(self, bank_id: str, memory_id: str) -> dict[str, int]:
         return self.memory.delete_memory(bank_id, memory_id)

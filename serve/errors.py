@@ -13,8 +13,14 @@ from fastapi.responses import JSONResponse
 class APIError(Exception):
     """An error answered as JSON with ``status``."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.field = status, code, message, field
         self.headers = headers
@@ -24,8 +30,9 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
     return {"error": {"code": code, "message": message, "field": field}}
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
 
 
@@ -47,8 +54,7 @@ async def validation_handler(_: Request, exc: RequestValidationError) -> JSONRes
     if first.get("type") == "json_invalid":
         ctx = first.get("ctx") or {}
         detail = ctx.get("error") or first.get("msg")
-        return error_response(400, "malformed_json", f"request body is not valid JSON: {detail}",
-                              "body")
+        return error_response(400, "malformed_json", f"request body is not valid JSON: {detail}", "body")
     details = [{"field": _field(e.get("loc", ())), "message": e.get("msg", "")} for e in errors]
     message = "; ".join(f"{d['field']}: {d['message']}" for d in details)
     body = error_body("invalid_request", message, details[0]["field"])

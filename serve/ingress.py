@@ -4,7 +4,7 @@ deployments behind it, called through DeploymentHandles."""
 from __future__ import annotations
 
 import time
-from typing import Any, List, Optional
+from typing import Any
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -16,22 +16,25 @@ from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
 from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
 
-api = FastAPI(title="Memlane", version="1",
-              description="Agent memory: retain, recall and reflect over per-user memory banks. "
-                          "Authenticate with `Authorization: Bearer KEY`.")
+api = FastAPI(
+    title="Memlane",
+    version="1",
+    description="Agent memory: retain, recall and reflect over per-user memory banks. "
+    "Authenticate with `Authorization: Bearer KEY`.",
+)
 api.add_exception_handler(APIError, api_error_handler)
 api.add_exception_handler(RequestValidationError, validation_handler)
 
 BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
 
 
-def _ingress(request: Request) -> "Ingress":
+def _ingress(request: Request) -> Ingress:
     # Serve ships the FastAPI app to the replica by value, so state set on the module's `api`
     # object is not the app that runs; the replica context holds the Ingress instance.
     return serve.get_replica_context().servable_object
 
 
-def principal(request: Request, authorization: Optional[str] = Header(None)) -> Principal:
+def principal(request: Request, authorization: str | None = Header(None)) -> Principal:
     return _ingress(request).auth.authenticate(authorization)
 
 
@@ -62,9 +65,12 @@ async def limits_and_metrics(request: Request, call_next):
     else:  # a chunked upload: measure what came
         too_big = request.method in ("POST", "PUT", "PATCH") and len(await request.body()) > limit
     if too_big:
-        response = error_response(413, "payload_too_large",
-                                  f"request body is larger than the limit of {limit} bytes "
-                                  "(MEMLANE_SERVE__MAX_BODY_BYTES)", "body")
+        response = error_response(
+            413,
+            "payload_too_large",
+            f"request body is larger than the limit of {limit} bytes (MEMLANE_SERVE__MAX_BODY_BYTES)",
+            "body",
+        )
     else:
         try:
             response = await call_next(request)
@@ -72,8 +78,12 @@ async def limits_and_metrics(request: Request, call_next):
             ingress.log_exception(request)
             response = error_response(500, "internal", "internal error; see the service logs")
     route = request.scope.get("route")
-    ingress.metrics_record(getattr(route, "path", "unmatched"), request.method,
-                           response.status_code, (time.perf_counter() - start) * 1000)
+    ingress.metrics_record(
+        getattr(route, "path", "unmatched"),
+        request.method,
+        response.status_code,
+        (time.perf_counter() - start) * 1000,
+    )
     return response
 
 
@@ -96,11 +106,11 @@ async def list_banks(request: Request, who: Principal = Depends(principal)) -> d
 
 
 @api.put("/v1/banks/{bank_id}", tags=["banks"])
-async def put_bank(request: Request, response: Response, body: BankBody,
-                   bank_id: str = Depends(bank_access)) -> dict:
+async def put_bank(
+    request: Request, response: Response, body: BankBody, bank_id: str = Depends(bank_access)
+) -> dict:
     """Create a bank, or update its name, background or disposition."""
-    out = await _call(_ingress(request).memory.put_bank.remote(
-        bank_id, body.model_dump(exclude_none=True)))
+    out = await _call(_ingress(request).memory.put_bank.remote(bank_id, body.model_dump(exclude_none=True)))
     response.status_code = 201 if out["created"] else 200
     return out["bank"]
 
@@ -124,8 +134,9 @@ async def bank_stats(request: Request, bank_id: str = Depends(bank_access)) -> d
 
 # retain and operations ----------------------------------------------------------------------
 @api.post("/v1/banks/{bank_id}/memories", tags=["memories"])
-async def retain(request: Request, response: Response, body: RetainBody,
-                 bank_id: str = Depends(bank_access)) -> dict:
+async def retain(
+    request: Request, response: Response, body: RetainBody, bank_id: str = Depends(bank_access)
+) -> dict:
     """Retain items. Items sharing a document_id form a document that replaces its previous
     version; ``"async": true`` answers 202 with an operation to poll."""
     payload = body.model_dump(mode="json", exclude={"async_"})
@@ -139,19 +150,23 @@ async def retain(request: Request, response: Response, body: RetainBody,
 
 
 @api.get("/v1/banks/{bank_id}/operations/{operation_id}", tags=["memories"])
-async def get_operation(request: Request, operation_id: str,
-                        bank_id: str = Depends(bank_access)) -> dict:
+async def get_operation(request: Request, operation_id: str, bank_id: str = Depends(bank_access)) -> dict:
     return await _call(_ingress(request).memory.operation.remote(bank_id, operation_id))
 
 
 @api.get("/v1/banks/{bank_id}/memories", tags=["memories"])
-async def list_memories(request: Request, bank_id: str = Depends(bank_access),
-                        offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
-                        type: Optional[List[FactType]] = Query(None),  # noqa: A002
-                        document_id: Optional[str] = Query(None, min_length=1)) -> dict:
+async def list_memories(
+    request: Request,
+    bank_id: str = Depends(bank_access),
+    offset: int = Query(0, ge=0),
+    limit: int = Query(100, ge=1, le=1000),
+    type: list[FactType] | None = Query(None),  # noqa: A002
+    document_id: str | None = Query(None, min_length=1),
+) -> dict:
     types = [t.value for t in type] if type else None
-    return await _call(_ingress(request).memory.list_memories.remote(
-        bank_id, offset, limit, types, document_id))
+    return await _call(
+        _ingress(request).memory.list_memories.remote(bank_id, offset, limit, types, document_id)
+    )
 
 
 @api.get("/v1/banks/{bank_id}/memories/{memory_id}", tags=["memories"])
@@ -160,8 +175,7 @@ async def get_memory(request: Request, memory_id: str, bank_id: str = Depends(ba
 
 
 @api.delete("/v1/banks/{bank_id}/memories/{memory_id}", tags=["memories"])
-async def delete_memory(request: Request, memory_id: str,
-                        bank_id: str = Depends(bank_access)) -> dict:
+async def delete_memory(request: Request, memory_id: str, bank_id: str = Depends(bank_access)) -> dict:
     return await _call(_ingress(request).memory.delete_memory.remote(bank_id, memory_id))
 
 
@@ -171,8 +185,7 @@ async def list_documents(request: Request, bank_id: str = Depends(bank_access)) 
 
 
 @api.delete("/v1/banks/{bank_id}/documents/{document_id}", tags=["documents"])
-async def delete_document(request: Request, document_id: str,
-                          bank_id: str = Depends(bank_access)) -> dict:
+async def delete_document(request: Request, document_id: str, bank_id: str = Depends(bank_access)) -> dict:
     """Delete a document with its memories, chunks, links and the entities only it named."""
     return await _call(_ingress(request).memory.delete_document.remote(bank_id, document_id))
 
@@ -184,19 +197,17 @@ async def list_entities(request: Request, bank_id: str = Depends(bank_access)) -
 
 # recall, reflect, rerank ----------------------------------------------------------------------
 @api.post("/v1/banks/{bank_id}/recall", tags=["recall"])
-async def recall(request: Request, body: RecallBody,
-                 bank_id: str = Depends(bank_access)) -> Response:
-    data, replica = await _call(_ingress(request).recall.recall.remote(
-        bank_id, body.model_dump(mode="json")))
-    return Response(content=data, media_type="application/json",
-                    headers={"X-Memlane-Replica": replica})
+async def recall(request: Request, body: RecallBody, bank_id: str = Depends(bank_access)) -> Response:
+    data, replica = await _call(_ingress(request).recall.recall.remote(bank_id, body.model_dump(mode="json")))
+    return Response(content=data, media_type="application/json", headers={"X-Memlane-Replica": replica})
 
 
 @api.post("/v1/banks/{bank_id}/reflect", tags=["reflect"])
 async def reflect(request: Request, body: ReflectBody, bank_id: str = Depends(bank_access)) -> Response:
     """Answer in the bank's voice from its memories (needs an LLM: 503 until one is set)."""
-    data = await _call(_ingress(request).reflect.reflect.remote(
-        bank_id, body.model_dump(mode="json", exclude_none=True)))
+    data = await _call(
+        _ingress(request).reflect.reflect.remote(bank_id, body.model_dump(mode="json", exclude_none=True))
+    )
     return Response(content=data, media_type="application/json")
 
 

@@ -14,21 +14,29 @@ from __future__ import annotations
 from typing import Any
 
 
-def reflect_llm_config(model_id: str, model_source: str | None = None, *,
-                       min_replicas: int = 1, max_replicas: int = 2,
-                       accelerator_type: str | None = None,
-                       engine_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+def reflect_llm_config(
+    model_id: str,
+    model_source: str | None = None,
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 2,
+    accelerator_type: str | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Keyword arguments of ``ray.serve.llm.LLMConfig`` for the reflect model (pure data, so a
     serve config file or a test can read it)."""
     if not model_id:
         raise ValueError("model_id must not be empty")
     if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
-        raise ValueError(f"need 0 <= min_replicas <= max_replicas and max_replicas >= 1, got "
-                         f"{min_replicas} and {max_replicas}")
+        raise ValueError(
+            f"need 0 <= min_replicas <= max_replicas and max_replicas >= 1, got "
+            f"{min_replicas} and {max_replicas}"
+        )
     cfg: dict[str, Any] = {
         "model_loading_config": {"model_id": model_id, "model_source": model_source or model_id},
-        "deployment_config": {"autoscaling_config": {"min_replicas": min_replicas,
-                                                     "max_replicas": max_replicas}},
+        "deployment_config": {
+            "autoscaling_config": {"min_replicas": min_replicas, "max_replicas": max_replicas}
+        },
         # Reflect replies are short JSON; a bounded context keeps the KV cache for batching.
         "engine_kwargs": {"max_model_len": 8192, **(engine_kwargs or {})},
     }
@@ -44,6 +52,7 @@ def build_reflect_llm_app(model_id: str, model_source: str | None = None, **opti
     try:
         from ray.serve.llm import LLMConfig, build_openai_app
     except ImportError as exc:
-        raise RuntimeError("the vLLM Serve deployment needs vLLM: install memlane[gpu] on the "
-                           f"GPU nodes ({exc})") from exc
+        raise RuntimeError(
+            f"the vLLM Serve deployment needs vLLM: install memlane[gpu] on the GPU nodes ({exc})"
+        ) from exc
     return build_openai_app({"llm_configs": [LLMConfig(**cfg)]})

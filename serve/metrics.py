@@ -14,12 +14,18 @@ class EndpointMetrics:
         from ray.util.metrics import Counter, Histogram
 
         tags = ("route", "method")
-        self.requests = Counter("memlane_http_requests_total", "HTTP requests by route",
-                                tag_keys=(*tags, "status"))
-        self.errors = Counter("memlane_http_errors_total", "HTTP 4xx and 5xx answers",
-                              tag_keys=(*tags, "status"))
-        self.latency = Histogram("memlane_http_latency_ms", "HTTP latency by route",
-                                 boundaries=LATENCY_BOUNDARIES_MS, tag_keys=tags)
+        self.requests = Counter(
+            "memlane_http_requests_total", "HTTP requests by route", tag_keys=(*tags, "status")
+        )
+        self.errors = Counter(
+            "memlane_http_errors_total", "HTTP 4xx and 5xx answers", tag_keys=(*tags, "status")
+        )
+        self.latency = Histogram(
+            "memlane_http_latency_ms",
+            "HTTP latency by route",
+            boundaries=LATENCY_BOUNDARIES_MS,
+            tag_keys=tags,
+        )
 
     def record(self, route: str, method: str, status: int, ms: float) -> None:
         tags = {"route": route, "method": method}

@@ -47,5 +47,8 @@ class RemoteReranker:
         self.name = name
 
     def rerank(self, query: str, passages: Sequence[str], prior_ranks: Sequence[int]) -> list[float]:
-        return list(self._handle.rerank.remote(query, list(passages), list(prior_ranks))
-                    .result(timeout_s=EMBED_TIMEOUT_S))
+        return list(
+            self._handle.rerank.remote(query, list(passages), list(prior_ranks)).result(
+                timeout_s=EMBED_TIMEOUT_S
+            )
+        )

@@ -3,7 +3,6 @@ fall back to its default)."""
 
 from __future__ import annotations
 
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.model import Disposition, FactType, RecallRequest, RetainItem

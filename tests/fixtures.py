@@ -57,41 +57,61 @@ def _turns(session: int, speakers: tuple[str, str], texts: list[str]) -> list[di
 def locomo_fixture_data() -> list[dict[str, Any]]:
     """The fixture's samples as Python objects (a fresh copy each call)."""
     nf = ("Noor", "Felix")
-    s1 = _turns(1, nf, [
-        "Felix, I finally signed the lease on the allotment by the railway bridge.",
-        "Brilliant! What are you planting first?",
-        "Broad beans and a row of sweet peas for my grandmother.",
-        "She'll love that. I'm still stuck on my thesis chapter about glaciers.",
-    ])
-    s2 = _turns(2, nf, [
-        "The broad beans are up already, look at this.",
-        "Tiny and green! Did the frost last week hurt them?",
-        "Not at all. Also, I adopted a tortoise called Dumpling.",
-    ])
+    s1 = _turns(
+        1,
+        nf,
+        [
+            "Felix, I finally signed the lease on the allotment by the railway bridge.",
+            "Brilliant! What are you planting first?",
+            "Broad beans and a row of sweet peas for my grandmother.",
+            "She'll love that. I'm still stuck on my thesis chapter about glaciers.",
+        ],
+    )
+    s2 = _turns(
+        2,
+        nf,
+        [
+            "The broad beans are up already, look at this.",
+            "Tiny and green! Did the frost last week hurt them?",
+            "Not at all. Also, I adopted a tortoise called Dumpling.",
+        ],
+    )
     s2[1]["blip_caption"] = "a photo of seedlings in a wooden raised bed"
     s2[1]["query"] = "bean seedlings allotment"
     s2[1]["img_url"] = ["https://example.invalid/seedlings.jpg"]
     s2[1]["re-download"] = True
-    s3 = _turns(3, nf, [
-        "I submitted the glacier chapter yesterday!",
-        "Finally! Celebrating at the allotment?",
-        "Of course, with Dumpling and a flask of tea.",
-    ])
+    s3 = _turns(
+        3,
+        nf,
+        [
+            "I submitted the glacier chapter yesterday!",
+            "Finally! Celebrating at the allotment?",
+            "Of course, with Dumpling and a flask of tea.",
+        ],
+    )
     mo = ("Marta", "Olu")
-    t1 = _turns(1, mo, [
-        "Olu, the choir is singing at the harbour festival in April.",
-        "Which pieces? I'd like to come.",
-        "Mostly sea shanties, and one Estonian folk song.",
-        "I'll bring my sister, she sang in a choir in Tartu.",
-        "Then she can help me with the pronunciation!",
-    ])
-    t2 = _turns(2, mo, [
-        "Rehearsal ran late last night, my voice is gone.",
-        "Honey and ginger tea. Did you pick a dress yet?",
-        "A dark green one from the market, only twelve euros.",
-        "Bargain. My sister says the festival moved to 13 April.",
-        "Good to know, I booked the ferry for the 2024 festival already.",
-    ])
+    t1 = _turns(
+        1,
+        mo,
+        [
+            "Olu, the choir is singing at the harbour festival in April.",
+            "Which pieces? I'd like to come.",
+            "Mostly sea shanties, and one Estonian folk song.",
+            "I'll bring my sister, she sang in a choir in Tartu.",
+            "Then she can help me with the pronunciation!",
+        ],
+    )
+    t2 = _turns(
+        2,
+        mo,
+        [
+            "Rehearsal ran late last night, my voice is gone.",
+            "Honey and ginger tea. Did you pick a dress yet?",
+            "A dark green one from the market, only twelve euros.",
+            "Bargain. My sister says the festival moved to 13 April.",
+            "Good to know, I booked the ferry for the 2024 festival already.",
+        ],
+    )
     fx1_conv = {
         "speaker_a": "Noor",
         "speaker_b": "Felix",
@@ -114,8 +134,10 @@ def locomo_fixture_data() -> list[dict[str, Any]]:
     questions = {
         ("fx-1", 4): ("Where is Noor's allotment?", "By the railway bridge"),
         ("fx-1", 2): ("When did Noor's broad beans come up?", "Mid February 2024"),
-        ("fx-1", 1): ("What did Noor plant and celebrate at the allotment?",
-                      "Broad beans and sweet peas; she celebrated submitting her thesis chapter"),
+        ("fx-1", 1): (
+            "What did Noor plant and celebrate at the allotment?",
+            "Broad beans and sweet peas; she celebrated submitting her thesis chapter",
+        ),
         ("fx-1", 3): ("Would Noor likely enjoy a gardening show?", "Likely yes"),
         ("fx-2", 1): ("Who is coming to hear Marta's choir?", "Olu and his sister"),
         ("fx-2", 2): ("When is the harbour festival?", "13 April 2024"),
@@ -138,18 +160,29 @@ def locomo_fixture_data() -> list[dict[str, Any]]:
             item["question"], item["answer"] = questions[(sample_id, category)]
         qa[sample_id].append(item)
     return [
-        {"sample_id": "fx-1", "conversation": fx1_conv, "qa": qa["fx-1"],
-         "observation": {}, "session_summary": {}, "event_summary": {}},
-        {"sample_id": "fx-2", "conversation": fx2_conv, "qa": qa["fx-2"],
-         "observation": {}, "session_summary": {}, "event_summary": {}},
+        {
+            "sample_id": "fx-1",
+            "conversation": fx1_conv,
+            "qa": qa["fx-1"],
+            "observation": {},
+            "session_summary": {},
+            "event_summary": {},
+        },
+        {
+            "sample_id": "fx-2",
+            "conversation": fx2_conv,
+            "qa": qa["fx-2"],
+            "observation": {},
+            "session_summary": {},
+            "event_summary": {},
+        },
     ]
 
 
 def write_locomo_fixture(path: str | Path) -> Path:
     """Write the two-sample LoCoMo-shaped fixture to ``path`` and return the path."""
     path = Path(path)
-    path.write_text(json.dumps(locomo_fixture_data(), indent=1, ensure_ascii=False),
-                    encoding="utf-8")
+    path.write_text(json.dumps(locomo_fixture_data(), indent=1, ensure_ascii=False), encoding="utf-8")
     return path
 
 
@@ -208,13 +241,14 @@ def longmemeval_fixture_data() -> list[dict[str, Any]]:
             "answer": "Minnow",
             "answer_session_ids": ["answer_k1"],
             "haystack_session_ids": ["noise_g1", "answer_k1", "noise_b1"],
-            "haystack_dates": ["2024/05/02 (Thu) 09:15", "2024/05/18 (Sat) 17:40",
-                               "2024/06/01 (Sat) 08:05"],
+            "haystack_dates": ["2024/05/02 (Thu) 09:15", "2024/05/18 (Sat) 17:40", "2024/06/01 (Sat) 08:05"],
             "haystack_sessions": [
                 noise_garden,
-                [_lme_turn("user", "I bought a bright yellow kayak and named it Minnow.", True),
-                 _lme_turn("assistant", "Minnow is a lovely name for a kayak! Where will you paddle?"),
-                 _lme_turn("user", "Probably on the reservoir near my flat.")],
+                [
+                    _lme_turn("user", "I bought a bright yellow kayak and named it Minnow.", True),
+                    _lme_turn("assistant", "Minnow is a lovely name for a kayak! Where will you paddle?"),
+                    _lme_turn("user", "Probably on the reservoir near my flat."),
+                ],
                 noise_bread,
             ],
         },
@@ -226,15 +260,20 @@ def longmemeval_fixture_data() -> list[dict[str, Any]]:
             "answer": "Innsbruck, in September",
             "answer_session_ids": ["answer_t1", "answer_t2"],
             "haystack_session_ids": ["answer_t1", "noise_b2", "answer_t2"],
-            "haystack_dates": ["2024/06/03 (Mon) 19:30", "2024/06/15 (Sat) 11:00",
-                               "2024/06/29 (Sat) 21:10"],
+            "haystack_dates": ["2024/06/03 (Mon) 19:30", "2024/06/15 (Sat) 11:00", "2024/06/29 (Sat) 21:10"],
             "haystack_sessions": [
-                [_lme_turn("user", "I booked a trip to Innsbruck for the climbing festival!", True),
-                 _lme_turn("assistant", "Exciting! Innsbruck has great crags nearby.")],
+                [
+                    _lme_turn("user", "I booked a trip to Innsbruck for the climbing festival!", True),
+                    _lme_turn("assistant", "Exciting! Innsbruck has great crags nearby."),
+                ],
                 noise_bread,
-                [_lme_turn("user", "Can you suggest stretches for sore forearms?"),
-                 _lme_turn("assistant", "Try wrist flexor and extensor stretches, 30 seconds each."),
-                 _lme_turn("user", "The climbing festival is in September, so I have time to train.", True)],
+                [
+                    _lme_turn("user", "Can you suggest stretches for sore forearms?"),
+                    _lme_turn("assistant", "Try wrist flexor and extensor stretches, 30 seconds each."),
+                    _lme_turn(
+                        "user", "The climbing festival is in September, so I have time to train.", True
+                    ),
+                ],
             ],
         },
         {
@@ -245,11 +284,15 @@ def longmemeval_fixture_data() -> list[dict[str, Any]]:
             "answer": "The information provided is not enough. You did not mention a cello teacher.",
             "answer_session_ids": [],
             "haystack_session_ids": ["noise_g2", "noise_b3", "noise_g3"],
-            "haystack_dates": ["2024/05/02 (Thu) 09:15", "2024/05/20 (Mon) 18:00",
-                               "2024/06/01 (Sat) 08:05"],
-            "haystack_sessions": [noise_garden, noise_bread,
-                                  [_lme_turn("user", "Which violin strings suit a beginner?"),
-                                   _lme_turn("assistant", "Synthetic-core strings are forgiving and stay in tune.")]],
+            "haystack_dates": ["2024/05/02 (Thu) 09:15", "2024/05/20 (Mon) 18:00", "2024/06/01 (Sat) 08:05"],
+            "haystack_sessions": [
+                noise_garden,
+                noise_bread,
+                [
+                    _lme_turn("user", "Which violin strings suit a beginner?"),
+                    _lme_turn("assistant", "Synthetic-core strings are forgiving and stay in tune."),
+                ],
+            ],
         },
     ]
 
@@ -257,6 +300,7 @@ def longmemeval_fixture_data() -> list[dict[str, Any]]:
 def write_longmemeval_fixture(path: str | Path, data: list[dict[str, Any]] | None = None) -> Path:
     """Write the LongMemEval-shaped fixture (or ``data``) to ``path`` and return the path."""
     path = Path(path)
-    path.write_text(json.dumps(longmemeval_fixture_data() if data is None else data, indent=1),
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(longmemeval_fixture_data() if data is None else data, indent=1), encoding="utf-8"
+    )
     return path

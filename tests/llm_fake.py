@@ -25,10 +25,15 @@ from fastapi.responses import JSONResponse
 
 
 def completion(content: str, finish_reason: str = "stop") -> dict[str, Any]:
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
-            "choices": [{"index": 0, "finish_reason": finish_reason,
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": "fake",
+        "choices": [
+            {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 class FakeLLMServer:
@@ -71,8 +76,11 @@ class FakeLLMServer:
             status = entry.get("status", 200)
             payload = entry.get("body")
             if payload is None:
-                payload = (completion(entry.get("content", ""), entry.get("finish_reason", "stop"))
-                           if status == 200 else {"error": {"message": f"fake error {status}"}})
+                payload = (
+                    completion(entry.get("content", ""), entry.get("finish_reason", "stop"))
+                    if status == 200
+                    else {"error": {"message": f"fake error {status}"}}
+                )
             return JSONResponse(payload, status_code=status, headers=entry.get("headers"))
 
         self.app = app
@@ -84,14 +92,15 @@ class FakeLLMServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "FakeLLMServer":
+    def start(self) -> FakeLLMServer:
         import socket
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="off")
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -107,7 +116,7 @@ class FakeLLMServer:
             self._server.should_exit = True
             self._thread.join(timeout=10)
 
-    def __enter__(self) -> "FakeLLMServer":
+    def __enter__(self) -> FakeLLMServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -144,13 +153,18 @@ def extraction_reply(user_text: str, owner: str = "") -> str:
     groups = [turns[:1], turns[1:]] if len(turns) > 1 else [turns]
     for i, group in enumerate(groups):
         speaker = group[0][2].split(":", 1)[0]
-        facts.append({
-            "what": "; ".join(t[2] for t in group),
-            "who": [speaker], "fact_type": "experience" if speaker == owner else "world",
-            "occurred_start": group[0][1], "occurred_end": group[-1][1],
-            "entities": [{"name": speaker, "type": "PERSON"}],
-            "source_turn_ids": [t[0] for t in group],
-            "causal_relations": ([{"target_index": 0, "relation": "caused_by", "strength": 0.8}]
-                                 if i else []),
-        })
+        facts.append(
+            {
+                "what": "; ".join(t[2] for t in group),
+                "who": [speaker],
+                "fact_type": "experience" if speaker == owner else "world",
+                "occurred_start": group[0][1],
+                "occurred_end": group[-1][1],
+                "entities": [{"name": speaker, "type": "PERSON"}],
+                "source_turn_ids": [t[0] for t in group],
+                "causal_relations": (
+                    [{"target_index": 0, "relation": "caused_by", "strength": 0.8}] if i else []
+                ),
+            }
+        )
     return json.dumps({"facts": facts})

@@ -7,6 +7,16 @@ from memlane.ingest.loaders import FORMATS, detect_format, load_conversations
 from memlane.ingest.locomo import read_locomo
 from memlane.ingest.longmemeval import LMEQuestion, load_longmemeval, read_longmemeval
 
-__all__ = ["FORMATS", "Conversation", "InputError", "LMEQuestion", "Reject", "bank_id_for",
-           "detect_format", "load_conversations", "load_longmemeval", "read_locomo",
-           "read_longmemeval"]
+__all__ = [
+    "FORMATS",
+    "Conversation",
+    "InputError",
+    "LMEQuestion",
+    "Reject",
+    "bank_id_for",
+    "detect_format",
+    "load_conversations",
+    "load_longmemeval",
+    "read_locomo",
+    "read_longmemeval",
+]

@@ -115,8 +115,14 @@ def type_name(value: Any) -> str:
     """The JSON name of a value's type, for messages (``"null"``, ``"array"``, ...)."""
     if value is None:
         return "null"
-    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
-            dict: "object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+    }.get(type(value), type(value).__name__)
 
 
 def parse_time(value: Any, where: Callable[[], str]) -> datetime:
@@ -131,7 +137,7 @@ def parse_time(value: Any, where: Callable[[], str]) -> datetime:
         head = f"cannot parse timestamp {value!r}"
         detail = str(exc)
         if detail.startswith(head):
-            reason = detail[len(head):]
+            reason = detail[len(head) :]
         else:
             reason = f": {detail}" if detail else ""
         raise InputError(f"{where()}: {head}{reason}") from exc

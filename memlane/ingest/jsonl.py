@@ -16,14 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memlane.ingest.common import (Conversation, InputError, lines, make_turn, parse_time,
-                                   type_name)
+from memlane.ingest.common import Conversation, InputError, lines, make_turn, parse_time, type_name
 from memlane.model import Turn
 
 # JSONL keys the loader interprets itself; any other key is kept in Turn.metadata.
 TURN_KEYS = {"speaker", "role", "text", "timestamp", "session_id", "turn_id"}
-_JSONL_KNOWN_KEYS = {"speaker", "role", "text", "timestamp", "session_id", "document_id",
-                     "turn_id", "metadata"}
+_JSONL_KNOWN_KEYS = {
+    "speaker",
+    "role",
+    "text",
+    "timestamp",
+    "session_id",
+    "document_id",
+    "turn_id",
+    "metadata",
+}
 
 
 def _required_str(obj: dict, key: str, where: str, *, alias: str | None = None) -> str:
@@ -81,12 +88,11 @@ def read_jsonl(path: Path, text: str) -> list[Conversation]:
         raw_ts = obj["timestamp"]
         if isinstance(raw_ts, bool) or not isinstance(raw_ts, (str, int, float)):
             raise InputError(
-                f"{where}: field 'timestamp': expected a string or a number, "
-                f"got {type_name(raw_ts)}"
+                f"{where}: field 'timestamp': expected a string or a number, got {type_name(raw_ts)}"
             )
         if isinstance(raw_ts, str) and not raw_ts.strip():
             raise InputError(f"{where}: field 'timestamp': must not be empty")
-        when = parse_time(raw_ts, lambda: f"{where}: field 'timestamp'")
+        when = parse_time(raw_ts, lambda where=where: f"{where}: field 'timestamp'")
         document_id = path.stem
         if "document_id" in obj:
             document_id = _non_empty_str(obj["document_id"], "document_id", where)
@@ -94,8 +100,7 @@ def read_jsonl(path: Path, text: str) -> list[Conversation]:
         if "metadata" in obj:
             if not isinstance(obj["metadata"], dict):
                 raise InputError(
-                    f"{where}: field 'metadata': expected an object, "
-                    f"got {type_name(obj['metadata'])}"
+                    f"{where}: field 'metadata': expected an object, got {type_name(obj['metadata'])}"
                 )
             meta.update(obj["metadata"])
         if "speaker" in obj and "role" in obj:
@@ -117,10 +122,19 @@ def read_jsonl(path: Path, text: str) -> list[Conversation]:
         doc.turn_lines[turn_id] = lineno
         if speaker not in doc.speakers:
             doc.speakers.append(speaker)
-        session.append(make_turn(
-            where, document_id=document_id, session_id=session_id, turn_id=turn_id, index=index,
-            speaker=speaker, text=text_value, timestamp=when, metadata=meta,
-        ))
+        session.append(
+            make_turn(
+                where,
+                document_id=document_id,
+                session_id=session_id,
+                turn_id=turn_id,
+                index=index,
+                speaker=speaker,
+                text=text_value,
+                timestamp=when,
+                metadata=meta,
+            )
+        )
 
     if not docs:
         raise InputError(f"{name}: file is empty (no turns)")

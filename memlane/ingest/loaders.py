@@ -24,8 +24,15 @@ from memlane.ingest.common import Conversation, InputError, lines, parse_time, r
 from memlane.ingest.jsonl import TURN_KEYS, read_jsonl
 from memlane.ingest.locomo import LOCOMO_TURN_METADATA_KEYS, read_locomo
 
-__all__ = ["FORMATS", "LOCOMO_TURN_METADATA_KEYS", "Conversation", "InputError", "detect_format",
-           "load_conversations", "read_text"]
+__all__ = [
+    "FORMATS",
+    "LOCOMO_TURN_METADATA_KEYS",
+    "Conversation",
+    "InputError",
+    "detect_format",
+    "load_conversations",
+    "read_text",
+]
 
 FORMATS = ("locomo", "jsonl")
 

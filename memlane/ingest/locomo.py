@@ -15,8 +15,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from memlane.ingest.common import (Conversation, InputError, Reject, make_turn, parse_time,
-                                   read_text, type_name)
+from memlane.ingest.common import (
+    Conversation,
+    InputError,
+    Reject,
+    make_turn,
+    parse_time,
+    read_text,
+    type_name,
+)
 from memlane.model import Turn
 
 # Turn keys of LoCoMo that carry image information; kept in Turn.metadata when present.
@@ -26,8 +33,9 @@ _SESSION_RE = re.compile(r"^session_(\d+)$")
 _SESSION_DATE_RE = re.compile(r"^session_(\d+)_date_time$")
 
 
-def read_locomo(path: str | Path, text: str | None = None, *,
-                reject: Reject | None = None) -> list[Conversation]:
+def read_locomo(
+    path: str | Path, text: str | None = None, *, reject: Reject | None = None
+) -> list[Conversation]:
     """Read a LoCoMo file (``text``: its content, when already read). Without ``reject`` the
     whole file is validated and the first problem raises :class:`InputError`; with it, each
     bad sample (or an unreadable file) is handed to ``reject`` and the rest are returned."""
@@ -78,8 +86,7 @@ def _samples(name: str, data: Any) -> tuple[list[Any], list[str]]:
         return [data], ["$"]
     if not isinstance(data, list):
         raise InputError(
-            f"{name}: $: expected a list of LoCoMo samples or one sample object, "
-            f"got {type_name(data)}"
+            f"{name}: $: expected a list of LoCoMo samples or one sample object, got {type_name(data)}"
         )
     if not data:
         raise InputError(f"{name}: $: the list holds no samples")
@@ -100,13 +107,14 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
     if "sample_id" not in sample:
         raise InputError(f"{name}: {jpath}: missing field 'sample_id'")
     if not isinstance(sample_id, str) or not sample_id.strip():
-        raise InputError(
-            f"{name}: {jpath}.sample_id: expected a non-empty string, got {sample_id!r}"
-        )
+        raise InputError(f"{name}: {jpath}.sample_id: expected a non-empty string, got {sample_id!r}")
     conv = sample.get("conversation")
     if not isinstance(conv, dict):
-        what = "missing field 'conversation'" if "conversation" not in sample else (
-            f"field 'conversation': expected an object, got {type_name(conv)}")
+        what = (
+            "missing field 'conversation'"
+            if "conversation" not in sample
+            else (f"field 'conversation': expected an object, got {type_name(conv)}")
+        )
         raise InputError(f"{name}: {jpath}: {what}")
     cpath = f"{jpath}.conversation"
 
@@ -116,9 +124,7 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
         m = _SESSION_RE.match(key)
         if m:
             if not isinstance(value, list):
-                raise InputError(
-                    f"{name}: {cpath}.{key}: expected a list of turns, got {type_name(value)}"
-                )
+                raise InputError(f"{name}: {cpath}.{key}: expected a list of turns, got {type_name(value)}")
             sessions[int(m.group(1))] = key
             continue
         m = _SESSION_DATE_RE.match(key)
@@ -142,10 +148,8 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
             raise InputError(f"{name}: {cpath}.{skey}: session has no '{dkey}'")
         raw_date = conv[dkey]
         if not isinstance(raw_date, str) or not raw_date.strip():
-            raise InputError(
-                f"{name}: {cpath}.{dkey}: expected a non-empty date string, got {raw_date!r}"
-            )
-        when = parse_time(raw_date, lambda: f"{name}: {cpath}.{dkey}")
+            raise InputError(f"{name}: {cpath}.{dkey}: expected a non-empty date string, got {raw_date!r}")
+        when = parse_time(raw_date, lambda cpath=cpath, dkey=dkey: f"{name}: {cpath}.{dkey}")
         for i, raw in enumerate(conv[skey]):
             tpath = f"{cpath}.{skey}[{i}]"
             if not isinstance(raw, dict):
@@ -155,9 +159,7 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
                     raise InputError(f"{name}: {tpath}: missing field {fname!r}")
                 value = raw[fname]
                 if not isinstance(value, str):
-                    raise InputError(
-                        f"{name}: {tpath}.{fname}: expected a string, got {type_name(value)}"
-                    )
+                    raise InputError(f"{name}: {tpath}.{fname}: expected a string, got {type_name(value)}")
                 if fname != "text" and not value.strip():
                     raise InputError(f"{name}: {tpath}.{fname}: must not be empty")
             dia_id = raw["dia_id"]
@@ -171,10 +173,19 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
             if speaker not in speakers:
                 speakers.append(speaker)
             meta = {k: raw[k] for k in LOCOMO_TURN_METADATA_KEYS if k in raw}
-            turns.append(make_turn(
-                f"{name}: {tpath}", document_id=sample_id, session_id=skey, turn_id=dia_id,
-                index=i, speaker=speaker, text=raw["text"], timestamp=when, metadata=meta,
-            ))
+            turns.append(
+                make_turn(
+                    f"{name}: {tpath}",
+                    document_id=sample_id,
+                    session_id=skey,
+                    turn_id=dia_id,
+                    index=i,
+                    speaker=speaker,
+                    text=raw["text"],
+                    timestamp=when,
+                    metadata=meta,
+                )
+            )
 
     metadata: dict[str, Any] = {"format": "locomo", "source": name}
     for key in ("speaker_a", "speaker_b"):

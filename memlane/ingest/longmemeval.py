@@ -31,8 +31,15 @@ from typing import Any
 from memlane.ingest.common import InputError, Reject, bank_id_for, parse_time, read_text
 from memlane.model import Turn
 
-REQUIRED = ("question_id", "question_type", "question", "answer", "haystack_session_ids",
-            "haystack_dates", "haystack_sessions")
+REQUIRED = (
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+)
 # What a haystack needs when only the haystack is read (the backfill).
 HAYSTACK = ("question_id", "haystack_dates", "haystack_sessions")
 
@@ -124,20 +131,20 @@ class _Reader:
         question, qtype = item.get("question", ""), item.get("question_type", "")
         if self.strict:
             if not isinstance(question, str) or not question.strip():
-                raise self.fail(f"{where}.question",
-                                f"expected a non-empty string, got {question!r}")
+                raise self.fail(f"{where}.question", f"expected a non-empty string, got {question!r}")
             if not isinstance(qtype, str) or not qtype:
-                raise self.fail(f"{where}.question_type",
-                                f"expected a non-empty string, got {qtype!r}")
+                raise self.fail(f"{where}.question_type", f"expected a non-empty string, got {qtype!r}")
         dates = self._list(item, "haystack_dates", where)
         sessions = self._list(item, "haystack_sessions", where)
-        sids = (self._list(item, "haystack_session_ids", where)
-                if "haystack_session_ids" in item else None)
+        sids = self._list(item, "haystack_session_ids", where) if "haystack_session_ids" in item else None
         if len(dates) != len(sessions) or (sids is not None and len(sids) != len(sessions)):
-            raise self.fail(where, "haystack_session_ids, haystack_dates and haystack_sessions "
-                            f"differ in length ({len(sids) if sids is not None else '-'}, "
-                            f"{len(dates)}, {len(sessions)})",
-                            n=max(1, sum(len(s) for s in sessions if isinstance(s, list))))
+            raise self.fail(
+                where,
+                "haystack_session_ids, haystack_dates and haystack_sessions "
+                f"differ in length ({len(sids) if sids is not None else '-'}, "
+                f"{len(dates)}, {len(sessions)})",
+                n=max(1, sum(len(s) for s in sessions if isinstance(s, list))),
+            )
         answer_sids = item.get("answer_session_ids", [])
         if not isinstance(answer_sids, list):
             if self.strict:
@@ -152,15 +159,22 @@ class _Reader:
                 if self.strict:
                     raise  # the backfill retains the haystack only; the date is not needed
 
-        q = LMEQuestion(question_id=qid, question_type=str(qtype), question=str(question),
-                        answer=str(item.get("answer", "")), question_date=question_date,
-                        answer_session_ids=[str(s) for s in answer_sids], turns=[],
-                        evidence_turns=[])
+        q = LMEQuestion(
+            question_id=qid,
+            question_type=str(qtype),
+            question=str(question),
+            answer=str(item.get("answer", "")),
+            question_date=question_date,
+            answer_session_ids=[str(s) for s in answer_sids],
+            turns=[],
+            evidence_turns=[],
+        )
         evidence: list[str] = []
         for si, session in enumerate(sessions):
             try:
-                self._session(q, si, sids[si] if sids is not None else None, dates[si], session,
-                              where, evidence)
+                self._session(
+                    q, si, sids[si] if sids is not None else None, dates[si], session, where, evidence
+                )
             except _Skip:
                 continue
         kept = {t.turn_id for t in q.turns}
@@ -174,8 +188,9 @@ class _Reader:
             raise self.fail(f"{where}.{key}", f"expected a list, got {type(value).__name__}")
         return value
 
-    def _session(self, q: LMEQuestion, si: int, raw_sid: Any, date: Any, session: Any,
-                 where: str, evidence: list[str]) -> None:
+    def _session(
+        self, q: LMEQuestion, si: int, raw_sid: Any, date: Any, session: Any, where: str, evidence: list[str]
+    ) -> None:
         spath = f"{where}.haystack_sessions[{si}]"
         if raw_sid in (None, "") and not self.strict:
             raw_sid = f"session_{si + 1}"
@@ -193,8 +208,9 @@ class _Reader:
             if self.strict:
                 raise
             reason = str(exc).removeprefix(f"{self.name}: {where}.haystack_dates[{si}]: ")
-            raise self.fail(f"{where}.haystack_dates[{si}]", reason, n=max(1, len(session)),
-                            bank_id=q.bank_id) from None
+            raise self.fail(
+                f"{where}.haystack_dates[{si}]", reason, n=max(1, len(session)), bank_id=q.bank_id
+            ) from None
         q.session_dates[sid] = when
         for ti, raw in enumerate(session):
             try:
@@ -202,8 +218,9 @@ class _Reader:
             except _Skip:
                 continue
 
-    def _turn(self, q: LMEQuestion, sid: str, ti: int, raw: Any, when: datetime, tpath: str,
-              evidence: list[str]) -> None:
+    def _turn(
+        self, q: LMEQuestion, sid: str, ti: int, raw: Any, when: datetime, tpath: str, evidence: list[str]
+    ) -> None:
         if not isinstance(raw, dict):
             raise self.fail(tpath, "expected a turn object", bank_id=q.bank_id)
         role, content = raw.get("role"), raw.get("content")
@@ -220,12 +237,23 @@ class _Reader:
             return
         meta = {k: v for k, v in raw.items() if k not in ("role", "content")}
         meta["has_answer"] = bool(raw.get("has_answer", False))
-        q.turns.append(Turn(document_id=q.question_id, session_id=sid, turn_id=turn_id,
-                            index=ti, speaker=role, text=content, timestamp=when, metadata=meta))
+        q.turns.append(
+            Turn(
+                document_id=q.question_id,
+                session_id=sid,
+                turn_id=turn_id,
+                index=ti,
+                speaker=role,
+                text=content,
+                timestamp=when,
+                metadata=meta,
+            )
+        )
 
 
-def read_longmemeval(path: str | Path, *, limit: int | None = None,
-                     reject: Reject | None = None) -> list[LMEQuestion]:
+def read_longmemeval(
+    path: str | Path, *, limit: int | None = None, reject: Reject | None = None
+) -> list[LMEQuestion]:
     """Read a LongMemEval JSON file (a list of questions, or one question object) and return
     its first ``limit`` questions (all when None).
 
@@ -261,8 +289,9 @@ def read_longmemeval(path: str | Path, *, limit: int | None = None,
         try:
             q = reader.question(item, where)
             if q.question_id in seen:
-                raise reader.fail(f"{where}.question_id", f"duplicate id {q.question_id!r}",
-                                  n=max(1, len(q.turns)))
+                raise reader.fail(
+                    f"{where}.question_id", f"duplicate id {q.question_id!r}", n=max(1, len(q.turns))
+                )
         except _Skip:
             continue
         seen.add(q.question_id)

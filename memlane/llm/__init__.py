@@ -12,8 +12,7 @@ from memlane.llm.config import ROLES, RoleConfig, not_configured, role_config
 from memlane.llm.errors import LLMError, LLMOutputError
 from memlane.settings import Settings
 
-__all__ = ["ROLES", "RoleConfig", "LLMError", "LLMOutputError", "build_llm", "require_llm",
-           "role_config"]
+__all__ = ["ROLES", "RoleConfig", "LLMError", "LLMOutputError", "build_llm", "require_llm", "role_config"]
 
 
 def build_llm(settings: Settings, role: str):

@@ -47,18 +47,27 @@ def role_config(settings: Settings, role: str) -> RoleConfig | None:
         return None
     model = pick("model")
     if not model:
-        raise ConfigError(f"an LLM base URL is set for the {role} role but no model: set "
-                          f"MEMLANE_LLM__MODEL (or MEMLANE_LLM__{role.upper()}__MODEL)")
+        raise ConfigError(
+            f"an LLM base URL is set for the {role} role but no model: set "
+            f"MEMLANE_LLM__MODEL (or MEMLANE_LLM__{role.upper()}__MODEL)"
+        )
     key = pick("api_key")
-    return RoleConfig(role=role, base_url=base_url.rstrip("/"), model=model,
-                      api_key=key.get_secret_value() if key is not None else None,
-                      timeout_s=settings.llm.timeout_s, max_retries=settings.llm.max_retries,
-                      backoff_s=settings.llm.backoff_s, concurrency=settings.llm.concurrency,
-                      json_mode=settings.llm.json_mode)
+    return RoleConfig(
+        role=role,
+        base_url=base_url.rstrip("/"),
+        model=model,
+        api_key=key.get_secret_value() if key is not None else None,
+        timeout_s=settings.llm.timeout_s,
+        max_retries=settings.llm.max_retries,
+        backoff_s=settings.llm.backoff_s,
+        concurrency=settings.llm.concurrency,
+        json_mode=settings.llm.json_mode,
+    )
 
 
 def not_configured(role: str, what: str) -> LLMNotConfigured:
     """The error for an operation that needs the role's LLM; it names the settings to set."""
     return LLMNotConfigured(
         f"{what} needs an LLM: set MEMLANE_LLM__BASE_URL and MEMLANE_LLM__MODEL (or "
-        f"MEMLANE_LLM__{role.upper()}__BASE_URL / __MODEL) to an OpenAI-compatible endpoint")
+        f"MEMLANE_LLM__{role.upper()}__BASE_URL / __MODEL) to an OpenAI-compatible endpoint"
+    )

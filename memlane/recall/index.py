@@ -53,8 +53,18 @@ class BankIndex:
         self.ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._vec = np.zeros((0, self.dim), dtype=np.float32)
-        cols = ("alive", "mentioned", "valid_from", "invalid", "occ_start", "occ_end",
-                "t_start", "t_end", "ftype", "dl")
+        cols = (
+            "alive",
+            "mentioned",
+            "valid_from",
+            "invalid",
+            "occ_start",
+            "occ_end",
+            "t_start",
+            "t_end",
+            "ftype",
+            "dl",
+        )
         self._cols = {c: np.zeros(0) for c in cols}
         self._docs: list[str] = []
         # Each unit's fields, so recall returns memories without a store round trip (the
@@ -142,8 +152,18 @@ class BankIndex:
     def _compact(self) -> None:
         """Rebuild without dead rows (after many deletes or replacements)."""
         keep = [i for i in range(self._n) if self._cols["alive"][i]]
-        rows = [(self.ids[i], self._vec[i].copy(), {k: c[i] for k, c in self._cols.items()},
-                 self._docs[i], self._tags[i], self._terms[i], self._rows[i]) for i in keep]
+        rows = [
+            (
+                self.ids[i],
+                self._vec[i].copy(),
+                {k: c[i] for k, c in self._cols.items()},
+                self._docs[i],
+                self._tags[i],
+                self._terms[i],
+                self._rows[i],
+            )
+            for i in keep
+        ]
         self._reset()
         self._grow(len(rows))
         for uid, vec, cols, doc, tags, terms, row in rows:
@@ -173,9 +193,15 @@ class BankIndex:
         alive = c["alive"][:n] > 0
         if flt is None:
             return alive
-        return alive & filter_mask(flt, fact_code=c["ftype"][:n], mentioned=c["mentioned"][:n],
-                                   valid_from=c["valid_from"][:n], invalid_at=c["invalid"][:n],
-                                   document_ids=self._docs[:n], tags=self._tags[:n])
+        return alive & filter_mask(
+            flt,
+            fact_code=c["ftype"][:n],
+            mentioned=c["mentioned"][:n],
+            valid_from=c["valid_from"][:n],
+            invalid_at=c["invalid"][:n],
+            document_ids=self._docs[:n],
+            tags=self._tags[:n],
+        )
 
     def _top(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> list[Hit]:
         cand = np.flatnonzero(mask)
@@ -228,8 +254,10 @@ class BankIndex:
             for h in hits:
                 i = self._pos[h.id]
                 h.score = 0.0
-                h.fields = {k: (None if math.isnan(v) else math.floor(v)) for k, v in
-                            zip(_TIME_KEYS, (c["occ_start"][i], c["occ_end"][i], c["mentioned"][i]))}
+                h.fields = {
+                    k: (None if math.isnan(v) else math.floor(v))
+                    for k, v in zip(_TIME_KEYS, (c["occ_start"][i], c["occ_end"][i], c["mentioned"][i]))
+                }
             return hits
 
     def mentioned_at(self, ids: Iterable[str]) -> dict[str, float]:

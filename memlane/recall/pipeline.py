@@ -36,9 +36,15 @@ _TIME_FIELDS = ("occurred_start", "occurred_end", "mentioned_at")
 class Recaller:
     """Runs recall for a bank against the configured backends."""
 
-    def __init__(self, settings: Settings, store: VectorStore, graph: GraphStore,
-                 embedder: Embedder, reranker: Reranker,
-                 search: SearchBackend | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: VectorStore,
+        graph: GraphStore,
+        embedder: Embedder,
+        reranker: Reranker,
+        search: SearchBackend | None = None,
+    ) -> None:
         """``search`` serves the channels: the in-process DerivedState, or the store itself
         (``search_backend="milvus"``) when None."""
         self.settings = settings
@@ -60,8 +66,7 @@ class Recaller:
         t0 = time.perf_counter()
         depth = BUDGET_DEPTH[req.budget]
         channels = set(req.channels or CHANNELS)
-        flt = UnitFilter(fact_types=req.types, tags=req.tags, tags_match=req.tags_match,
-                         as_of=req.as_of)
+        flt = UnitFilter(fact_types=req.types, tags=req.tags, tags_match=req.tags_match, as_of=req.as_of)
         reference = req.as_of or now_utc()
         interval = query_interval(req.query, reference) if "temporal" in channels else None
 
@@ -77,21 +82,25 @@ class Recaller:
         futures = {}
         if channels & {"semantic", "graph"}:
             futures["semantic"] = self._pool.submit(
-                timed, "semantic", lambda: self.search.search_dense(bank_id, vector, depth, flt, ())[0])
+                timed, "semantic", lambda: self.search.search_dense(bank_id, vector, depth, flt, ())[0]
+            )
         if "lexical" in channels:
             futures["lexical"] = self._pool.submit(
-                timed, "lexical", self.search.search_lexical, bank_id, req.query, depth, flt, ())
+                timed, "lexical", self.search.search_lexical, bank_id, req.query, depth, flt, ()
+            )
         if interval is not None:
             futures["temporal"] = self._pool.submit(
-                timed, "temporal", self._temporal, bank_id, interval, depth, flt, proximity)
+                timed, "temporal", self._temporal, bank_id, interval, depth, flt, proximity
+            )
         hits: dict[str, list[Hit]] = {name: f.result() for name, f in futures.items()}
         if "graph" in channels:
             hits["graph"] = timed("graph", self._graph, bank_id, hits.get("semantic", []), depth)
         if "semantic" not in channels:
             hits.pop("semantic", None)
 
-        fused = rrf({name: [h.id for h in hs] for name, hs in hits.items()}, s.recall.rrf_k,
-                    s.recall.channel_weights)
+        fused = rrf(
+            {name: [h.id for h in hs] for name, hs in hits.items()}, s.recall.rrf_k, s.recall.channel_weights
+        )
 
         # Channels return ids only; fields are read once for the best fused candidates. The
         # store already filtered its channels; graph hits are filtered here.
@@ -99,7 +108,7 @@ class Recaller:
         n = s.models.reranker_max_candidates
         fields: dict[str, dict[str, Any]] = {}
         for lo in range(0, len(fused), n):  # a second round only when filtering dropped some
-            batch = [doc for doc, _ in fused[lo:lo + n]]
+            batch = [doc for doc, _ in fused[lo : lo + n]]
             fields.update(self.search.candidates(bank_id, batch, flt))
             if len(fields) >= n or lo >= 2 * n:
                 break
@@ -117,14 +126,20 @@ class Recaller:
         scored = []
         for i, c in enumerate(cands):
             f = fields[c]
-            b_rec = boosts.factor(s.recall.recency_alpha, boosts.recency(f.get("mentioned_at"), ref_s,
-                                                                   s.recall.recency_half_life_days))
+            b_rec = boosts.factor(
+                s.recall.recency_alpha,
+                boosts.recency(f.get("mentioned_at"), ref_s, s.recall.recency_half_life_days),
+            )
             b_tmp = 1.0
             occ = fields_interval(f) if interval is not None else None
             if interval is not None and occ is not None:
                 occ_s, occ_e = occ
-                b_tmp = boosts.factor(s.recall.temporal_alpha, proximity(
-                    occ_s, occ_e, interval[0].timestamp(), interval[1].timestamp(), _scale(interval)))
+                b_tmp = boosts.factor(
+                    s.recall.temporal_alpha,
+                    proximity(
+                        occ_s, occ_e, interval[0].timestamp(), interval[1].timestamp(), _scale(interval)
+                    ),
+                )
             b_prf = boosts.factor(s.recall.proof_alpha, boosts.proof(f.get("proof_count"), max_proof))
             scored.append((rerank[i] * b_rec * b_tmp * b_prf, i, (b_rec, b_tmp, b_prf)))
         scored.sort(key=lambda x: (-x[0], x[1]))
@@ -132,8 +147,7 @@ class Recaller:
         ordered = [cands[i] for _, i, _ in scored]
         counts = self.embedder.count_tokens([fields[c]["text"] for c in ordered])
         kept = pack(counts, req.max_tokens)
-        ranks = {name: {h.id: (r, h.score) for r, h in enumerate(hs, start=1)}
-                 for name, hs in hits.items()}
+        ranks = {name: {h.id: (r, h.score) for r, h in enumerate(hs, start=1)} for name, hs in hits.items()}
         fused_rank = {doc: r for r, (doc, _) in enumerate(fused, start=1)}
         memories: list[RecalledMemory] = []
         for k in kept:
@@ -142,17 +156,22 @@ class Recaller:
             trace = None
             if req.trace:
                 trace = {
-                    "channels": {name: {"rank": r[c][0], "score": r[c][1]}
-                                 for name, r in ranks.items() if c in r},
+                    "channels": {
+                        name: {"rank": r[c][0], "score": r[c][1]} for name, r in ranks.items() if c in r
+                    },
                     "rrf": {"rank": fused_rank[c], "score": rrf_score[c]},
                     "rerank": {"model": self.reranker.name, "score": rerank[i]},
                     "boosts": {"recency": b_rec, "temporal": b_tmp, "proof": b_prf},
                     "final": final,
                 }
-            memories.append(RecalledMemory(unit=unit_from_fields(bank_id, c, fields[c]),
-                                           score=final, tokens=counts[k], trace=trace))
-        result = RecallResult(memories=memories, tokens=sum(m.tokens for m in memories),
-                              query_interval=interval)
+            memories.append(
+                RecalledMemory(
+                    unit=unit_from_fields(bank_id, c, fields[c]), score=final, tokens=counts[k], trace=trace
+                )
+            )
+        result = RecallResult(
+            memories=memories, tokens=sum(m.tokens for m in memories), query_interval=interval
+        )
         if req.include_chunks:
             result.chunks, result.chunk_tokens = self._chunks(bank_id, memories, req.max_chunk_tokens)
         timings["total"] = _ms(t0)
@@ -163,9 +182,14 @@ class Recaller:
         q0, q1 = interval[0].timestamp(), interval[1].timestamp()
         scale = _scale(interval)
         margin = (q1 - q0) / 2 + 86400
-        found = self.search.search_time(bank_id, datetime.fromtimestamp(q0 - margin, interval[0].tzinfo),
-                                       datetime.fromtimestamp(q1 + margin, interval[0].tzinfo),
-                                       depth * 3, flt, _TIME_FIELDS)
+        found = self.search.search_time(
+            bank_id,
+            datetime.fromtimestamp(q0 - margin, interval[0].tzinfo),
+            datetime.fromtimestamp(q1 + margin, interval[0].tzinfo),
+            depth * 3,
+            flt,
+            _TIME_FIELDS,
+        )
         mid = (q0 + q1) / 2
         for h in found:
             start, end = fields_interval(h.fields) or (mid, mid)
@@ -181,8 +205,13 @@ class Recaller:
         seeds = {h.id: max(h.score, 0.0) for h in semantic[: self.settings.recall.graph_seeds]}
         if not seeds:
             return []
-        spread = self.graph.spread(bank_id, seeds, hops=self.settings.recall.graph_hops,
-                                   decay=self.settings.recall.graph_decay, limit=depth)
+        spread = self.graph.spread(
+            bank_id,
+            seeds,
+            hops=self.settings.recall.graph_hops,
+            decay=self.settings.recall.graph_decay,
+            limit=depth,
+        )
         ranked = sorted([*seeds.items(), *spread], key=lambda kv: (-kv[1], kv[0]))[:depth]
         return [Hit(id=i, score=a) for i, a in ranked]
 

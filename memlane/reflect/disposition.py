@@ -30,18 +30,28 @@ _EMPATHY = {
 def bias_words(strength: float) -> str:
     """How strongly disposition and existing opinions should shape an answer."""
     if strength < 0.3:
-        return ("Let the evidence dominate: your disposition and existing opinions should only "
-                "lightly colour your answer.")
+        return (
+            "Let the evidence dominate: your disposition and existing opinions should only "
+            "lightly colour your answer."
+        )
     if strength <= 0.7:
         return "Let your disposition and existing opinions shape your answer moderately."
-    return ("Your disposition and existing opinions strongly shape your answer; change your "
-            "mind only for clear evidence.")
+    return (
+        "Your disposition and existing opinions strongly shape your answer; change your "
+        "mind only for clear evidence."
+    )
 
 
 def verbalize(d: Disposition) -> str:
     """The disposition as sentences (one per trait, then the bias strength)."""
-    return " ".join([_SKEPTICISM[d.skepticism], _LITERALISM[d.literalism], _EMPATHY[d.empathy],
-                     bias_words(d.bias_strength)])
+    return " ".join(
+        [
+            _SKEPTICISM[d.skepticism],
+            _LITERALISM[d.literalism],
+            _EMPATHY[d.empathy],
+            bias_words(d.bias_strength),
+        ]
+    )
 
 
 def system_message(bank: Bank) -> str:

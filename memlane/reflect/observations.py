@@ -31,16 +31,17 @@ At most 120 words."""
 def observation_messages(name: str, facts: list[tuple[str, str]]) -> list[dict]:
     """``facts``: (date, text) pairs, oldest first."""
     listing = "\n".join(f"- ({when}) {text}" for when, text in facts)
-    return [{"role": "system", "content": INSTRUCTIONS.format(name=name)},
-            {"role": "user", "content": f"Facts about {name}:\n{listing}"}]
+    return [
+        {"role": "system", "content": INSTRUCTIONS.format(name=name)},
+        {"role": "user", "content": f"Facts about {name}:\n{listing}"},
+    ]
 
 
 def prune_observations(store: VectorStore, bank_id: str) -> None:
     """After facts were deleted: an observation keeps only the sources that still exist
     (proof_count follows) and goes when none is left, so no summary outlives its evidence.
     Its text is rewritten by the next consolidation. (A delete hook of memlane/writes.py.)"""
-    ids = store.list_unit_ids(bank_id, UnitFilter(fact_types=[FactType.observation],
-                                                  only_valid=False))
+    ids = store.list_unit_ids(bank_id, UnitFilter(fact_types=[FactType.observation], only_valid=False))
     if not ids:
         return
     observations = store.get_units(bank_id, ids, with_embedding=True)
@@ -52,8 +53,7 @@ def prune_observations(store: VectorStore, bank_id: str) -> None:
         if obs.source_fact_ids and not kept:
             gone.append(obs.id)
         elif len(kept) != len(obs.source_fact_ids):
-            changed.append(obs.model_copy(update={"source_fact_ids": kept,
-                                                  "proof_count": len(kept)}))
+            changed.append(obs.model_copy(update={"source_fact_ids": kept, "proof_count": len(kept)}))
     if changed:
         store.upsert_units(bank_id, changed)
     if gone:

@@ -72,6 +72,10 @@ Give a short reason."""
 
 def assess_messages(opinion_text: str, confidence: float, evidence: list[str]) -> list[dict]:
     listing = "\n".join(f"- {e}" for e in evidence)
-    return [{"role": "system", "content": ASSESS_INSTRUCTIONS},
-            {"role": "user", "content": f"Opinion (confidence {confidence:.2f}): {opinion_text}\n"
-                                        f"New evidence:\n{listing}"}]
+    return [
+        {"role": "system", "content": ASSESS_INSTRUCTIONS},
+        {
+            "role": "user",
+            "content": f"Opinion (confidence {confidence:.2f}): {opinion_text}\nNew evidence:\n{listing}",
+        },
+    ]

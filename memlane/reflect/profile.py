@@ -19,5 +19,7 @@ Write it in the first person, concise, no commentary."""
 
 
 def merge_messages(current: str, snippet: str) -> list[dict]:
-    return [{"role": "system", "content": INSTRUCTIONS},
-            {"role": "user", "content": f"Current biography:\n{current}\n\nNew information:\n{snippet}"}]
+    return [
+        {"role": "system", "content": INSTRUCTIONS},
+        {"role": "user", "content": f"Current biography:\n{current}\n\nNew information:\n{snippet}"},
+    ]

@@ -36,9 +36,15 @@ from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, RecallResul
 from memlane.reflect.background import BackgroundWorker
 from memlane.reflect.disposition import system_message
 from memlane.reflect.observations import ObservationReply, observation_id, observation_messages
-from memlane.reflect.opinions import (REFLECT_INSTRUCTIONS, Assessment, OpinionDraft,
-                                      ReflectReply, assess_messages, opinion_id,
-                                      updated_confidence)
+from memlane.reflect.opinions import (
+    REFLECT_INSTRUCTIONS,
+    Assessment,
+    OpinionDraft,
+    ReflectReply,
+    assess_messages,
+    opinion_id,
+    updated_confidence,
+)
 from memlane.reflect.profile import BackgroundReply, merge_messages
 from memlane.reflect.requests import ReflectRequest, ReflectResult
 from memlane.retain.entities import normalize
@@ -77,8 +83,9 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 class CARA:
     """Reflect and consolidation for one engine."""
 
-    def __init__(self, settings: Settings, store: VectorStore, writer: BankWriter,
-                 embed: Embed, recall: Recall) -> None:
+    def __init__(
+        self, settings: Settings, store: VectorStore, writer: BankWriter, embed: Embed, recall: Recall
+    ) -> None:
         self.settings = settings
         self.store = store
         self.writer = writer
@@ -113,14 +120,24 @@ class CARA:
         llm = self.llm("reflect")
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        recalled = self.recall(bank_id, req.query, max_tokens=req.max_tokens,
-                                      budget=req.budget, as_of=req.as_of, tags=req.tags,
-                                      tags_match=req.tags_match)
+        recalled = self.recall(
+            bank_id,
+            req.query,
+            max_tokens=req.max_tokens,
+            budget=req.budget,
+            as_of=req.as_of,
+            tags=req.tags,
+            tags_match=req.tags_match,
+        )
         timings["recall"] = _ms(t0)
         labels = {f"M{i}": m.unit for i, m in enumerate(recalled.memories, start=1)}
         tick = time.perf_counter()
-        reply = complete_json(llm, self._reflect_messages(bank, req.query, labels), ReflectReply,
-                              max_tokens=req.answer_max_tokens)
+        reply = complete_json(
+            llm,
+            self._reflect_messages(bank, req.query, labels),
+            ReflectReply,
+            max_tokens=req.answer_max_tokens,
+        )
         timings["llm"] = _ms(tick)
         cited: list[str] = []
         for label in reply.cited:
@@ -135,8 +152,13 @@ class CARA:
         timings["total"] = _ms(t0)
         for m in recalled.memories:
             m.unit.embedding = None
-        return ReflectResult(answer=reply.answer, memory_ids=cited, opinions=opinions,
-                             memories=recalled.memories, timings_ms=timings)
+        return ReflectResult(
+            answer=reply.answer,
+            memory_ids=cited,
+            opinions=opinions,
+            memories=recalled.memories,
+            timings_ms=timings,
+        )
 
     @staticmethod
     def _reflect_messages(bank: Bank, query: str, labels: dict[str, MemoryUnit]) -> list[dict]:
@@ -148,11 +170,14 @@ class CARA:
                 kind += f", my confidence {u.confidence:.2f}"
             lines.append(f"[{label}] ({kind}, {when}) {u.text}")
         memories = "\n".join(lines) if lines else "(no memories)"
-        return [{"role": "system", "content": f"{system_message(bank)}\n\n{REFLECT_INSTRUCTIONS}"},
-                {"role": "user", "content": f"Question: {query}\n\nMemories:\n{memories}"}]
+        return [
+            {"role": "system", "content": f"{system_message(bank)}\n\n{REFLECT_INSTRUCTIONS}"},
+            {"role": "user", "content": f"Question: {query}\n\nMemories:\n{memories}"},
+        ]
 
-    def form_opinions(self, bank: Bank, drafts: Sequence[OpinionDraft], evidence: list[str],
-                      query: str) -> list[MemoryUnit]:
+    def form_opinions(
+        self, bank: Bank, drafts: Sequence[OpinionDraft], evidence: list[str], query: str
+    ) -> list[MemoryUnit]:
         """Store the opinions an answer expressed: a new one with its stated confidence, or, when
         the same opinion is stored (same statement, or cosine >= SAME_OPINION), that one updated
         to the newly stated confidence. Each change goes into the history."""
@@ -170,9 +195,12 @@ class CARA:
                 best = int(np.argmax(sims))
                 if sims[best] >= SAME_OPINION:
                     same = existing[best]
-            change = OpinionChange(at=now, confidence=d.confidence,
-                                   reason=f"stated in reflect: {query}"[:500],
-                                   evidence_id=evidence[0] if evidence else None)
+            change = OpinionChange(
+                at=now,
+                confidence=d.confidence,
+                reason=f"stated in reflect: {query}"[:500],
+                evidence_id=evidence[0] if evidence else None,
+            )
             if same is not None:
                 same.confidence = d.confidence
                 same.history = [*same.history, change]
@@ -180,21 +208,33 @@ class CARA:
                 out.append(same)
                 continue
             entity_ids = list(dict.fromkeys(names[k] for k in map(normalize, d.entities) if k in names))
-            out.append(MemoryUnit(
-                id=oid, bank_id=bank_id, text=d.statement, fact_type=FactType.opinion,
-                embedding=vec.tolist(), mentioned_at=now, valid_from=now,
-                confidence=d.confidence, entity_ids=entity_ids,
-                source_fact_ids=evidence[:MAX_SOURCES], history=[change],
-                metadata={"formed_by": "reflect"}))
+            out.append(
+                MemoryUnit(
+                    id=oid,
+                    bank_id=bank_id,
+                    text=d.statement,
+                    fact_type=FactType.opinion,
+                    embedding=vec.tolist(),
+                    mentioned_at=now,
+                    valid_from=now,
+                    confidence=d.confidence,
+                    entity_ids=entity_ids,
+                    source_fact_ids=evidence[:MAX_SOURCES],
+                    history=[change],
+                    metadata={"formed_by": "reflect"},
+                )
+            )
         self._write(bank_id, out)
         return [u.model_copy(update={"embedding": None}) for u in out]
 
     # consolidation after retain ------------------------------------------------------------
     def units_written(self, bank: Bank, units: Sequence[MemoryUnit]) -> None:
         """Retain's per-batch hook: queue the batch's new facts for the end of the retain."""
-        facts = [NewFact(u.id, u.text, list(u.entity_ids), np.asarray(u.embedding, dtype=np.float32))
-                 for u in units
-                 if u.fact_type in (FactType.world, FactType.experience) and u.embedding is not None]
+        facts = [
+            NewFact(u.id, u.text, list(u.entity_ids), np.asarray(u.embedding, dtype=np.float32))
+            for u in units
+            if u.fact_type in (FactType.world, FactType.experience) and u.embedding is not None
+        ]
         if facts:
             with self._lock:
                 self._pending.setdefault(bank.bank_id, []).extend(facts)
@@ -253,8 +293,7 @@ class CARA:
         self._write(bank_id, changed + refreshed)
         return {"opinions": len(changed), "observations": len(refreshed)}
 
-    def _reinforce(self, llm, bank_id: str, facts: list[NewFact],
-                   opinion_ids: list[str]) -> list[MemoryUnit]:
+    def _reinforce(self, llm, bank_id: str, facts: list[NewFact], opinion_ids: list[str]) -> list[MemoryUnit]:
         """The related opinions with their confidence updated (not yet written)."""
         if not opinion_ids:
             return []
@@ -262,21 +301,28 @@ class CARA:
         if not opinions:
             return []
         theta, step = self.settings.reflect.opinion_similarity, self.settings.reflect.opinion_step
-        sims = np.stack([f.vector for f in facts]) @ np.asarray(
-            [o.embedding for o in opinions], dtype=np.float32).T
+        sims = (
+            np.stack([f.vector for f in facts])
+            @ np.asarray([o.embedding for o in opinions], dtype=np.float32).T
+        )
         changed: list[MemoryUnit] = []
         for j, op in enumerate(opinions):
             shared = set(op.entity_ids)
-            related = [i for i, f in enumerate(facts)
-                       if sims[i, j] > theta or shared.intersection(f.entity_ids)]
+            related = [
+                i for i, f in enumerate(facts) if sims[i, j] > theta or shared.intersection(f.entity_ids)
+            ]
             if not related:
                 continue
             related.sort(key=lambda i: -float(sims[i, j]))
             related = related[:EVIDENCE_PER_OPINION]
             c = op.confidence if op.confidence is not None else 0.5
             try:
-                verdict = complete_json(llm, assess_messages(op.text, c, [facts[i].text for i in related]),
-                                        Assessment, max_tokens=300)
+                verdict = complete_json(
+                    llm,
+                    assess_messages(op.text, c, [facts[i].text for i in related]),
+                    Assessment,
+                    max_tokens=300,
+                )
             except LLMError as exc:
                 log.warning("opinion %s not assessed: %s", op.id, exc)
                 continue
@@ -285,16 +331,22 @@ class CARA:
             new_c = updated_confidence(c, verdict.verdict, step)
             evidence = [facts[i].id for i in related]
             op.confidence = new_c
-            op.history = [*op.history, OpinionChange(
-                at=now_utc(), confidence=new_c,
-                reason=f"{verdict.verdict}: {verdict.reason}".strip()[:500],
-                evidence_id=evidence[0])]
+            op.history = [
+                *op.history,
+                OpinionChange(
+                    at=now_utc(),
+                    confidence=new_c,
+                    reason=f"{verdict.verdict}: {verdict.reason}".strip()[:500],
+                    evidence_id=evidence[0],
+                ),
+            ]
             op.source_fact_ids = list(dict.fromkeys([*op.source_fact_ids, *evidence]))[-MAX_SOURCES:]
             changed.append(op)
         return changed
 
-    def _refresh_observations(self, llm, bank_id: str,
-                              support: dict[str, list[MemoryUnit]]) -> list[MemoryUnit]:
+    def _refresh_observations(
+        self, llm, bank_id: str, support: dict[str, list[MemoryUnit]]
+    ) -> list[MemoryUnit]:
         """The rewritten observation of each entity in ``support`` (not yet written)."""
         entities = {e.entity_id: e for e in self.store.list_entities(bank_id)}
         drafts: list[tuple[str, str, list[MemoryUnit]]] = []
@@ -303,11 +355,12 @@ class CARA:
                 continue
             facts.sort(key=lambda u: (u.mentioned_at, u.id))
             name = entities[eid].name if eid in entities else eid
-            shown = facts[-self.settings.reflect.observation_max_facts:]
+            shown = facts[-self.settings.reflect.observation_max_facts :]
             listing = [((u.occurred_start or u.mentioned_at).date().isoformat(), u.text) for u in shown]
             try:
-                reply = complete_json(llm, observation_messages(name, listing), ObservationReply,
-                                      max_tokens=400)
+                reply = complete_json(
+                    llm, observation_messages(name, listing), ObservationReply, max_tokens=400
+                )
             except LLMError as exc:
                 log.warning("observation of %s not refreshed: %s", name, exc)
                 continue
@@ -319,12 +372,21 @@ class CARA:
         for (eid, text, facts), vec in zip(drafts, vectors):
             last = facts[-1].mentioned_at
             name = entities[eid].name if eid in entities else eid
-            units.append(MemoryUnit(
-                id=observation_id(bank_id, eid), bank_id=bank_id, text=text,
-                fact_type=FactType.observation, embedding=vec.tolist(), mentioned_at=last,
-                valid_from=last, entity_ids=[eid], proof_count=len(facts),
-                source_fact_ids=[u.id for u in facts][-MAX_SOURCES:],
-                metadata={"entity": name}))
+            units.append(
+                MemoryUnit(
+                    id=observation_id(bank_id, eid),
+                    bank_id=bank_id,
+                    text=text,
+                    fact_type=FactType.observation,
+                    embedding=vec.tolist(),
+                    mentioned_at=last,
+                    valid_from=last,
+                    entity_ids=[eid],
+                    proof_count=len(facts),
+                    source_fact_ids=[u.id for u in facts][-MAX_SOURCES:],
+                    metadata={"entity": name},
+                )
+            )
         return units
 
     # background merging --------------------------------------------------------------------
@@ -341,11 +403,13 @@ class CARA:
             llm = self.llm("consolidation")
             if llm is None:
                 require_llm(self.settings, "consolidation", "background merging")
-            merged = complete_json(llm, merge_messages(current, snippet.strip()), BackgroundReply,
-                                   max_tokens=800).background.strip()
+            merged = complete_json(
+                llm, merge_messages(current, snippet.strip()), BackgroundReply, max_tokens=800
+            ).background.strip()
         try:
-            merged_bank = Bank.model_validate({**bank.model_dump(), "background": merged,
-                                               "updated_at": now_utc()})
+            merged_bank = Bank.model_validate(
+                {**bank.model_dump(), "background": merged, "updated_at": now_utc()}
+            )
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc) from None
         self.writer.put_bank(merged_bank)
@@ -359,8 +423,12 @@ class CARA:
         return bank
 
     def _opinions(self, bank_id: str, *, with_embedding: bool) -> list[MemoryUnit]:
-        ids = [u.id for batch in self.store.iter_units(bank_id) for u in batch
-               if u.fact_type == FactType.opinion and u.invalid_at is None]
+        ids = [
+            u.id
+            for batch in self.store.iter_units(bank_id)
+            for u in batch
+            if u.fact_type == FactType.opinion and u.invalid_at is None
+        ]
         return self.store.get_units(bank_id, ids, with_embedding=with_embedding) if ids else []
 
     def _entity_names(self, bank_id: str) -> dict[str, str]:

@@ -30,25 +30,34 @@ class ChunkInput:
     after: Turn | None = None
 
 
-def chunk_turns(bank_id: str, document_id: str, turns: Sequence[Turn], max_turns: int,
-                tags: Sequence[str] = ()) -> list[ChunkInput]:
+def chunk_turns(
+    bank_id: str, document_id: str, turns: Sequence[Turn], max_turns: int, tags: Sequence[str] = ()
+) -> list[ChunkInput]:
     """Group turns by session (in input order) and cut each session into windows of at most
     ``max_turns`` turns."""
     out: list[ChunkInput] = []
     for session_id, group in groupby(turns, key=lambda t: t.session_id):
         session_turns = list(group)
         for start in range(0, len(session_turns), max_turns):
-            window = session_turns[start:start + max_turns]
+            window = session_turns[start : start + max_turns]
             index = start // max_turns
             chunk = Chunk(
                 chunk_id=chunk_id(bank_id, document_id, session_id, index),
-                bank_id=bank_id, document_id=document_id, session_id=session_id, index=index,
+                bank_id=bank_id,
+                document_id=document_id,
+                session_id=session_id,
+                index=index,
                 text="\n".join(format_turn(t) for t in window),
                 turn_ids=[t.turn_id for t in window],
-                started_at=window[0].timestamp, tags=list(tags),
+                started_at=window[0].timestamp,
+                tags=list(tags),
             )
-            out.append(ChunkInput(chunk, window,
-                                  session_turns[start - 1] if start else None,
-                                  session_turns[start + max_turns]
-                                  if start + max_turns < len(session_turns) else None))
+            out.append(
+                ChunkInput(
+                    chunk,
+                    window,
+                    session_turns[start - 1] if start else None,
+                    session_turns[start + max_turns] if start + max_turns < len(session_turns) else None,
+                )
+            )
     return out

@@ -125,7 +125,9 @@ class EntityResolver:
             if name < NAME_FLOOR:
                 continue
             co = self._cooccur.get(eid, {})
-            cooc = (sum(1 for c in chunk_entities if co.get(c)) / len(chunk_entities)) if chunk_entities else 0.0
+            cooc = (
+                (sum(1 for c in chunk_entities if co.get(c)) / len(chunk_entities)) if chunk_entities else 0.0
+            )
             last = ent.last_seen or at
             temporal = math.exp(-abs((at - last).total_seconds()) / TIME_SCALE_S)
             score = 0.6 * name + 0.25 * cooc + 0.15 * temporal

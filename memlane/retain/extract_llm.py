@@ -18,7 +18,7 @@ import logging
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,8 +51,9 @@ class ExtractedCause(_Lenient):
 
 
 class ExtractedFact(_Lenient):
-    what: str = Field(min_length=1, description="the fact as a self-contained sentence, "
-                                                "pronouns replaced by names")
+    what: str = Field(
+        min_length=1, description="the fact as a self-contained sentence, pronouns replaced by names"
+    )
     when: str | None = None
     where: str | None = None
     who: list[str] = Field(default_factory=list)
@@ -91,8 +92,11 @@ def extraction_messages(bank: Bank, item: ChunkInput) -> list[dict[str, str]]:
     """The chat messages that ask for one chunk's facts."""
     owner = bank.name.strip() if bank.name else ""
     system = SYSTEM_PROMPT.format(owner=owner or "the memory owner (no owner: always world)")
-    lines = [f"Session date: {item.chunk.started_at.date().isoformat()}",
-             f"Memory owner: {owner or '(none)'}", "Turns:"]
+    lines = [
+        f"Session date: {item.chunk.started_at.date().isoformat()}",
+        f"Memory owner: {owner or '(none)'}",
+        "Turns:",
+    ]
     if item.before is not None:
         lines.append(f"(earlier, context only) {format_turn(item.before)}")
     for t in item.turns:
@@ -115,16 +119,15 @@ def _parse_time(value: str | None, *, end: bool) -> datetime | None:
             y, m = int(s[:4]), int(s[5:])
             d = date(y, m, 1)
             if end:
-                d = (date(y + (m == 12), m % 12 + 1, 1) - timedelta(days=1))
+                d = date(y + (m == 12), m % 12 + 1, 1) - timedelta(days=1)
         elif len(s) == 10:
             d = date.fromisoformat(s)
         else:
             dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
-            return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+            return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
     except ValueError:
         raise ValueError(f"{s!r} is not an ISO date") from None
-    return datetime.combine(d, time.max if end else time.min, tzinfo=timezone.utc).replace(
-        microsecond=0)
+    return datetime.combine(d, time.max if end else time.min, tzinfo=UTC).replace(microsecond=0)
 
 
 def _checker(bank: Bank, item: ChunkInput):
@@ -138,12 +141,15 @@ def _checker(bank: Bank, item: ChunkInput):
                 raise ValueError(f"facts.{i}: occurred_end is before occurred_start")
             unknown = [x for x in f.source_turn_ids if x not in known]
             if unknown:
-                raise ValueError(f"facts.{i}: unknown source_turn_ids {unknown[:3]} "
-                                 f"(turn ids: {sorted(known)[:8]})")
+                raise ValueError(
+                    f"facts.{i}: unknown source_turn_ids {unknown[:3]} (turn ids: {sorted(known)[:8]})"
+                )
             for rel in f.causal_relations:
                 if rel.target_index >= i:
-                    raise ValueError(f"facts.{i}: causal target_index {rel.target_index} is not "
-                                     "an earlier fact")
+                    raise ValueError(
+                        f"facts.{i}: causal target_index {rel.target_index} is not an earlier fact"
+                    )
+
     return check
 
 
@@ -168,20 +174,28 @@ def to_facts(bank: Bank, item: ChunkInput, reply: ExtractionReply, *, model: str
         mentions = [Mention(w, "PERSON") for w in f.who if w.strip()]
         mentions += [Mention(e.name, e.type.upper() or "OTHER") for e in f.entities]
         ftype = FactType(f.fact_type) if has_owner else FactType.world
-        out.append(Fact(
-            text=_text(f), fact_type=ftype,
-            mentioned_at=min(t.timestamp for t in turns),
-            occurred_start=_parse_time(f.occurred_start, end=False),
-            occurred_end=_parse_time(f.occurred_end, end=True),
-            source_turns=turn_ids,
-            context=" ".join(format_turn(t) for t in turns),
-            mentions=mentions,
-            causal=[CausalRelation(target=r.target_index, type=LinkType(r.relation),
-                                   strength=r.strength) for r in f.causal_relations],
-            metadata={"extractor": "llm", "model": model, "session_id": item.chunk.session_id,
-                      **{k: v for k, v in (("when", f.when), ("where", f.where), ("why", f.why))
-                         if v}},
-        ))
+        out.append(
+            Fact(
+                text=_text(f),
+                fact_type=ftype,
+                mentioned_at=min(t.timestamp for t in turns),
+                occurred_start=_parse_time(f.occurred_start, end=False),
+                occurred_end=_parse_time(f.occurred_end, end=True),
+                source_turns=turn_ids,
+                context=" ".join(format_turn(t) for t in turns),
+                mentions=mentions,
+                causal=[
+                    CausalRelation(target=r.target_index, type=LinkType(r.relation), strength=r.strength)
+                    for r in f.causal_relations
+                ],
+                metadata={
+                    "extractor": "llm",
+                    "model": model,
+                    "session_id": item.chunk.session_id,
+                    **{k: v for k, v in (("when", f.when), ("where", f.where), ("why", f.why)) if v},
+                },
+            )
+        )
     return out
 
 
@@ -213,8 +227,13 @@ class LLMExtractor:
         """One chunk through the model; raises ValueError/LLMError when it cannot be used."""
         if not any(t.text.strip() or t.metadata.get("blip_caption") for t in item.turns):
             return []
-        reply = complete_json(self.llm, extraction_messages(bank, item), ExtractionReply,
-                              check=_checker(bank, item), max_tokens=self.max_tokens)
+        reply = complete_json(
+            self.llm,
+            extraction_messages(bank, item),
+            ExtractionReply,
+            check=_checker(bank, item),
+            max_tokens=self.max_tokens,
+        )
         return to_facts(bank, item, reply, model=getattr(self.llm, "model", ""))
 
     def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
@@ -225,8 +244,9 @@ class LLMExtractor:
                 return None, f"{type(exc).__name__}: {exc}"
 
         if len(chunks) > 1 and self.concurrency > 1:
-            with ThreadPoolExecutor(min(self.concurrency, len(chunks)),
-                                    thread_name_prefix="memlane-llm-extract") as pool:
+            with ThreadPoolExecutor(
+                min(self.concurrency, len(chunks)), thread_name_prefix="memlane-llm-extract"
+            ) as pool:
                 results = list(pool.map(one, chunks))
         else:
             results = [one(item) for item in chunks]
@@ -236,8 +256,9 @@ class LLMExtractor:
         it = iter(rescued)
         for item, (facts, reason) in zip(chunks, results):
             if facts is None:
-                log.warning("LLM extraction of chunk %s rejected, using the rules: %s",
-                            item.chunk.chunk_id, reason)
+                log.warning(
+                    "LLM extraction of chunk %s rejected, using the rules: %s", item.chunk.chunk_id, reason
+                )
                 facts = next(it)
                 with self._lock:
                     self.stats["fallback"] += 1

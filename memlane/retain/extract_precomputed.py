@@ -45,8 +45,9 @@ class PrecomputedExtractor:
                 except ValueError as exc:
                     reason = str(exc)
             if facts is None:
-                log.warning("batch extraction of chunk %s rejected, using the rules: %s",
-                            item.chunk.chunk_id, reason)
+                log.warning(
+                    "batch extraction of chunk %s rejected, using the rules: %s", item.chunk.chunk_id, reason
+                )
             with self._lock:
                 self.stats["llm" if facts is not None else "fallback"] += 1
             results.append(facts)

@@ -12,7 +12,6 @@ from memlane.retain.chunking import ChunkInput, format_turn
 from memlane.retain.facts import Fact, Mention
 from memlane.retain.ner import SpacyNER
 
-
 _WORD = re.compile(r"\b[A-Z][\w'-]*")
 
 
@@ -66,16 +65,20 @@ class RuleExtractor:
                 spans = find_time_expressions(turn.text, turn.timestamp) if turn.text else []
                 start, end = (spans[0].start, spans[0].end) if spans else (turn.timestamp, turn.timestamp)
                 is_owner = owner is not None and _norm(turn.speaker) == owner
-                facts.append(Fact(
-                    text=format_turn(turn),
-                    fact_type=FactType.experience if is_owner else FactType.world,
-                    mentioned_at=turn.timestamp,
-                    occurred_start=start, occurred_end=end,
-                    source_turns=[turn.turn_id],
-                    context=" ".join(format_turn(t) for t in (around[pos - 1], around[pos + 1]) if t),
-                    mentions=[Mention(turn.speaker, "PERSON")] + [Mention(s, l) for s, l in ents]
-                    + _speaker_mentions(turn.text, speakers, ents),
-                    metadata={"speaker": turn.speaker, "session_id": turn.session_id},
-                ))
+                facts.append(
+                    Fact(
+                        text=format_turn(turn),
+                        fact_type=FactType.experience if is_owner else FactType.world,
+                        mentioned_at=turn.timestamp,
+                        occurred_start=start,
+                        occurred_end=end,
+                        source_turns=[turn.turn_id],
+                        context=" ".join(format_turn(t) for t in (around[pos - 1], around[pos + 1]) if t),
+                        mentions=[Mention(turn.speaker, "PERSON")]
+                        + [Mention(s, l) for s, l in ents]
+                        + _speaker_mentions(turn.text, speakers, ents),
+                        metadata={"speaker": turn.speaker, "session_id": turn.session_id},
+                    )
+                )
             out.append(facts)
         return out

@@ -22,5 +22,6 @@ def build_extractor(settings: Settings) -> Extractor:
     from memlane.retain.extract_llm import LLMExtractor
 
     llm = require_llm(settings, "retain", "MEMLANE_RETAIN__EXTRACTOR=llm")
-    return LLMExtractor(llm, rules, concurrency=settings.llm.concurrency,
-                        max_tokens=settings.llm.extract_max_tokens)
+    return LLMExtractor(
+        llm, rules, concurrency=settings.llm.concurrency, max_tokens=settings.llm.extract_max_tokens
+    )

@@ -22,8 +22,9 @@ def check_tags(tags: Sequence[str]) -> None:
             raise InvalidInput(f"tags: invalid tag {tag!r}")
 
 
-def plan_items(bank_id: str, items: Sequence[RetainItem | dict], document_id: str | None = None,
-               tags: Sequence[str] = ()) -> DocumentPlan:
+def plan_items(
+    bank_id: str, items: Sequence[RetainItem | dict], document_id: str | None = None, tags: Sequence[str] = ()
+) -> DocumentPlan:
     """Validate API items and group them into documents by ``document_id`` (the item's, else
     the call's, else one derived from the content); each document's turns are numbered per
     session. Raises InvalidInput naming the first bad field."""
@@ -41,21 +42,29 @@ def plan_items(bank_id: str, items: Sequence[RetainItem | dict], document_id: st
             raise InvalidInput(f"items.{i}.{InvalidInput.from_validation(exc)}") from None
     check_tags(tags)
     now = now_utc()
-    auto = make_id("doc", bank_id, *(f"{it.speaker}\x1e{it.content}\x1e{it.timestamp}"
-                                     for it in parsed))[:16]
+    auto = make_id("doc", bank_id, *(f"{it.speaker}\x1e{it.content}\x1e{it.timestamp}" for it in parsed))[:16]
     docs: dict[str, tuple[list[str], dict[str, list[Turn]]]] = {}
     for i, it in enumerate(parsed):
         doc_id = it.document_id or document_id or f"doc-{auto}"
         doc_tags = sorted(set(tags) | set(it.tags))
         entry = docs.setdefault(doc_id, (doc_tags, {}))
         if entry[0] != doc_tags:
-            raise InvalidInput(f"items.{i}.tags: items of document {doc_id!r} must carry the "
-                               "same tags (send documents with other tags separately)")
+            raise InvalidInput(
+                f"items.{i}.tags: items of document {doc_id!r} must carry the "
+                "same tags (send documents with other tags separately)"
+            )
         session = it.session_id or doc_id
         turns = entry[1].setdefault(session, [])
-        turns.append(Turn(document_id=doc_id, session_id=session,
-                          turn_id=f"{session}:{len(turns) + 1}", index=len(turns),
-                          speaker=it.speaker, text=it.content,
-                          timestamp=it.timestamp or now, metadata=it.metadata))
-    return {d: (t, [x for ts in sessions.values() for x in ts])
-            for d, (t, sessions) in docs.items()}
+        turns.append(
+            Turn(
+                document_id=doc_id,
+                session_id=session,
+                turn_id=f"{session}:{len(turns) + 1}",
+                index=len(turns),
+                speaker=it.speaker,
+                text=it.content,
+                timestamp=it.timestamp or now,
+                metadata=it.metadata,
+            )
+        )
+    return {d: (t, [x for ts in sessions.values() for x in ts]) for d, (t, sessions) in docs.items()}

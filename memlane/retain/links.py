@@ -16,9 +16,15 @@ from memlane.interfaces import Hit
 from memlane.model import Link, LinkType
 
 
-def semantic_links(ids: Sequence[str], vectors: np.ndarray, times: Sequence[float],
-                   store_hits: Sequence[Sequence[Hit]] | None, *, threshold: float,
-                   top_k: int) -> list[list[Link]]:
+def semantic_links(
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    times: Sequence[float],
+    store_hits: Sequence[Sequence[Hit]] | None,
+    *,
+    threshold: float,
+    top_k: int,
+) -> list[list[Link]]:
     """Links for each new unit from in-batch similarities and the store's nearest neighbours.
 
     ``times`` are mention times in epoch seconds; store hits must carry ``mentioned_at``.
@@ -34,12 +40,10 @@ def semantic_links(ids: Sequence[str], vectors: np.ndarray, times: Sequence[floa
         for j in np.nonzero(sims[i] >= threshold)[0]:
             if j != i and times[j] <= times[i] and ids[j] != ids[i]:
                 cands[ids[j]] = max(cands.get(ids[j], -1.0), float(sims[i, j]))
-        for hit in (store_hits[i] if store_hits else ()):
+        for hit in store_hits[i] if store_hits else ():
             at = hit.fields.get("mentioned_at")
-            if (hit.score >= threshold and hit.id not in batch_ids
-                    and at is not None and at <= times[i]):
+            if hit.score >= threshold and hit.id not in batch_ids and at is not None and at <= times[i]:
                 cands[hit.id] = max(cands.get(hit.id, -1.0), float(hit.score))
         best = sorted(cands.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
-        out.append([Link(target_id=t, type=LinkType.semantic, weight=min(1.0, max(0.0, w)))
-                    for t, w in best])
+        out.append([Link(target_id=t, type=LinkType.semantic, weight=min(1.0, max(0.0, w))) for t, w in best])
     return out

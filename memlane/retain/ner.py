@@ -10,13 +10,14 @@ from memlane.errors import ConfigError
 
 # Entity types that name things a memory can be about. Dates and numbers are left to the
 # temporal parser; they would only make hub nodes in the graph.
-KEPT_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART",
-                         "PRODUCT", "LANGUAGE"})
+KEPT_LABELS = frozenset(
+    {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LANGUAGE"}
+)
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019-]*")
 _PRONOUN_I = re.compile(r"^I(['\u2019](m|ve|ll|d|s))?$")
-SENTENCE_END = ".!?\"\u201c"
+SENTENCE_END = '.!?"\u201c'
 
 
 def has_inner_capital(text: str) -> bool:
@@ -29,7 +30,7 @@ def has_inner_capital(text: str) -> bool:
     for m in _CAPITALISED.finditer(text):
         if _PRONOUN_I.match(m.group(0)):
             continue
-        before = text[:m.start()].rstrip()
+        before = text[: m.start()].rstrip()
         if before and before[-1] not in SENTENCE_END:
             return True
     return False
@@ -46,8 +47,9 @@ class SpacyNER:
         import spacy
 
         try:
-            self._nlp = spacy.load(model, exclude=["tok2vec", "tagger", "parser", "lemmatizer",
-                                                   "attribute_ruler", "senter"])
+            self._nlp = spacy.load(
+                model, exclude=["tok2vec", "tagger", "parser", "lemmatizer", "attribute_ruler", "senter"]
+            )
         except OSError as exc:
             raise ConfigError(f"spaCy model {model!r} is not installed: {exc}") from exc
         self._batch_size = batch_size
@@ -62,6 +64,7 @@ class SpacyNER:
         with self._lock:
             docs = self._nlp.pipe((texts[i] for i in run), batch_size=self._batch_size)
             for i, doc in zip(run, docs):
-                out[i] = [(e.text.strip(), e.label_) for e in doc.ents
-                          if e.label_ in KEPT_LABELS and e.text.strip()]
+                out[i] = [
+                    (e.text.strip(), e.label_) for e in doc.ents if e.label_ in KEPT_LABELS and e.text.strip()
+                ]
         return out

@@ -62,8 +62,14 @@ class Retainer:
     """Runs retain for one bank at a time: reads from the store and the derived state, writes
     through the :class:`~memlane.writes.BankWrite` it is given."""
 
-    def __init__(self, settings: Settings, store: VectorStore, derived: DerivedState,
-                 embedder: Embedder, extractor: Extractor) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: VectorStore,
+        derived: DerivedState,
+        embedder: Embedder,
+        extractor: Extractor,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.derived = derived
@@ -75,10 +81,16 @@ class Retainer:
         # Called with (bank, units) after each batch is written (consolidation queues them).
         self.on_units: Callable[[Bank, list[MemoryUnit]], None] | None = None
 
-    def retain(self, bank: Bank, conversations: Sequence[tuple[str, Sequence[Turn]]],
-               write: BankWrite, *, tags: Sequence[str] = (),
-               progress: Callable[[int], None] | None = None,
-               extractor: Extractor | None = None) -> RetainReport:
+    def retain(
+        self,
+        bank: Bank,
+        conversations: Sequence[tuple[str, Sequence[Turn]]],
+        write: BankWrite,
+        *,
+        tags: Sequence[str] = (),
+        progress: Callable[[int], None] | None = None,
+        extractor: Extractor | None = None,
+    ) -> RetainReport:
         """Retain ``(document_id, turns)`` pairs into ``bank`` through ``write``. Idempotent:
         ids derive from bank, document, chunk and position. ``extractor`` replaces the
         configured one for this call only."""
@@ -96,8 +108,7 @@ class Retainer:
             while current is not None:
                 facts = future.result()
                 following = next(batches, None)
-                future = (pool.submit(self._extract, extract, bank, following, timings)
-                          if following else None)
+                future = pool.submit(self._extract, extract, bank, following, timings) if following else None
                 self._batch(bank, current, facts, resolver, tags, report, timings, write)
                 if progress:
                     progress(sum(len(item.turns) for item in current))
@@ -115,14 +126,16 @@ class Retainer:
         report.timings_s = {k: round(v, 3) for k, v in timings.items()}
         return report
 
-    def _batches(self, conversations: Sequence[tuple[str, Sequence[Turn]]],
-                 tags: Sequence[str], report: RetainReport) -> Iterator[list[ChunkInput]]:
+    def _batches(
+        self, conversations: Sequence[tuple[str, Sequence[Turn]]], tags: Sequence[str], report: RetainReport
+    ) -> Iterator[list[ChunkInput]]:
         pending: list[ChunkInput] = []
         pending_turns = 0
         for document_id, turns in conversations:
             report.documents += 1
-            for item in chunk_turns(report.bank_id, document_id, turns,
-                                    self.settings.retain.chunk_max_turns, tags):
+            for item in chunk_turns(
+                report.bank_id, document_id, turns, self.settings.retain.chunk_max_turns, tags
+            ):
                 pending.append(item)
                 pending_turns += len(item.turns)
                 if pending_turns >= BATCH_TURNS:
@@ -132,16 +145,25 @@ class Retainer:
             yield pending
 
     @staticmethod
-    def _extract(extractor: Extractor, bank: Bank, items: list[ChunkInput],
-                 timings: dict[str, float]):
+    def _extract(extractor: Extractor, bank: Bank, items: list[ChunkInput], timings: dict[str, float]):
         tick = time.perf_counter()
         facts = extractor.extract(bank, items)
-        timings["extract (overlapped)"] = timings.get("extract (overlapped)", 0.0) + time.perf_counter() - tick
+        timings["extract (overlapped)"] = (
+            timings.get("extract (overlapped)", 0.0) + time.perf_counter() - tick
+        )
         return facts
 
-    def _batch(self, bank: Bank, items: list[ChunkInput], facts_per_chunk,
-               resolver: EntityResolver, tags: Sequence[str], report: RetainReport,
-               timings: dict[str, float], write: BankWrite) -> None:
+    def _batch(
+        self,
+        bank: Bank,
+        items: list[ChunkInput],
+        facts_per_chunk,
+        resolver: EntityResolver,
+        tags: Sequence[str],
+        report: RetainReport,
+        timings: dict[str, float],
+        write: BankWrite,
+    ) -> None:
         def lap(name: str, since: float) -> float:
             now = time.perf_counter()
             timings[name] = timings.get(name, 0.0) + now - since
@@ -152,8 +174,7 @@ class Retainer:
         drafts: list[tuple[Chunk, int, Fact, list[str]]] = []
         for item, facts in zip(items, facts_per_chunk):
             chunk = item.chunk
-            entity_ids = resolver.resolve_chunk([f.mentions for f in facts],
-                                                [f.mentioned_at for f in facts])
+            entity_ids = resolver.resolve_chunk([f.mentions for f in facts], [f.mentioned_at for f in facts])
             for index, (fact, eids) in enumerate(zip(facts, entity_ids)):
                 drafts.append((chunk, index, fact, eids))
         tick = lap("entities", tick)
@@ -168,12 +189,20 @@ class Retainer:
         if self.settings.retain.semantic_link_top_k and len(drafts):
             hits = None
             if self.store.count_units(bank.bank_id):
-                hits = self.search.search_dense(bank.bank_id, vectors,
-                                                self.settings.retain.semantic_link_top_k * 3,
-                                                fields=["mentioned_at"])
-            links = semantic_links(ids, vectors, times, hits,
-                                   threshold=self.settings.retain.semantic_link_threshold,
-                                   top_k=self.settings.retain.semantic_link_top_k)
+                hits = self.search.search_dense(
+                    bank.bank_id,
+                    vectors,
+                    self.settings.retain.semantic_link_top_k * 3,
+                    fields=["mentioned_at"],
+                )
+            links = semantic_links(
+                ids,
+                vectors,
+                times,
+                hits,
+                threshold=self.settings.retain.semantic_link_threshold,
+                top_k=self.settings.retain.semantic_link_top_k,
+            )
         # Causal relations point at earlier facts of the same chunk.
         first_of_chunk: dict[str, int] = {}
         for pos, (chunk, index, _, _) in enumerate(drafts):
@@ -182,19 +211,30 @@ class Retainer:
             for rel in fact.causal:
                 if 0 <= rel.target < index:
                     target = ids[first_of_chunk[chunk.chunk_id] + rel.target]
-                    links[pos].append(Link(target_id=target, type=rel.type,
-                                           weight=min(1.0, max(0.0, rel.strength))))
+                    links[pos].append(
+                        Link(target_id=target, type=rel.type, weight=min(1.0, max(0.0, rel.strength)))
+                    )
         tick = lap("links", tick)
 
         units = [
             MemoryUnit(
-                id=uid, bank_id=bank.bank_id, text=fact.text, context=fact.context,
+                id=uid,
+                bank_id=bank.bank_id,
+                text=fact.text,
+                context=fact.context,
                 fact_type=fact.fact_type,
-                embedding=vec.tolist(), occurred_start=fact.occurred_start,
-                occurred_end=fact.occurred_end, mentioned_at=fact.mentioned_at,
-                document_id=chunk.document_id, chunk_id=chunk.chunk_id,
-                source_turns=fact.source_turns, entity_ids=eids, tags=list(tags),
-                links=unit_links, valid_from=fact.mentioned_at, metadata=fact.metadata,
+                embedding=vec.tolist(),
+                occurred_start=fact.occurred_start,
+                occurred_end=fact.occurred_end,
+                mentioned_at=fact.mentioned_at,
+                document_id=chunk.document_id,
+                chunk_id=chunk.chunk_id,
+                source_turns=fact.source_turns,
+                entity_ids=eids,
+                tags=list(tags),
+                links=unit_links,
+                valid_from=fact.mentioned_at,
+                metadata=fact.metadata,
             )
             for uid, vec, unit_links, (chunk, _, fact, eids) in zip(ids, vectors, links, drafts)
         ]

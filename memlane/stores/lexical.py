@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 import threading
 
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a an the and or but if then so than too very just also
 i me my mine myself you your yours yourself he him his himself she her hers herself
 it its itself we us our ours ourselves they them their theirs themselves
@@ -29,7 +30,8 @@ some any each all both such own same other
 again further once only
 while until because through during
 let lets get got gets oh ok okay yeah yes hey hi wow
-""".split())
+""".split()
+)
 
 # Milvus only splits the pre-analysed text on word boundaries and lowercases (already done).
 ANALYZER_PARAMS = {"tokenizer": "standard"}

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 
 from . import periods as P
 from .rules import RULES
@@ -58,7 +58,6 @@ class TimeSpan:
     char_end: int
 
 
-
 _MODIFIER = re.compile(
     r"(?:\b(?P<m1>early|late|mid)|\b(?:the\s+)?(?P<m2>beginning|start|end|middle)\s+of"
     r"(?:\s+the)?)[\s-]*(?:the\s+)?$",
@@ -72,8 +71,8 @@ _DAY_END = time.max  # 23:59:59.999999
 
 
 def _to_span(rng: P.DateRange, text: str, cs: int, ce: int) -> TimeSpan:
-    start = datetime.combine(rng[0], time.min, tzinfo=timezone.utc)
-    end = datetime.combine(rng[1], _DAY_END, tzinfo=timezone.utc)
+    start = datetime.combine(rng[0], time.min, tzinfo=UTC)
+    end = datetime.combine(rng[1], _DAY_END, tzinfo=UTC)
     return TimeSpan(start, end, text[cs:ce], cs, ce)
 
 
@@ -157,9 +156,7 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
     return spans
 
 
-def _apply_prefixes(
-    text: str, cs: int, floor: int, rng: P.DateRange, d: date
-) -> tuple[P.DateRange, int]:
+def _apply_prefixes(text: str, cs: int, floor: int, rng: P.DateRange, d: date) -> tuple[P.DateRange, int]:
     """Widen a span over a modifier ("early", "the end of") and then over "since"/"after"
     just before it, adjusting its range; never back into the previous span."""
     lo = max(floor, cs - _LOOKBACK)

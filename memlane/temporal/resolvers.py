@@ -72,7 +72,6 @@ def checked_day(y: int, m: int, day: int) -> P.DateRange | None:
 # Each takes (match, reference datetime, reference date, anchor range or None) and returns an
 
 
-
 Resolver = Callable[[re.Match, datetime, date, "P.DateRange | None"], "P.DateRange | None"]
 
 
@@ -260,7 +259,7 @@ def resolve_anchored(m, ref, d, anchor):
 
 
 def resolve_before_after(m, ref, d, anchor):
-    """"the <unit> before/after" X: the day, the 7 days, the weekend, the named weekday, the
+    """ "the <unit> before/after" X: the day, the 7 days, the weekend, the named weekday, the
     calendar month or year just before X's start or just after X's end (X = ``anchor``, else
     the reference day). A week is the 7 days next to X, not a calendar week: "the week before
     9 June" means Jun 2-8."""
@@ -285,4 +284,3 @@ def resolve_before_after(m, ref, d, anchor):
     if before:
         return P.day_range(start - timedelta(days=(start.weekday() - wd) % 7 or 7))
     return P.day_range(end + timedelta(days=(wd - end.weekday()) % 7 or 7))
-

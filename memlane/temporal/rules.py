@@ -72,7 +72,6 @@ class Renamed:
         return value
 
 
-
 @dataclass(frozen=True)
 class Rule:
     name: str

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from .periods import MONTH_INDEX
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)
 
 _MONTH_WORD = r"(?P<mon>[A-Za-z]{3,9})\.?"
@@ -23,9 +23,7 @@ _TIME_ON = r"(?:(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?\s*(?P<ap>[AaPp])\
 # LoCoMo: "1:56 pm on 8 May, 2023"; also the same date without the time ("8 May, 2023").
 _LOCOMO_DMY = re.compile(_TIME_ON + r"(?P<d>\d{1,2})\s+" + _MONTH_WORD + r"\s*,?\s*(?P<y>\d{4})")
 # The same with month first: "1:56 pm on May 8, 2023", "May 8th, 2023".
-_LOCOMO_MDY = re.compile(
-    _TIME_ON + _MONTH_WORD + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\s*,?\s*(?P<y>\d{4})"
-)
+_LOCOMO_MDY = re.compile(_TIME_ON + _MONTH_WORD + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\s*,?\s*(?P<y>\d{4})")
 # LongMemEval: "2023/05/20 (Sat) 02:21" (the weekday is decoration and is not checked).
 _SLASHED = re.compile(
     r"(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:\s*\([A-Za-z]{2,9}\))?"
@@ -39,8 +37,8 @@ _BASIC_DATE = re.compile(r"(?P<y>(?:19|20)\d\d|2100)(?P<m>\d\d)(?P<d>\d\d)")
 def as_utc(dt: datetime) -> datetime:
     """``dt`` as an aware UTC datetime; a naive value is taken to be UTC already."""
     if dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 def from_epoch(s: int | float) -> datetime:
@@ -94,7 +92,7 @@ def _from_match(m: re.Match, month: int) -> datetime:
         _hour24(g.get("h"), g.get("ap")),
         int(g.get("mi") or 0),
         int(g.get("s") or 0),
-        tzinfo=timezone.utc,
+        tzinfo=UTC,
     )
 
 
@@ -105,7 +103,7 @@ def _parse_text(text: str) -> datetime | None:
             # Eight digits that spell a valid YYYYMMDD between 1900 and 2100 are an ISO 8601
             # basic date, not the epoch second 20230508 (which is August 1970).
             try:
-                return datetime(int(basic["y"]), int(basic["m"]), int(basic["d"]), tzinfo=timezone.utc)
+                return datetime(int(basic["y"]), int(basic["m"]), int(basic["d"]), tzinfo=UTC)
             except ValueError:
                 pass
         return from_epoch(int(text))
@@ -128,8 +126,19 @@ def _parse_text(text: str) -> datetime | None:
 
 
 _MONTH_NAMES = {
-    "january", "february", "march", "april", "may", "june", "july", "august",
-    "september", "october", "november", "december", "sept",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "sept",
 }
 
 
@@ -156,7 +165,7 @@ def parse_timestamp(value: str | int | float | datetime) -> datetime:
     if isinstance(value, datetime):
         return as_utc(value)
     if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
     try:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return from_epoch(value)

@@ -6,11 +6,34 @@ from __future__ import annotations
 import re
 
 NUM_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-    "a": 1, "an": 1, "couple": 2, "few": 3, "several": 3,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "a": 1,
+    "an": 1,
+    "couple": 2,
+    "few": 3,
+    "several": 3,
 }
 # Longest alternatives first so the regex engine tries "a couple of" before "a".
 NUM = (
@@ -32,9 +55,7 @@ YEAR_EXPLICIT = r"(?:1[89]\d\d|20\d\d|21\d\d)"  # the year of an explicit date
 REL = r"(?P<rel>this\s+past|this\s+coming|last|this|next|coming|past)"
 # "my last week at work", "the last summer of college" name some other period, not the
 # calendar one; lookbehinds must be fixed-width, hence one per word.
-NOT_POSS = "".join(
-    rf"(?<!\b{w}\s)" for w in ("the", "my", "his", "her", "our", "their", "your", "its")
-)
+NOT_POSS = "".join(rf"(?<!\b{w}\s)" for w in ("the", "my", "his", "her", "our", "their", "your", "its"))
 # An offset like "the day before" is anchored to an event we cannot resolve when a noun phrase
 # or clause follows ("the day before my birthday", "the day after I left").
 NO_EVENT_AFTER = r"(?!\s+\w)"

@@ -5,15 +5,30 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixtures import write_jsonl_fixture, write_locomo_fixture
 from typer.testing import CliRunner
 
 from cluster.cli import app
-from fixtures import write_jsonl_fixture, write_locomo_fixture
 
 ROWS = [
-    {"speaker": "Ana", "text": "I adopted a beagle called Pixel last week.", "timestamp": "2025-03-10T09:00:00Z", "session_id": "s1"},
-    {"speaker": "Ben", "text": "Lovely! Is Pixel settling in?", "timestamp": "2025-03-10T09:01:00Z", "session_id": "s1"},
-    {"speaker": "Ana", "text": "Yes, and I started a pottery class in Porto.", "timestamp": "2025-04-02T18:00:00Z", "session_id": "s2"},
+    {
+        "speaker": "Ana",
+        "text": "I adopted a beagle called Pixel last week.",
+        "timestamp": "2025-03-10T09:00:00Z",
+        "session_id": "s1",
+    },
+    {
+        "speaker": "Ben",
+        "text": "Lovely! Is Pixel settling in?",
+        "timestamp": "2025-03-10T09:01:00Z",
+        "session_id": "s1",
+    },
+    {
+        "speaker": "Ana",
+        "text": "Yes, and I started a pottery class in Porto.",
+        "timestamp": "2025-04-02T18:00:00Z",
+        "session_id": "s2",
+    },
 ]
 
 
@@ -61,13 +76,16 @@ def test_retain_is_idempotent_through_the_cli(run, tmp_path):
     assert json.loads(run("banks", "--json").stdout)[0]["memories"] == 20
 
 
-@pytest.mark.parametrize("args, needle", [
-    (("recall", "--bank", "ghost", "hello"), "unknown bank 'ghost'"),
-    (("recall", "--bank", "ana", "   "), "query"),
-    (("recall", "--bank", "ana", "hello", "--max-tokens", "0"), "max_tokens"),
-    (("recall", "--bank", "ana", "hello", "--budget", "huge"), "budget"),
-    (("delete", "--bank", "ghost"), "unknown bank 'ghost'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("recall", "--bank", "ghost", "hello"), "unknown bank 'ghost'"),
+        (("recall", "--bank", "ana", "   "), "query"),
+        (("recall", "--bank", "ana", "hello", "--max-tokens", "0"), "max_tokens"),
+        (("recall", "--bank", "ana", "hello", "--budget", "huge"), "budget"),
+        (("delete", "--bank", "ghost"), "unknown bank 'ghost'"),
+    ],
+)
 def test_bad_requests_exit_2_with_one_line(run, tmp_path, args, needle):
     assert run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "c.jsonl", ROWS))).exit_code == 0
     r = run(*args)

@@ -8,10 +8,10 @@ import sys
 import types
 
 import pytest
+from fixtures import write_locomo_fixture, write_longmemeval_fixture
 from typer.testing import CliRunner
 
 from cluster.cli import app
-from fixtures import write_locomo_fixture, write_longmemeval_fixture
 from tests.evals.test_eval_qa_report import ScriptedLLM
 
 
@@ -29,23 +29,48 @@ def _one_error_line(result) -> str:
 def test_eval_longmemeval_writes_a_run_directory(runner, tmp_path):
     path = write_longmemeval_fixture(tmp_path / "lme.json")
     out = tmp_path / "run"
-    r = runner.invoke(app, ["eval", "longmemeval", str(path), "--limit", "2", "--k", "1", "--k", "5",
-                            "--json", "--out", str(out), "--data-dir", str(tmp_path / "data")])
+    r = runner.invoke(
+        app,
+        [
+            "eval",
+            "longmemeval",
+            str(path),
+            "--limit",
+            "2",
+            "--k",
+            "1",
+            "--k",
+            "5",
+            "--json",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["info"]["questions"] == 2 and report["info"]["ks"] == "1, 5"
     assert report["command"].startswith("memlane ")
     assert sorted(p.name for p in out.iterdir()) == [
-        "by_category.png", "questions.jsonl", "recall_at_k.png", "report.json", "summary.md"]
+        "by_category.png",
+        "questions.jsonl",
+        "recall_at_k.png",
+        "report.json",
+        "summary.md",
+    ]
     assert len((out / "questions.jsonl").read_text().splitlines()) == 2
     md = (out / "summary.md").read_text()
     assert "## turn_recall_any" in md and "| memlane | all | 2 |" in md
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--limit", "0"], "--limit must be >= 1"),
-    (["--k", "0"], "--k must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--limit", "0"], "--limit must be >= 1"),
+        (["--k", "0"], "--k must be >= 1"),
+    ],
+)
 def test_eval_longmemeval_bad_options(runner, tmp_path, args, needle):
     path = write_longmemeval_fixture(tmp_path / "lme.json")
     r = runner.invoke(app, ["eval", "longmemeval", str(path), *args, "--data-dir", str(tmp_path / "d")])
@@ -82,8 +107,22 @@ def test_qa_with_a_configured_llm(runner, tmp_path, monkeypatch):
     fake.build_llm = lambda settings, role: roles.append(role) or ScriptedLLM("Minnow", "Minnow")
     monkeypatch.setitem(sys.modules, "memlane.llm", fake)
     out = tmp_path / "run"
-    r = runner.invoke(app, ["eval", "longmemeval", str(path), "--limit", "1", "--qa", "--json",
-                            "--out", str(out), "--data-dir", str(tmp_path / "d")])
+    r = runner.invoke(
+        app,
+        [
+            "eval",
+            "longmemeval",
+            str(path),
+            "--limit",
+            "1",
+            "--qa",
+            "--json",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     assert roles == ["qa"]
     qa = json.loads(r.stdout)["qa_summary"]["all"]
@@ -96,8 +135,22 @@ def test_qa_with_a_configured_llm(runner, tmp_path, monkeypatch):
 def test_eval_locomo_keeps_its_flags_and_writes_a_run(runner, tmp_path):
     path = write_locomo_fixture(tmp_path / "fx.json")
     out = tmp_path / "run"
-    r = runner.invoke(app, ["eval", "locomo", str(path), "--limit", "1", "--k", "5", "--out", str(out),
-                            "--data-dir", str(tmp_path / "d")])
+    r = runner.invoke(
+        app,
+        [
+            "eval",
+            "locomo",
+            str(path),
+            "--limit",
+            "1",
+            "--k",
+            "5",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith("LoCoMo evidence recall: 1 conversations, 3 questions")
     assert (out / "summary.md").exists() and (out / "questions.jsonl").exists()
@@ -107,9 +160,27 @@ def test_eval_locomo_keeps_its_flags_and_writes_a_run(runner, tmp_path):
 
 def test_bench_suite_tiny(runner, tmp_path):
     out = tmp_path / "bench"
-    r = runner.invoke(app, ["bench", "suite", "--size", "300", "--size", "100", "--queries", "3",
-                            "--retain-turns", "12", "--no-serve", "--json", "--out", str(out),
-                            "--data-dir", str(tmp_path / "scratch")])
+    r = runner.invoke(
+        app,
+        [
+            "bench",
+            "suite",
+            "--size",
+            "300",
+            "--size",
+            "100",
+            "--queries",
+            "3",
+            "--retain-turns",
+            "12",
+            "--no-serve",
+            "--json",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(tmp_path / "scratch"),
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     report = json.loads(r.stdout)
     assert [row["memories"] for row in report["recall"]] == [100, 300]
@@ -139,8 +210,9 @@ def test_suite_runs_a_given_serve_bench_with_the_arguments_it_takes(tmp_path):
         calls.append(queries)
         return {"recall_rps": 12.5, "trivial_rps": 80.0}
 
-    report = run_suite(tmp_path / "scratch", sizes=[50], queries=2, retain_turns=0,
-                       serve_bench=fake_serve_bench)
+    report = run_suite(
+        tmp_path / "scratch", sizes=[50], queries=2, retain_turns=0, serve_bench=fake_serve_bench
+    )
     assert calls == [2]
     assert report["serve"] == {"recall_rps": 12.5, "trivial_rps": 80.0}
     assert report["retain"] == {} and [r["memories"] for r in report["recall"]] == [50]

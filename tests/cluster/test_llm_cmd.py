@@ -6,16 +6,31 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixtures import write_jsonl_fixture
+from llm_fake import FakeLLMServer, extraction_reply
 from typer.testing import CliRunner
 
 from cluster.cli import app
-from fixtures import write_jsonl_fixture
-from llm_fake import FakeLLMServer, extraction_reply
 
 ROWS = [
-    {"speaker": "Ana", "text": "I adopted a beagle called Pixel last week.", "timestamp": "2025-03-10T09:00:00Z", "session_id": "s1"},
-    {"speaker": "Ben", "text": "Lovely! Is Pixel settling in?", "timestamp": "2025-03-10T09:01:00Z", "session_id": "s1"},
-    {"speaker": "Ana", "text": "Yes, and I started a pottery class in Porto.", "timestamp": "2025-04-02T18:00:00Z", "session_id": "s2"},
+    {
+        "speaker": "Ana",
+        "text": "I adopted a beagle called Pixel last week.",
+        "timestamp": "2025-03-10T09:00:00Z",
+        "session_id": "s1",
+    },
+    {
+        "speaker": "Ben",
+        "text": "Lovely! Is Pixel settling in?",
+        "timestamp": "2025-03-10T09:01:00Z",
+        "session_id": "s1",
+    },
+    {
+        "speaker": "Ana",
+        "text": "Yes, and I started a pottery class in Porto.",
+        "timestamp": "2025-04-02T18:00:00Z",
+        "session_id": "s2",
+    },
 ]
 
 
@@ -56,8 +71,15 @@ def test_reflect_answers_with_citations(run, tmp_path, server, monkeypatch):
     path = write_jsonl_fixture(tmp_path / "c.jsonl", ROWS)
     assert run("retain", "--bank", "ana", str(path)).exit_code == 0
     _llm_env(monkeypatch, server)
-    server.script = [json.dumps({"answer": "Pixel is my beagle.", "cited": ["M1"],
-                                 "opinions": [{"statement": "I love Pixel.", "confidence": 0.9}]})]
+    server.script = [
+        json.dumps(
+            {
+                "answer": "Pixel is my beagle.",
+                "cited": ["M1"],
+                "opinions": [{"statement": "I love Pixel.", "confidence": 0.9}],
+            }
+        )
+    ]
     r = run("reflect", "--bank", "ana", "Who is Pixel?", "--json", "--budget", "low")
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout)

@@ -26,8 +26,12 @@ class _Flaky:
 
 
 def test_timeouts_are_retried_after_cleanup():
-    flaky = _Flaky([Exception("The current node timed out during startup. This could ..."),
-                    TimeoutError("Timed out waiting for file /tmp/ray/s/gcs_server_port_x")])
+    flaky = _Flaky(
+        [
+            Exception("The current node timed out during startup. This could ..."),
+            TimeoutError("Timed out waiting for file /tmp/ray/s/gcs_server_port_x"),
+        ]
+    )
     assert retry_startup(flaky.start, flaky.cleanup, pause_s=0) == "started on attempt 3"
     assert (flaky.starts, flaky.cleanups) == (3, 2)
 

@@ -43,7 +43,10 @@ def test_no_relevant_documents_follow_the_official_code():
     assert recall_all_at_k(["a", "b"], [], 5) == 1.0
     assert ndcg_any_at_k(["a", "b"], [], ["a", "b", "c"], 5) == 0.0
     assert retrieval_scores(["a"], [], ["a"], 1) == {
-        "recall_any@1": 0.0, "recall_all@1": 1.0, "ndcg_any@1": 0.0}
+        "recall_any@1": 0.0,
+        "recall_all@1": 1.0,
+        "ndcg_any@1": 0.0,
+    }
 
 
 def test_dcg_does_not_discount_the_first_two_ranks():
@@ -92,7 +95,10 @@ def test_session_scores_widen_the_cutoff_to_k_sessions():
     assert s["ndcg_any@2"] == pytest.approx((1 / LOG2_3) / 2)
     # k=1: top1 = {s1} already 1 session: s2 missing -> 0, 0, 0
     assert session_scores_from_turns(ranked, ["s2:1"], corpus, 1) == {
-        "recall_any@1": 0.0, "recall_all@1": 0.0, "ndcg_any@1": 0.0}
+        "recall_any@1": 0.0,
+        "recall_all@1": 0.0,
+        "ndcg_any@1": 0.0,
+    }
     # two gold turns in one session count once as a gold session
     s = session_scores_from_turns(ranked, ["s2:1", "s2:2"], corpus, 2)
     assert s["recall_all@2"] == 1.0
@@ -104,7 +110,10 @@ def test_session_scores_when_the_ranking_has_too_few_sessions():
     # k=2: never 2 sessions; the cut-off runs one past the corpus (5).
     # gold s2: dcg of [0,0] = 0; ideal over [1,1,0,0] = 2 -> 0; any 0, all 0
     assert session_scores_from_turns(ranked, ["s2:2"], corpus, 2) == {
-        "recall_any@2": 0.0, "recall_all@2": 0.0, "ndcg_any@2": 0.0}
+        "recall_any@2": 0.0,
+        "recall_all@2": 0.0,
+        "ndcg_any@2": 0.0,
+    }
     # gold s1: dcg [1,1] = 2, ideal [1,1,0,0]@5 = 2 -> 1.0
     s = session_scores_from_turns(ranked, ["s1:2"], corpus, 2)
     assert s == {"recall_any@2": 1.0, "recall_all@2": 1.0, "ndcg_any@2": 1.0}
@@ -119,9 +128,15 @@ def test_session_scores_with_empty_gold_and_lme_session_ids():
     assert s == {"recall_any@1": 0.0, "recall_all@1": 1.0, "ndcg_any@1": 0.0}
 
 
-@pytest.mark.parametrize("qid, expected", [
-    ("gpt4_2655b836_abs", True), ("e47becba_abs", True), ("e47becba", False),
-    ("absent_minded", False), ("q_abstract", True),  # the official test is a substring test
-])
+@pytest.mark.parametrize(
+    "qid, expected",
+    [
+        ("gpt4_2655b836_abs", True),
+        ("e47becba_abs", True),
+        ("e47becba", False),
+        ("absent_minded", False),
+        ("q_abstract", True),  # the official test is a substring test
+    ],
+)
 def test_is_abstention(qid, expected):
     assert is_abstention(qid) is expected

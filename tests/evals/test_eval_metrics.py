@@ -170,15 +170,13 @@ def test_normalize_evidence_keeps_order_and_dedupes():
 
 def test_normalize_evidence_valid_ids():
     valid = {"D1:1", "D2:2", "D10:5"}
-    assert normalize_evidence(["D10:19", "D2:02", "D1:1 D3:3", "D10:05"], valid) == [
-        "D2:2", "D1:1", "D10:5"]
+    assert normalize_evidence(["D10:19", "D2:02", "D1:1 D3:3", "D10:05"], valid) == ["D2:2", "D1:1", "D10:5"]
     assert normalize_evidence(["D10:19"], valid) == []
     assert normalize_evidence(["D10:19"], None) == ["D10:19"]  # no check without ids
 
 
 def test_normalize_evidence_other_id_styles():
-    assert normalize_evidence(["session_2:5", "session_2:5 session_1:1"]) == [
-        "session_2:5", "session_1:1"]
+    assert normalize_evidence(["session_2:5", "session_2:5 session_1:1"]) == ["session_2:5", "session_1:1"]
     assert normalize_evidence(["session_2:5"], {"session_1:1"}) == []
     with pytest.raises(ValueError):
         normalize_evidence([3])
@@ -283,9 +281,10 @@ def test_load_qa_jsonl_errors(tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_text(
         '{"sample_id": "a", "question": "q?", "answer": "x", "evidence": [], "category": 4}\n'
-        '\n'
+        "\n"
         '{"sample_id": "a", "question": "q?", "answer": "x", "evidence": [], "category": 9}\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     with pytest.raises(InputError, match=r"^q\.jsonl line 3: field 'category'"):
         load_qa_jsonl(path)
 

@@ -43,10 +43,13 @@ class ScriptedLLM:
 def test_lme_judge_prompts_per_type():
     p = lme_judge_prompt("temporal-reasoning", "How many days?", "18", "19 days")
     assert "do not penalize off-by-one errors" in p
-    assert p.endswith("Question: How many days?\n\nCorrect Answer: 18\n\nModel Response: 19 days\n\n"
-                      "Is the model response correct? Answer yes or no only.")
+    assert p.endswith(
+        "Question: How many days?\n\nCorrect Answer: 18\n\nModel Response: 19 days\n\n"
+        "Is the model response correct? Answer yes or no only."
+    )
     assert "updated answer is the required answer.\n\nQuestion:" in lme_judge_prompt(
-        "knowledge-update", "q", "a", "r")
+        "knowledge-update", "q", "a", "r"
+    )
     assert "Rubric: a" in lme_judge_prompt("single-session-preference", "q", "a", "r")
     assert "answer no. \n\nQuestion: q" in lme_judge_prompt("multi-session", "q", "a", "r")
     abst = lme_judge_prompt("multi-session", "q", "a", "r", abstention=True)
@@ -68,40 +71,77 @@ def test_verdicts():
 
 def test_answer_and_grade_with_scripted_llm():
     llm = ScriptedLLM("Minnow", "Minnow")
-    entry = answer_and_grade(llm, question="What did I name my kayak?",
-                             context="[2024-05-18] user: I named my kayak Minnow.", context_tokens=12,
-                             grade=lme_grader("single-session-user", "What did I name my kayak?",
-                                              "Minnow", False), verdict=lme_verdict)
+    entry = answer_and_grade(
+        llm,
+        question="What did I name my kayak?",
+        context="[2024-05-18] user: I named my kayak Minnow.",
+        context_tokens=12,
+        grade=lme_grader("single-session-user", "What did I name my kayak?", "Minnow", False),
+        verdict=lme_verdict,
+    )
     assert entry == {"context_tokens": 12, "answer": "Minnow", "judge": "Yes.", "correct": True}
     # the judge got the official prompt with the official 10-token limit
     assert llm.calls[1][1] == 10 and "Correct Answer: Minnow" in llm.calls[1][0][0]["content"]
-    miss = answer_and_grade(llm, question="q", context="nothing useful", context_tokens=2,
-                            grade=lme_grader("single-session-user", "q", "Minnow", False),
-                            verdict=lme_verdict)
+    miss = answer_and_grade(
+        llm,
+        question="q",
+        context="nothing useful",
+        context_tokens=2,
+        grade=lme_grader("single-session-user", "q", "Minnow", False),
+        verdict=lme_verdict,
+    )
     assert miss["answer"] == "I don't know." and miss["correct"] is False
 
     locomo = ScriptedLLM("cat", "A cat", judge_style="locomo")
-    entry = answer_and_grade(locomo, question="What pet?", context="no pets here", context_tokens=3,
-                             grade=locomo_grader("What pet?", "A cat"), verdict=locomo_verdict)
+    entry = answer_and_grade(
+        locomo,
+        question="What pet?",
+        context="no pets here",
+        context_tokens=3,
+        grade=locomo_grader("What pet?", "A cat"),
+        verdict=locomo_verdict,
+    )
     assert entry["correct"] is False and entry["judge"].endswith('{"label": "WRONG"}')
 
 
 def test_llm_failure_is_logged_not_raised():
-    entry = answer_and_grade(ScriptedLLM("x", "x", fail=True), question="q", context="c",
-                             context_tokens=1, grade=locomo_grader("q", "x"), verdict=locomo_verdict)
+    entry = answer_and_grade(
+        ScriptedLLM("x", "x", fail=True),
+        question="q",
+        context="c",
+        context_tokens=1,
+        grade=locomo_grader("q", "x"),
+        verdict=locomo_verdict,
+    )
     assert entry["error"] == "ConnectionError: endpoint down" and "correct" not in entry
 
 
 def _rows():
     return [
-        {"id": "1", "category": "a", "scores": {"m": {"recall@1": 1.0, "recall@5": 1.0}, "b": {"recall@1": 0.0, "recall@5": 1.0}},
-         "qa": {"m": {"correct": True, "context_tokens": 100}}},
-        {"id": "2", "category": "a", "scores": {"m": {"recall@1": 0.0, "recall@5": 1.0}, "b": {"recall@1": 0.0, "recall@5": 0.0}},
-         "qa": {"m": {"correct": True, "context_tokens": 300}}},
-        {"id": "3", "category": "b", "scores": {"m": {}, "b": {}},  # e.g. abstention: no scores
-         "qa": {"m": {"correct": False, "context_tokens": 200}}},
-        {"id": "4", "category": "b", "scores": {"m": {"recall@1": 1.0, "recall@5": 1.0}, "b": {"recall@1": 1.0, "recall@5": 1.0}},
-         "qa": {"m": {"correct": True, "context_tokens": 400}}},
+        {
+            "id": "1",
+            "category": "a",
+            "scores": {"m": {"recall@1": 1.0, "recall@5": 1.0}, "b": {"recall@1": 0.0, "recall@5": 1.0}},
+            "qa": {"m": {"correct": True, "context_tokens": 100}},
+        },
+        {
+            "id": "2",
+            "category": "a",
+            "scores": {"m": {"recall@1": 0.0, "recall@5": 1.0}, "b": {"recall@1": 0.0, "recall@5": 0.0}},
+            "qa": {"m": {"correct": True, "context_tokens": 300}},
+        },
+        {
+            "id": "3",
+            "category": "b",
+            "scores": {"m": {}, "b": {}},  # e.g. abstention: no scores
+            "qa": {"m": {"correct": False, "context_tokens": 200}},
+        },
+        {
+            "id": "4",
+            "category": "b",
+            "scores": {"m": {"recall@1": 1.0, "recall@5": 1.0}, "b": {"recall@1": 1.0, "recall@5": 1.0}},
+            "qa": {"m": {"correct": True, "context_tokens": 400}},
+        },
         {"id": "5", "category": "b", "scores": {"m": {}, "b": {}}, "qa": {"m": {"error": "boom"}}},
     ]
 
@@ -129,9 +169,17 @@ def test_summarize_qa_wilson_and_tokens():
 
 
 def test_markdown_and_run_directory(tmp_path):
-    report = build_report(benchmark="t", title="Test run", systems=["m", "b"], rows=_rows(),
-                          info={"questions": 5}, qa_systems=["m"], headline="recall@5",
-                          notes=["a note"], command="memlane eval t")
+    report = build_report(
+        benchmark="t",
+        title="Test run",
+        systems=["m", "b"],
+        rows=_rows(),
+        info={"questions": 5},
+        qa_systems=["m"],
+        headline="recall@5",
+        notes=["a note"],
+        command="memlane eval t",
+    )
     md = markdown(report)
     assert "## recall" in md and "| system | category | n | @1 | @5 |" in md
     assert "| m | all | 3 | 0.667 | 1.000 |" in md

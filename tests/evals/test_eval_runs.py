@@ -8,8 +8,8 @@ import json
 from evals.locomo import run_locomo
 from evals.longmemeval import run_longmemeval
 from evals.report import QuestionLog
-from tests.fixtures import write_locomo_fixture, write_longmemeval_fixture
 from tests.evals.test_eval_qa_report import ScriptedLLM
+from tests.fixtures import write_locomo_fixture, write_longmemeval_fixture
 
 KS = (1, 3, 5, 10, 30, 50)
 
@@ -29,9 +29,12 @@ def test_longmemeval_run(memory, tmp_path):
     assert by_id["fx-cello_abs"]["scores"]["memlane"] == {}
     kayak = by_id["fx-kayak"]["scores"]
     for system in ("memlane", "bm25", "dense"):
-        assert set(kayak[system]) == {f"{lvl}_{m}@{k}" for lvl in ("turn", "session")
-                                      for m in ("recall_any", "recall_all", "ndcg_any") for k in KS} | {
-            f"answer_session_recall_any@{k}" for k in KS}
+        assert set(kayak[system]) == {
+            f"{lvl}_{m}@{k}"
+            for lvl in ("turn", "session")
+            for m in ("recall_any", "recall_all", "ndcg_any")
+            for k in KS
+        } | {f"answer_session_recall_any@{k}" for k in KS}
         # every ranking covers all 8 turns by k=50, so the single gold turn is in it
         assert kayak[system]["turn_recall_all@50"] == 1.0
     # "kayak" and "Minnow" are in one turn only: Memlane and BM25 put it first

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -12,20 +12,33 @@ from memlane.interfaces import UnitFilter
 from memlane.model import FactType, MemoryUnit
 from memlane.recall.index import BankIndex
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def unit(uid, text, vec, *, days=0, fact_type=FactType.world, tags=(), invalid=None, doc="d"):
     v = np.asarray(vec, dtype=np.float32)
-    return MemoryUnit(id=uid, bank_id="b", text=text, embedding=(v / np.linalg.norm(v)).tolist(),
-                      mentioned_at=T0 + timedelta(days=days), fact_type=fact_type,
-                      tags=list(tags), invalid_at=invalid, document_id=doc)
+    return MemoryUnit(
+        id=uid,
+        bank_id="b",
+        text=text,
+        embedding=(v / np.linalg.norm(v)).tolist(),
+        mentioned_at=T0 + timedelta(days=days),
+        fact_type=fact_type,
+        tags=list(tags),
+        invalid_at=invalid,
+        document_id=doc,
+    )
 
 
 def test_bm25_matches_the_formula():
     idx = BankIndex(2)
-    idx.upsert([unit("a", "apple banana", [1, 0]), unit("b", "apple apple cherry", [0, 1]),
-                unit("c", "durian", [1, 1])])
+    idx.upsert(
+        [
+            unit("a", "apple banana", [1, 0]),
+            unit("b", "apple apple cherry", [0, 1]),
+            unit("c", "durian", [1, 1]),
+        ]
+    )
     hits = idx.search_lexical("apples", 10)
     # N=3, df(appl)=2, dl: a=2, b=3, c=1, avgdl=2
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
@@ -76,12 +89,14 @@ def test_compaction_ranks_like_a_fresh_index_of_the_survivors():
 
 def test_filters_types_tags_validity_and_document():
     idx = BankIndex(2)
-    idx.upsert([
-        unit("w", "tea", [1, 0], tags=["a"]),
-        unit("e", "tea", [1, 0], fact_type=FactType.experience, tags=["a", "b"], doc="x"),
-        unit("gone", "tea", [1, 0], invalid=T0 + timedelta(days=5)),
-        unit("late", "tea", [1, 0], days=10),
-    ])
+    idx.upsert(
+        [
+            unit("w", "tea", [1, 0], tags=["a"]),
+            unit("e", "tea", [1, 0], fact_type=FactType.experience, tags=["a", "b"], doc="x"),
+            unit("gone", "tea", [1, 0], invalid=T0 + timedelta(days=5)),
+            unit("late", "tea", [1, 0], days=10),
+        ]
+    )
     ids = lambda flt: sorted(h.id for h in idx.search_lexical("tea", 10, flt))  # noqa: E731
     assert ids(None) == ["e", "gone", "late", "w"]
     assert ids(UnitFilter()) == ["e", "late", "w"]
@@ -94,8 +109,9 @@ def test_filters_types_tags_validity_and_document():
 
 def test_time_search_overlap_and_candidates():
     idx = BankIndex(2)
-    idx.upsert([unit("jan1", "a", [1, 0]), unit("jan20", "b", [1, 0], days=19),
-                unit("mar", "c", [1, 0], days=60)])
+    idx.upsert(
+        [unit("jan1", "a", [1, 0]), unit("jan20", "b", [1, 0], days=19), unit("mar", "c", [1, 0], days=60)]
+    )
     start = (T0 + timedelta(days=15)).timestamp()
     end = (T0 + timedelta(days=25)).timestamp()
     hits = idx.search_time(start, end, 10)

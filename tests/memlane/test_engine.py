@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from fixtures import locomo_fixture_data, write_jsonl_fixture, write_locomo_fixture
+
 from memlane.engine import Memory
 from memlane.errors import BankNotFound, InvalidInput
 from memlane.model import FactType
@@ -15,16 +15,22 @@ from memlane.model import FactType
 def _fixture_turns(sample_id: str) -> dict[str, str]:
     """turn id -> text of one fixture sample, read from the fixture data itself."""
     sample = next(s for s in locomo_fixture_data() if s["sample_id"] == sample_id)
-    return {t["dia_id"]: t["text"] for k, v in sample["conversation"].items()
-            if k.startswith("session_") and isinstance(v, list) for t in v}
+    return {
+        t["dia_id"]: t["text"]
+        for k, v in sample["conversation"].items()
+        if k.startswith("session_") and isinstance(v, list)
+        for t in v
+    }
 
 
 def _snapshot(memory: Memory, bank: str) -> dict:
-    units = {u.id: (u.text, tuple(u.source_turns), tuple(sorted(u.entity_ids)), len(u.links))
-             for batch in memory.store.iter_units(bank) for u in batch}
+    units = {
+        u.id: (u.text, tuple(u.source_turns), tuple(sorted(u.entity_ids)), len(u.links))
+        for batch in memory.store.iter_units(bank)
+        for u in batch
+    }
     stats = memory.stats(bank)
-    return {"units": units, "chunks": stats["chunks"], "entities": stats["entities"],
-            "graph": stats["graph"]}
+    return {"units": units, "chunks": stats["chunks"], "entities": stats["entities"], "graph": stats["graph"]}
 
 
 def test_retain_writes_one_memory_per_turn_and_is_idempotent(memory, tmp_path):
@@ -37,7 +43,9 @@ def test_retain_writes_one_memory_per_turn_and_is_idempotent(memory, tmp_path):
     assert len(first["units"]) == n_turns
     units = [u for batch in memory.store.iter_units("fx") for u in batch]
     for doc in ("fx-1", "fx-2"):
-        assert sorted(t for u in units if u.document_id == doc for t in u.source_turns) == sorted(_fixture_turns(doc))
+        assert sorted(t for u in units if u.document_id == doc for t in u.source_turns) == sorted(
+            _fixture_turns(doc)
+        )
     assert first["chunks"] >= 5  # one per session at least
     assert first["entities"] >= 4  # the four speakers at least
     assert first["graph"]["units"] == n_turns
@@ -89,7 +97,7 @@ def test_trace_reports_channel_ranks_and_boosts(memory, tmp_path):
 
 def test_temporal_channel_finds_memories_in_the_queried_period(memory, tmp_path):
     memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
-    as_of = datetime(2024, 3, 5, tzinfo=timezone.utc)
+    as_of = datetime(2024, 3, 5, tzinfo=UTC)
     res = memory.recall("fx", "What happened last week?", as_of=as_of, trace=True)
     assert res.query_interval is not None
     temporal = [m for m in res.memories if "temporal" in m.trace["channels"]]
@@ -108,8 +116,20 @@ def test_include_chunks_returns_the_source_text(memory, tmp_path):
 
 
 def test_type_and_tag_filters(memory, tmp_path):
-    rows = [{"speaker": "Memlane", "text": "I booked the dentist for Ana.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"},
-            {"speaker": "Ana", "text": "Thanks, the dentist is on Friday.", "timestamp": "2025-01-02T10:01:00Z", "session_id": "s1"}]
+    rows = [
+        {
+            "speaker": "Memlane",
+            "text": "I booked the dentist for Ana.",
+            "timestamp": "2025-01-02T10:00:00Z",
+            "session_id": "s1",
+        },
+        {
+            "speaker": "Ana",
+            "text": "Thanks, the dentist is on Friday.",
+            "timestamp": "2025-01-02T10:01:00Z",
+            "session_id": "s1",
+        },
+    ]
     path = write_jsonl_fixture(tmp_path / "a.jsonl", rows)
     memory.create_bank("agent", name="Memlane")
     memory.retain_file("agent", path, tags=["health"])
@@ -121,15 +141,27 @@ def test_type_and_tag_filters(memory, tmp_path):
 
 
 def test_invalidated_memory_is_hidden_now_but_answers_as_of(memory, tmp_path):
-    rows = [{"speaker": "Ana", "text": "I drink my coffee black.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"},
-            {"speaker": "Ana", "text": "These days I take oat milk in my coffee.", "timestamp": "2025-03-01T10:00:00Z", "session_id": "s2"}]
+    rows = [
+        {
+            "speaker": "Ana",
+            "text": "I drink my coffee black.",
+            "timestamp": "2025-01-02T10:00:00Z",
+            "session_id": "s1",
+        },
+        {
+            "speaker": "Ana",
+            "text": "These days I take oat milk in my coffee.",
+            "timestamp": "2025-03-01T10:00:00Z",
+            "session_id": "s2",
+        },
+    ]
     memory.retain_file("ana", write_jsonl_fixture(tmp_path / "a.jsonl", rows))
     old = next(m.unit for m in memory.recall("ana", "coffee").memories if "black" in m.unit.text)
     new = next(m.unit for m in memory.recall("ana", "coffee").memories if "oat" in m.unit.text)
-    memory.invalidate("ana", old.id, superseded_by=new.id, at=datetime(2025, 3, 1, 10, tzinfo=timezone.utc))
+    memory.invalidate("ana", old.id, superseded_by=new.id, at=datetime(2025, 3, 1, 10, tzinfo=UTC))
     now = [m.unit.text for m in memory.recall("ana", "coffee").memories]
     assert now == ["Ana: These days I take oat milk in my coffee."]
-    then = memory.recall("ana", "coffee", as_of=datetime(2025, 2, 1, tzinfo=timezone.utc)).memories
+    then = memory.recall("ana", "coffee", as_of=datetime(2025, 2, 1, tzinfo=UTC)).memories
     assert [m.unit.id for m in then] == [old.id]
     assert then[0].unit.superseded_by == new.id  # kept, never deleted
 
@@ -164,13 +196,16 @@ def test_graph_is_rebuilt_from_milvus_when_the_snapshot_is_gone(settings, embedd
         assert [x.unit.id for x in m.recall("fx", "glacier thesis").memories] == expected
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"query": "   "}, "query"),
-    ({"query": "x", "max_tokens": 0}, "max_tokens"),
-    ({"query": "x", "max_tokens": -5}, "max_tokens"),
-    ({"query": "x", "budget": "huge"}, "budget"),
-    ({"query": "x", "types": ["gossip"]}, "types"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"query": "   "}, "query"),
+        ({"query": "x", "max_tokens": 0}, "max_tokens"),
+        ({"query": "x", "max_tokens": -5}, "max_tokens"),
+        ({"query": "x", "budget": "huge"}, "budget"),
+        ({"query": "x", "types": ["gossip"]}, "types"),
+    ],
+)
 def test_bad_recall_requests_name_the_field(memory, kwargs, field):
     memory.create_bank("b")
     with pytest.raises(InvalidInput, match=field):
@@ -222,12 +257,30 @@ def test_delete_bank_removes_everything(memory, tmp_path):
 
 
 def test_a_second_engine_sees_writes_through_the_revision_token(settings, embedder, extractor, tmp_path):
-    rows = [{"speaker": "Ana", "text": "My cat is called Mochi.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"}]
-    more = [{"speaker": "Ana", "text": "I bought a kayak for the lake.", "timestamp": "2025-02-02T10:00:00Z", "session_id": "s2"}]
-    with Memory(settings, embedder=embedder, extractor=extractor) as writer, \
-            Memory(settings, embedder=embedder, extractor=extractor) as reader:
+    rows = [
+        {
+            "speaker": "Ana",
+            "text": "My cat is called Mochi.",
+            "timestamp": "2025-01-02T10:00:00Z",
+            "session_id": "s1",
+        }
+    ]
+    more = [
+        {
+            "speaker": "Ana",
+            "text": "I bought a kayak for the lake.",
+            "timestamp": "2025-02-02T10:00:00Z",
+            "session_id": "s2",
+        }
+    ]
+    with (
+        Memory(settings, embedder=embedder, extractor=extractor) as writer,
+        Memory(settings, embedder=embedder, extractor=extractor) as reader,
+    ):
         writer.retain_file("ana", write_jsonl_fixture(tmp_path / "a.jsonl", rows))
-        assert [m.unit.text for m in reader.recall("ana", "kayak").memories] == ["Ana: My cat is called Mochi."]
+        assert [m.unit.text for m in reader.recall("ana", "kayak").memories] == [
+            "Ana: My cat is called Mochi."
+        ]
         writer.retain_file("ana", write_jsonl_fixture(tmp_path / "b.jsonl", more))
         top = reader.recall("ana", "kayak").memories[0].unit.text
         assert top == "Ana: I bought a kayak for the lake."
@@ -244,8 +297,10 @@ def test_milvus_search_backend_gives_the_same_top_hits(tmp_path, embedder, extra
         settings = Settings(data_dir=tmp_path / backend, search_backend=backend)
         with Memory(settings, embedder=embedder, extractor=extractor) as m:
             m.retain_file("fx", path)
-            tops[backend] = [[x.unit.id for x in m.recall("fx", q).memories[:3]]
-                             for q in ("What pet did Noor adopt?", "Marta's choir festival", "glacier thesis")]
+            tops[backend] = [
+                [x.unit.id for x in m.recall("fx", q).memories[:3]]
+                for q in ("What pet did Noor adopt?", "Marta's choir festival", "glacier thesis")
+            ]
     assert tops["memory"] == tops["milvus"]
 
 
@@ -254,14 +309,13 @@ def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extract
     are [end, end] on both backends: the temporal channel finds the same units in the same
     order whether recall searches in process or on Milvus. In-process search used
     [mentioned_at, end], which for these units is reversed and matched nothing."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from memlane.model import MemoryUnit
     from memlane.settings import Settings
 
     def at(d: int, end: bool = False) -> datetime:
-        return datetime(2024, 3, d, 23, 59, 59, tzinfo=timezone.utc) if end else \
-            datetime(2024, 3, d, tzinfo=timezone.utc)
+        return datetime(2024, 3, d, 23, 59, 59, tzinfo=UTC) if end else datetime(2024, 3, d, tzinfo=UTC)
 
     facts = [  # (id, text, occurred_start, occurred_end, mentioned_at)
         ("kayak", "Ana finished restoring the kayak.", None, at(10, True), at(20)),
@@ -274,9 +328,18 @@ def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extract
         ("tea", "Ana likes green tea.", None, None, at(10)),
     ]
     vectors = embedder.embed([f[1] for f in facts])
-    units = [MemoryUnit(id=i, bank_id="ana", text=t, occurred_start=s, occurred_end=e,
-                        mentioned_at=m, embedding=v.tolist())
-             for (i, t, s, e, m), v in zip(facts, vectors)]
+    units = [
+        MemoryUnit(
+            id=i,
+            bank_id="ana",
+            text=t,
+            occurred_start=s,
+            occurred_end=e,
+            mentioned_at=m,
+            embedding=v.tolist(),
+        )
+        for (i, t, s, e, m), v in zip(facts, vectors)
+    ]
     temporal, tops = {}, {}
     for backend in ("memory", "milvus"):
         settings = Settings(data_dir=tmp_path / backend, search_backend=backend)
@@ -284,10 +347,8 @@ def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extract
             m.create_bank("ana")
             m.store.upsert_units("ana", units)
             m.store.bump_revision("ana")
-            res = m.recall("ana", "What did Ana do on March 10, 2024?", channels=["temporal"],
-                           trace=True)
-            ranked = sorted((x.trace["channels"]["temporal"]["rank"], x.unit.id)
-                            for x in res.memories)
+            res = m.recall("ana", "What did Ana do on March 10, 2024?", channels=["temporal"], trace=True)
+            ranked = sorted((x.trace["channels"]["temporal"]["rank"], x.unit.id) for x in res.memories)
             temporal[backend] = [uid for _, uid in ranked]
             tops[backend] = [x.unit.id for x in res.memories]
     assert temporal["memory"] == temporal["milvus"]
@@ -301,7 +362,14 @@ def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extract
 
 
 def test_auto_created_bank_has_no_owner_so_no_experience(memory, tmp_path):
-    rows = [{"speaker": "priya", "text": "I walked the dog.", "timestamp": "2025-01-02T10:00:00Z", "session_id": "s1"}]
+    rows = [
+        {
+            "speaker": "priya",
+            "text": "I walked the dog.",
+            "timestamp": "2025-01-02T10:00:00Z",
+            "session_id": "s1",
+        }
+    ]
     memory.retain_file("priya", write_jsonl_fixture(tmp_path / "p.jsonl", rows))
     assert memory.get_bank("priya").name == ""
     assert [m.unit.fact_type for m in memory.recall("priya", "dog").memories] == [FactType.world]

@@ -3,19 +3,21 @@ single-memory deletion, and the observation cascade. Real Milvus Lite, igraph, M
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from memlane.errors import BankNotFound, InvalidInput, NotFound
 from memlane.model import FactType, MemoryUnit
 
-T0 = datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 
 
 def _items(*texts, **extra):
-    return [{"content": t, "speaker": "Alice", "timestamp": T0.replace(minute=i), **extra}
-            for i, t in enumerate(texts)]
+    return [
+        {"content": t, "speaker": "Alice", "timestamp": T0.replace(minute=i), **extra}
+        for i, t in enumerate(texts)
+    ]
 
 
 def _texts(memory, bank, **kw):
@@ -51,8 +53,9 @@ def test_item_validation_names_the_item_and_writes_nothing(memory):
     with pytest.raises(InvalidInput, match=r"items\.1\.content"):
         memory.retain_items("a", [{"content": "fine"}, {"content": "   "}])
     with pytest.raises(InvalidInput, match=r"items\.1\.tags"):
-        memory.retain_items("a", [{"content": "x", "tags": ["t1"]}, {"content": "y", "tags": ["t2"]}],
-                            document_id="d")
+        memory.retain_items(
+            "a", [{"content": "x", "tags": ["t1"]}, {"content": "y", "tags": ["t2"]}], document_id="d"
+        )
     with pytest.raises(InvalidInput, match="items"):
         memory.retain_items("a", [])
     with pytest.raises(BankNotFound):
@@ -63,8 +66,9 @@ def test_item_validation_names_the_item_and_writes_nothing(memory):
 
 def test_item_tags_and_sessions_reach_the_memories(memory):
     memory.create_bank("a")
-    memory.retain_items("a", _items("Booked flights to Oslo.", session_id="s1", tags=["travel"]),
-                        tags=["api"])
+    memory.retain_items(
+        "a", _items("Booked flights to Oslo.", session_id="s1", tags=["travel"]), tags=["api"]
+    )
     (unit,), _ = memory.list_memories("a")
     assert unit.tags == ["api", "travel"]
     assert unit.source_turns == ["s1:1"]
@@ -73,8 +77,9 @@ def test_item_tags_and_sessions_reach_the_memories(memory):
 
 def test_list_memories_pages_in_id_order_and_filters(memory):
     memory.create_bank("a")
-    memory.retain_items("a", _items(*[f"Fact number {i} about gardening." for i in range(7)]),
-                        document_id="d1")
+    memory.retain_items(
+        "a", _items(*[f"Fact number {i} about gardening." for i in range(7)]), document_id="d1"
+    )
     memory.retain_items("a", _items("Another document entirely."), document_id="d2")
     everything, total = memory.list_memories("a", limit=1000)
     assert total == 8
@@ -115,12 +120,24 @@ def test_deleting_facts_prunes_and_drops_their_observations(memory):
     base = facts["Alpha fact."]
 
     def observation(oid, sources):
-        return MemoryUnit(id=oid, bank_id="a", text=f"summary {oid}", fact_type=FactType.observation,
-                          embedding=[1.0] + [0.0] * 383, mentioned_at=base.mentioned_at,
-                          source_fact_ids=[facts[s].id for s in sources], proof_count=len(sources))
+        return MemoryUnit(
+            id=oid,
+            bank_id="a",
+            text=f"summary {oid}",
+            fact_type=FactType.observation,
+            embedding=[1.0] + [0.0] * 383,
+            mentioned_at=base.mentioned_at,
+            source_fact_ids=[facts[s].id for s in sources],
+            proof_count=len(sources),
+        )
 
-    memory.store.upsert_units("a", [observation("obs-mixed", ["Alpha fact.", "Gamma fact."]),
-                                    observation("obs-d1", ["Alpha fact.", "Beta fact."])])
+    memory.store.upsert_units(
+        "a",
+        [
+            observation("obs-mixed", ["Alpha fact.", "Gamma fact."]),
+            observation("obs-d1", ["Alpha fact.", "Beta fact."]),
+        ],
+    )
     memory.delete_document("a", "d1")
     left = {u.id: u for u in memory.list_memories("a", types=["observation"])[0]}
     assert set(left) == {"obs-mixed"}

@@ -4,12 +4,12 @@ output, fallback to the rules per chunk, and a real retain with it."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from fixtures import write_locomo_fixture
 from llm_fake import FakeLLMServer, extraction_reply
+
 from memlane.ingest import load_conversations
 from memlane.llm import build_llm
 from memlane.model import Bank, FactType, LinkType
@@ -32,22 +32,37 @@ def chunks(tmp_path_factory):
 
 
 def _llm(server, **kw):
-    return build_llm(Settings(llm_base_url=server.base_url, llm_model="fake", llm_max_retries=0,
-                              **kw), "retain")
+    return build_llm(
+        Settings(llm_base_url=server.base_url, llm_model="fake", llm_max_retries=0, **kw), "retain"
+    )
 
 
 NOOR = Bank(bank_id="b", name="Noor")
-REPLY = {"facts": [
-    {"what": "Noor signed the lease on an allotment by the railway bridge.",
-     "when": "early February 2024", "where": "by the railway bridge", "who": ["Noor", "Felix"],
-     "why": "to grow vegetables", "fact_type": "experience",
-     "occurred_start": "2024-02-03", "occurred_end": "2024-02-03",
-     "entities": [{"name": "allotment", "type": "LOC"}], "source_turn_ids": ["D1:1"]},
-    {"what": "Noor plans to plant broad beans and sweet peas for Noor's grandmother.",
-     "fact_type": "experience", "occurred_start": "2024-02", "occurred_end": None,
-     "who": ["Noor"], "source_turn_ids": ["D1:3"],
-     "causal_relations": [{"target_index": 0, "relation": "enables", "strength": 0.7}]},
-]}
+REPLY = {
+    "facts": [
+        {
+            "what": "Noor signed the lease on an allotment by the railway bridge.",
+            "when": "early February 2024",
+            "where": "by the railway bridge",
+            "who": ["Noor", "Felix"],
+            "why": "to grow vegetables",
+            "fact_type": "experience",
+            "occurred_start": "2024-02-03",
+            "occurred_end": "2024-02-03",
+            "entities": [{"name": "allotment", "type": "LOC"}],
+            "source_turn_ids": ["D1:1"],
+        },
+        {
+            "what": "Noor plans to plant broad beans and sweet peas for Noor's grandmother.",
+            "fact_type": "experience",
+            "occurred_start": "2024-02",
+            "occurred_end": None,
+            "who": ["Noor"],
+            "source_turn_ids": ["D1:3"],
+            "causal_relations": [{"target_index": 0, "relation": "enables", "strength": 0.7}],
+        },
+    ]
+}
 
 
 def test_prompt_carries_turn_ids_dates_and_owner(chunks):
@@ -66,13 +81,13 @@ def test_a_valid_reply_becomes_facts(chunks):
     assert f0.text.startswith("Noor signed the lease on an allotment by the railway bridge.")
     assert "Where: by the railway bridge." in f0.text and "Why: to grow vegetables." in f0.text
     assert f0.fact_type == FactType.experience
-    assert f0.occurred_start == datetime(2024, 2, 3, tzinfo=timezone.utc)
-    assert f0.occurred_end == datetime(2024, 2, 3, 23, 59, 59, tzinfo=timezone.utc)
+    assert f0.occurred_start == datetime(2024, 2, 3, tzinfo=UTC)
+    assert f0.occurred_end == datetime(2024, 2, 3, 23, 59, 59, tzinfo=UTC)
     assert f0.source_turns == ["D1:1"] and "Noor: Felix, I finally signed" in f0.context
     assert f0.mentioned_at == chunks[0].turns[0].timestamp
     assert [m.surface for m in f0.mentions] == ["Noor", "Felix", "allotment"]
     # A year-month resolves to the month's first day; causal relations point back.
-    assert f1.occurred_start == datetime(2024, 2, 1, tzinfo=timezone.utc) and f1.occurred_end is None
+    assert f1.occurred_start == datetime(2024, 2, 1, tzinfo=UTC) and f1.occurred_end is None
     assert [(c.target, c.type, c.strength) for c in f1.causal] == [(0, LinkType.enables, 0.7)]
     assert f1.metadata["extractor"] == "llm" and f1.metadata["model"] == "m"
 
@@ -82,14 +97,17 @@ def test_without_an_owner_every_fact_is_world(chunks):
     assert {f.fact_type for f in facts} == {FactType.world}
 
 
-@pytest.mark.parametrize("mutate, reason", [
-    (lambda r: r["facts"][0].update(source_turn_ids=["D9:9"]), "unknown source_turn_ids"),
-    (lambda r: r["facts"][1]["causal_relations"][0].update(target_index=1), "not an earlier fact"),
-    (lambda r: r["facts"][0].update(occurred_start="last spring"), "not an ISO date"),
-    (lambda r: r["facts"][0].update(occurred_end="2024-01-01"), "before occurred_start"),
-    (lambda r: r["facts"][0].update(fact_type="opinion"), "fact_type"),
-    (lambda r: r.update(facts=[]), "facts"),
-])
+@pytest.mark.parametrize(
+    "mutate, reason",
+    [
+        (lambda r: r["facts"][0].update(source_turn_ids=["D9:9"]), "unknown source_turn_ids"),
+        (lambda r: r["facts"][1]["causal_relations"][0].update(target_index=1), "not an earlier fact"),
+        (lambda r: r["facts"][0].update(occurred_start="last spring"), "not an ISO date"),
+        (lambda r: r["facts"][0].update(occurred_end="2024-01-01"), "before occurred_start"),
+        (lambda r: r["facts"][0].update(fact_type="opinion"), "fact_type"),
+        (lambda r: r.update(facts=[]), "facts"),
+    ],
+)
 def test_invalid_replies_are_rejected_with_a_reason(chunks, mutate, reason):
     bad = json.loads(json.dumps(REPLY))
     mutate(bad)
@@ -128,19 +146,25 @@ def test_rejected_or_failed_chunks_fall_back_to_the_rules(server, chunks, extrac
     assert ext.stats == {"llm": 1, "fallback": 2}
     assert ext.reasons == {"LLMOutputError": 1, "LLMError": 1}
     # Every turn of the rejected chunks is still covered.
-    assert {t for fs in out[:2] for f in fs for t in f.source_turns} == \
-        {t.turn_id for c in chunks[:2] for t in c.turns}
+    assert {t for fs in out[:2] for f in fs for t in f.source_turns} == {
+        t.turn_id for c in chunks[:2] for t in c.turns
+    }
 
 
 def test_retain_with_the_llm_extractor(server, settings, embedder, extractor, tmp_path):
     from memlane.engine import Memory
 
     server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
-    s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",
-                                    "extractor": "llm", "llm_background": "off"})
+    s = settings.model_copy(
+        update={
+            "llm_base_url": server.base_url,
+            "llm_model": "fake",
+            "extractor": "llm",
+            "llm_background": "off",
+        }
+    )
     path = write_locomo_fixture(tmp_path / "fx.json")
-    with Memory(s, embedder=embedder,
-                extractor=LLMExtractor(build_llm(s, "retain"), extractor)) as memory:
+    with Memory(s, embedder=embedder, extractor=LLMExtractor(build_llm(s, "retain"), extractor)) as memory:
         report = memory.retain_file("fx", path)
         assert report.chunks == 5 and report.units == 10  # two facts per chunk
         units = [u for batch in memory.store.iter_units("fx") for u in batch]
@@ -149,7 +173,7 @@ def test_retain_with_the_llm_extractor(server, settings, embedder, extractor, tm
         second = [u for u in fx1 if u.source_turns == ["D2:2", "D2:3"]][0]
         first = [u for u in fx1 if u.source_turns == ["D2:1"]][0]
         assert any(l.type == LinkType.caused_by and l.target_id == first.id for l in second.links)
-        assert second.occurred_start == datetime(2024, 2, 17, tzinfo=timezone.utc)
+        assert second.occurred_start == datetime(2024, 2, 17, tzinfo=UTC)
         hits = memory.recall("fx", "What did Noor adopt?", max_tokens=200)
         assert any("Dumpling" in m.unit.text for m in hits.memories[:3])
         n = len(server.requests)
@@ -164,19 +188,26 @@ def test_engine_builds_the_llm_extractor_from_settings(settings):
     with Memory(settings.model_copy(update={"extractor": "llm"})) as m:
         with pytest.raises(LLMNotConfigured, match="MEMLANE_LLM__BASE_URL"):
             _ = m.extractor
-    s = settings.model_copy(update={"extractor": "llm", "llm_base_url": "http://127.0.0.1:9/v1",
-                                    "llm_model": "x"})
+    s = settings.model_copy(
+        update={"extractor": "llm", "llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "x"}
+    )
     with Memory(s) as m:
         assert isinstance(m.extractor, LLMExtractor) and m.extractor.fallback.name == "rules"
 
 
 def test_eval_locomo_retains_through_the_llm(server, settings, embedder, extractor, tmp_path):
-    from memlane.engine import Memory
     from evals.locomo import run_locomo
+    from memlane.engine import Memory
 
     server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
-    s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",
-                                    "extractor": "llm", "llm_background": "off"})
+    s = settings.model_copy(
+        update={
+            "llm_base_url": server.base_url,
+            "llm_model": "fake",
+            "extractor": "llm",
+            "llm_background": "off",
+        }
+    )
     path = write_locomo_fixture(tmp_path / "fx.json")
     ext = LLMExtractor(build_llm(s, "retain"), extractor)
     with Memory(s, embedder=embedder, extractor=ext) as memory:

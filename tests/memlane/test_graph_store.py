@@ -55,8 +55,16 @@ def random_nodes(n: int, seed: int, n_entities: int = 12, pending: bool = True) 
                 target = rng.choice(ids)
             else:
                 target = f"missing{rng.randrange(5)}"
-            kind = rng.choice([LinkType.semantic, LinkType.semantic, LinkType.causes,
-                               LinkType.caused_by, LinkType.enables, LinkType.prevents])
+            kind = rng.choice(
+                [
+                    LinkType.semantic,
+                    LinkType.semantic,
+                    LinkType.causes,
+                    LinkType.caused_by,
+                    LinkType.enables,
+                    LinkType.prevents,
+                ]
+            )
             links.append(link(target, kind, round(rng.uniform(0.1, 1.0), 3)))
         ts = BASE + rng.randrange(40) * 1800.0  # many ties: the id must break them
         out.append(node(uid, ts, sorted(ents), links))
@@ -88,8 +96,7 @@ def reference_spread(nodes, seeds, hops, decay, k, sigma_hours) -> dict[str, flo
                 continue
             if ln.type is LinkType.semantic:
                 fam = "semantic"
-            elif ln.type in {LinkType.causes, LinkType.caused_by, LinkType.enables,
-                             LinkType.prevents}:
+            elif ln.type in {LinkType.causes, LinkType.caused_by, LinkType.enables, LinkType.prevents}:
                 fam = "causal"
             else:
                 continue
@@ -130,8 +137,15 @@ def test_add_is_idempotent_and_replaces_edges():
     ]
     g.add_nodes("bank", nodes)
     first = (g.stats("bank"), edge_map(g, "bank"))
-    assert first[0] == {"units": 3, "entities": 3, "edges": 4 + 2 + 1 + 1, "entity": 4,
-                        "temporal": 2, "semantic": 1, "causal": 1}
+    assert first[0] == {
+        "units": 3,
+        "entities": 3,
+        "edges": 4 + 2 + 1 + 1,
+        "entity": 4,
+        "temporal": 2,
+        "semantic": 1,
+        "causal": 1,
+    }
     g.add_nodes("bank", nodes)
     g.add_nodes("bank", list(reversed(nodes)))
     assert (g.stats("bank"), edge_map(g, "bank")) == first
@@ -198,7 +212,9 @@ def test_temporal_neighbours_and_weights_incremental_and_exact():
     # Removing it re-links across the gap.
     g2.remove_nodes("b", ["m"])
     assert set(edge_map(g2, "b", "temporal")) == {
-        (frozenset(("a", "b")), "temporal"), (frozenset(("b", "c")), "temporal")}
+        (frozenset(("a", "b")), "temporal"),
+        (frozenset(("b", "c")), "temporal"),
+    }
 
     # Incremental inserts in random order and removals match the expectation for the final set.
     more = [node(f"s{i:02d}", BASE + rng.randrange(24) * HOUR) for i in range(20)]
@@ -215,13 +231,22 @@ def test_temporal_neighbours_and_weights_incremental_and_exact():
 
 def test_semantic_and_causal_links_pending_and_merged():
     g = SparseGraphStore(temporal_neighbors=0)
-    g.add_nodes("bank", [
-        node("a", links=[link("b", LinkType.semantic, 0.8), link("c", LinkType.causes, 0.6),
-                         link("a", LinkType.semantic, 1.0),  # self link: ignored
-                         link("b", LinkType.temporal, 1.0),  # derived family: ignored
-                         link("z", LinkType.semantic, 0.9)]),  # pending
-        node("b", links=[link("a", LinkType.semantic, 0.9)]),  # same pair: max weight wins
-    ])
+    g.add_nodes(
+        "bank",
+        [
+            node(
+                "a",
+                links=[
+                    link("b", LinkType.semantic, 0.8),
+                    link("c", LinkType.causes, 0.6),
+                    link("a", LinkType.semantic, 1.0),  # self link: ignored
+                    link("b", LinkType.temporal, 1.0),  # derived family: ignored
+                    link("z", LinkType.semantic, 0.9),
+                ],
+            ),  # pending
+            node("b", links=[link("a", LinkType.semantic, 0.9)]),  # same pair: max weight wins
+        ],
+    )
     assert edge_map(g, "bank") == {(frozenset(("a", "b")), "semantic"): 0.9}
     # The causal target arrives, declaring the reverse relation: one causal edge, max weight.
     g.add_nodes("bank", [node("c", links=[link("a", LinkType.caused_by, 0.4)])])
@@ -245,8 +270,11 @@ def test_semantic_and_causal_links_pending_and_merged():
 
 def hub_bank(g: SparseGraphStore) -> None:
     # S and R share a rare entity; everyone shares the hub. No temporal links.
-    nodes = [node("S", BASE, ["hub", "rare"]), node("R", BASE + 5, ["hub", "rare"]),
-             node("H", BASE + 1, ["hub"])]
+    nodes = [
+        node("S", BASE, ["hub", "rare"]),
+        node("R", BASE + 5, ["hub", "rare"]),
+        node("H", BASE + 1, ["hub"]),
+    ]
     nodes += [node(f"F{i}", BASE + 10 + i, ["hub"]) for i in range(7)]
     g.add_nodes("bank", nodes)
 
@@ -310,9 +338,12 @@ def test_spread_on_10k_units_with_a_hub_returns_full_limit():
     rng = random.Random(0)
     n = 10_000
     nodes = [
-        GraphNode(id=f"u{i}", entity_ids=["speaker", f"e{rng.randrange(2000)}"],
-                  timestamp=BASE + i * 60.0,
-                  links=[link(f"u{rng.randrange(n)}", LinkType.semantic, 0.8)])
+        GraphNode(
+            id=f"u{i}",
+            entity_ids=["speaker", f"e{rng.randrange(2000)}"],
+            timestamp=BASE + i * 60.0,
+            links=[link(f"u{rng.randrange(n)}", LinkType.semantic, 0.8)],
+        )
         for i in range(n)
     ]
     g = SparseGraphStore()
@@ -320,7 +351,7 @@ def test_spread_on_10k_units_with_a_hub_returns_full_limit():
     assert g.stats("bank")["entity"] == 2 * n
     g.spread("bank", {"u0": 1.0}, hops=2, decay=0.5, limit=10)  # builds the matrix
     # Speed is measured by the benchmark (about 0.2 ms here), not asserted in a test.
-    for r in range(20):
+    for _ in range(20):
         seeds = {f"u{rng.randrange(n)}": 1.0 for _ in range(10)}
         res = g.spread("bank", seeds, hops=2, decay=0.5, limit=50)
         assert len(res) == 50
@@ -333,13 +364,26 @@ def test_spread_on_10k_units_with_a_hub_returns_full_limit():
 
 def test_remove_nodes_and_drop_bank():
     g = SparseGraphStore(temporal_neighbors=1)
-    g.add_nodes("bank", [node("a", BASE, ["x", "only-a"]), node("b", BASE + 1, ["x"]),
-                         node("c", BASE + 2, ["y"], [link("a")])])
+    g.add_nodes(
+        "bank",
+        [
+            node("a", BASE, ["x", "only-a"]),
+            node("b", BASE + 1, ["x"]),
+            node("c", BASE + 2, ["y"], [link("a")]),
+        ],
+    )
     assert g.stats("bank")["entities"] == 3
     g.remove_nodes("bank", ["a", "ghost"])
     st = g.stats("bank")
-    assert st == {"units": 2, "entities": 2, "edges": 3, "entity": 2, "temporal": 1,
-                  "semantic": 0, "causal": 0}
+    assert st == {
+        "units": 2,
+        "entities": 2,
+        "edges": 3,
+        "entity": 2,
+        "temporal": 1,
+        "semantic": 0,
+        "causal": 0,
+    }
     assert {u for u, _ in g.spread("bank", {"b": 1.0}, hops=3, decay=0.5, limit=10)} == {"c"}
     g.remove_nodes("unknown-bank", ["a"])  # no error
     with pytest.raises(TypeError):
@@ -356,8 +400,7 @@ def test_many_removals_compact_and_stay_correct():
     g = SparseGraphStore(temporal_neighbors=1)
     nodes = random_nodes(120, seed=9)
     for round_ in range(30):  # churn: far more dead slots than live units, forcing compaction
-        g.add_nodes("bank", [node(f"tmp{round_}_{i}", BASE + i, [f"gone{round_}"])
-                             for i in range(100)])
+        g.add_nodes("bank", [node(f"tmp{round_}_{i}", BASE + i, [f"gone{round_}"]) for i in range(100)])
         g.remove_nodes("bank", [f"tmp{round_}_{i}" for i in range(100)])
     g.add_nodes("bank", nodes)
     fresh = SparseGraphStore(temporal_neighbors=1)
@@ -366,7 +409,8 @@ def test_many_removals_compact_and_stay_correct():
     assert edge_map(g, "bank") == edge_map(fresh, "bank")
     seeds = {"u000": 1.0, "u050": 1.0}
     assert g.spread("bank", seeds, hops=2, decay=0.5, limit=50) == fresh.spread(
-        "bank", seeds, hops=2, decay=0.5, limit=50)
+        "bank", seeds, hops=2, decay=0.5, limit=50
+    )
 
 
 def test_rebuild_is_order_independent_and_matches_incremental():
@@ -463,4 +507,5 @@ def test_concurrent_spread_while_adding():
     fresh.rebuild("bank", nodes)
     assert g.stats("bank") == fresh.stats("bank")
     assert g.spread("bank", seeds, hops=2, decay=0.5, limit=25) == fresh.spread(
-        "bank", seeds, hops=2, decay=0.5, limit=25)
+        "bank", seeds, hops=2, decay=0.5, limit=25
+    )

@@ -6,9 +6,9 @@ import json
 import threading
 
 import pytest
+from llm_fake import FakeLLMServer
 from pydantic import BaseModel
 
-from llm_fake import FakeLLMServer
 from memlane.errors import ConfigError
 from memlane.llm import build_llm, role_config
 from memlane.llm.config import RoleConfig
@@ -28,9 +28,17 @@ def server():
 
 def _client(server, *, retries=2, timeout=5.0, concurrency=4, mode="auto", key="sk-test"):
     sleeps: list[float] = []
-    cfg = RoleConfig(role="retain", base_url=server.base_url, model="fake-model", api_key=key,
-                     timeout_s=timeout, max_retries=retries, backoff_s=0.25,
-                     concurrency=concurrency, json_mode=mode)
+    cfg = RoleConfig(
+        role="retain",
+        base_url=server.base_url,
+        model="fake-model",
+        api_key=key,
+        timeout_s=timeout,
+        max_retries=retries,
+        backoff_s=0.25,
+        concurrency=concurrency,
+        json_mode=mode,
+    )
     llm = OpenAICompatLLM(cfg, sleep=sleeps.append)
     return llm, sleeps
 
@@ -63,8 +71,9 @@ def test_json_schema_is_requested_when_supported(server):
 
 
 def test_a_server_that_refuses_json_schema_gets_the_schema_in_the_prompt(server):
-    server.responder = lambda body: ({"status": 400} if "response_format" in body
-                                     else '{"name": "Pixel", "legs": 4}')
+    server.responder = lambda body: (
+        {"status": 400} if "response_format" in body else '{"name": "Pixel", "legs": 4}'
+    )
     llm, _ = _client(server)
     assert complete_json(llm, MSG, Pet).name == "Pixel"
     assert complete_json(llm, MSG, Pet).legs == 4
@@ -146,8 +155,17 @@ def test_concurrency_limit_bounds_requests_in_flight(server):
 
 
 def test_unreachable_server_is_an_llm_error():
-    cfg = RoleConfig(role="reflect", base_url="http://127.0.0.1:9/v1", model="m", api_key=None,
-                     timeout_s=1, max_retries=1, backoff_s=0, concurrency=1, json_mode="auto")
+    cfg = RoleConfig(
+        role="reflect",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        api_key=None,
+        timeout_s=1,
+        max_retries=1,
+        backoff_s=0,
+        concurrency=1,
+        json_mode="auto",
+    )
     with pytest.raises(LLMError, match="reflect LLM at http://127.0.0.1:9/v1 failed after 2 attempts"):
         OpenAICompatLLM(cfg, sleep=lambda s: None).complete(MSG)
 
@@ -164,8 +182,14 @@ def test_parse_json_object_variants():
 
 def test_build_llm_per_role_settings(monkeypatch):
     assert build_llm(Settings(), "reflect") is None
-    s = Settings(llm_base_url="http://a/v1", llm_model="small", llm_reflect_model="large",
-                 llm_qa_base_url="http://b/v1/", llm_api_key="k1", llm_reflect_api_key="k2")
+    s = Settings(
+        llm_base_url="http://a/v1",
+        llm_model="small",
+        llm_reflect_model="large",
+        llm_qa_base_url="http://b/v1/",
+        llm_api_key="k1",
+        llm_reflect_api_key="k2",
+    )
     assert role_config(s, "retain").model == "small"
     r = role_config(s, "reflect")
     assert (r.model, r.base_url, r.api_key) == ("large", "http://a/v1", "k2")

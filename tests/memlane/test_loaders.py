@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -30,12 +30,11 @@ needs_temporal = pytest.mark.skipif(
     "the loaders need it to parse timestamps",
 )
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def _row(**kw):
-    base = {"speaker": "Ana", "text": "hello", "timestamp": "2025-03-01T10:00:00Z",
-            "session_id": "s1"}
+    base = {"speaker": "Ana", "text": "hello", "timestamp": "2025-03-01T10:00:00Z", "session_id": "s1"}
     base.update(kw)
     return {k: v for k, v in base.items() if v is not _DROP}
 
@@ -63,7 +62,17 @@ def test_locomo_fixture_loads_one_conversation_per_sample(tmp_path):
     # sessions are stored 3, 1, 2 in the file: they come back in numeric order
     assert fx1.session_ids == ["session_1", "session_2", "session_3"]
     assert [t.turn_id for t in fx1.turns] == [
-        "D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3", "D3:1", "D3:2", "D3:3"]
+        "D1:1",
+        "D1:2",
+        "D1:3",
+        "D1:4",
+        "D2:1",
+        "D2:2",
+        "D2:3",
+        "D3:1",
+        "D3:2",
+        "D3:3",
+    ]
     assert [t.index for t in fx1.turns] == [0, 1, 2, 3, 0, 1, 2, 0, 1, 2]
     assert {t.document_id for t in fx1.turns} == {"fx-1"}
     assert fx1.turns[0].speaker == "Noor" and fx1.turns[1].speaker == "Felix"
@@ -145,26 +154,34 @@ def test_locomo_unparseable_date_names_path_and_value(tmp_path):
 
     with pytest.raises(InputError) as ei:
         load_conversations(_locomo_file(tmp_path, mutate))
-    assert _msg(ei) == (
-        "bad.json: $[0].conversation.session_2_date_time: cannot parse timestamp 'whenever'")
+    assert _msg(ei) == ("bad.json: $[0].conversation.session_2_date_time: cannot parse timestamp 'whenever'")
 
 
 @needs_temporal
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda d: d[1]["conversation"]["session_1"][2].pop("dia_id"),
-         "$[1].conversation.session_1[2]: missing field 'dia_id'"),
-        (lambda d: d[0]["conversation"]["session_3"][0].update(text=7),
-         "$[0].conversation.session_3[0].text: expected a string, got number"),
-        (lambda d: d[0]["conversation"]["session_1"][1].update(speaker=""),
-         "$[0].conversation.session_1[1].speaker: must not be empty"),
-        (lambda d: d[0]["conversation"]["session_2"][2].update(dia_id="D1:1"),
-         "$[0].conversation.session_2[2].dia_id: duplicate dia_id 'D1:1'"),
-        (lambda d: d[0]["conversation"]["session_2"].__setitem__(0, "hi"),
-         "$[0].conversation.session_2[0]: expected a turn object, got string"),
-        (lambda d: d[1].update(sample_id="fx-1"),
-         "$[1].sample_id: duplicate sample_id 'fx-1'"),
+        (
+            lambda d: d[1]["conversation"]["session_1"][2].pop("dia_id"),
+            "$[1].conversation.session_1[2]: missing field 'dia_id'",
+        ),
+        (
+            lambda d: d[0]["conversation"]["session_3"][0].update(text=7),
+            "$[0].conversation.session_3[0].text: expected a string, got number",
+        ),
+        (
+            lambda d: d[0]["conversation"]["session_1"][1].update(speaker=""),
+            "$[0].conversation.session_1[1].speaker: must not be empty",
+        ),
+        (
+            lambda d: d[0]["conversation"]["session_2"][2].update(dia_id="D1:1"),
+            "$[0].conversation.session_2[2].dia_id: duplicate dia_id 'D1:1'",
+        ),
+        (
+            lambda d: d[0]["conversation"]["session_2"].__setitem__(0, "hi"),
+            "$[0].conversation.session_2[0]: expected a turn object, got string",
+        ),
+        (lambda d: d[1].update(sample_id="fx-1"), "$[1].sample_id: duplicate sample_id 'fx-1'"),
     ],
 )
 def test_locomo_turn_errors_name_the_json_path(tmp_path, mutate, expected):
@@ -179,11 +196,16 @@ def test_locomo_turn_errors_name_the_json_path(tmp_path, mutate, expected):
     [
         (lambda d: d[0].pop("sample_id"), "$[0]: missing field 'sample_id'"),
         (lambda d: d[0].pop("conversation"), "$[0]: missing field 'conversation'"),
-        (lambda d: d[0]["conversation"].update(session_2="oops"),
-         "$[0].conversation.session_2: expected a list of turns, got string"),
-        (lambda d: [d[0]["conversation"].pop(k) for k in list(d[0]["conversation"])
-                    if k.startswith("session_")],
-         "$[0].conversation: no session_N turn lists"),
+        (
+            lambda d: d[0]["conversation"].update(session_2="oops"),
+            "$[0].conversation.session_2: expected a list of turns, got string",
+        ),
+        (
+            lambda d: [
+                d[0]["conversation"].pop(k) for k in list(d[0]["conversation"]) if k.startswith("session_")
+            ],
+            "$[0].conversation: no session_N turn lists",
+        ),
     ],
 )
 def test_locomo_sample_errors_name_the_json_path(tmp_path, mutate, expected):
@@ -228,19 +250,30 @@ def test_locomo_is_all_or_nothing(tmp_path):
 
 @needs_temporal
 def test_jsonl_groups_documents_and_fills_defaults(tmp_path):
-    path = write_jsonl_fixture(tmp_path / "chat.jsonl", [
-        _row(document_id="u1", session_id="a", speaker="Ana", text="one",
-             timestamp="2025-03-01T10:00:00Z"),
-        _row(session_id="a", speaker="Bo", text="no document id",
-             timestamp="2025-03-01T10:01:00+01:00"),
-        "",
-        _row(document_id="u1", session_id="b", speaker=_DROP, role="user", text="two",
-             timestamp=1700000000),
-        "   ",
-        _row(document_id="u1", session_id="a", speaker="Cy", text="three",
-             turn_id="custom-7", mood="happy", metadata={"lang": "en"}),
-        _row(document_id="u1", session_id="b", speaker="Ana", role="assistant", text="four"),
-    ])
+    path = write_jsonl_fixture(
+        tmp_path / "chat.jsonl",
+        [
+            _row(
+                document_id="u1", session_id="a", speaker="Ana", text="one", timestamp="2025-03-01T10:00:00Z"
+            ),
+            _row(session_id="a", speaker="Bo", text="no document id", timestamp="2025-03-01T10:01:00+01:00"),
+            "",
+            _row(
+                document_id="u1", session_id="b", speaker=_DROP, role="user", text="two", timestamp=1700000000
+            ),
+            "   ",
+            _row(
+                document_id="u1",
+                session_id="a",
+                speaker="Cy",
+                text="three",
+                turn_id="custom-7",
+                mood="happy",
+                metadata={"lang": "en"},
+            ),
+            _row(document_id="u1", session_id="b", speaker="Ana", role="assistant", text="four"),
+        ],
+    )
     convs = load_conversations(path)
     assert [c.document_id for c in convs] == ["u1", "chat"]  # first appearance; stem default
     u1, chat = convs
@@ -277,10 +310,8 @@ def test_jsonl_groups_documents_and_fills_defaults(tmp_path):
         (_row(session_id=_DROP), "line 3: missing field 'session_id'"),
         (_row(session_id=2), "line 3: field 'session_id': expected a string, got number"),
         (_row(timestamp=_DROP), "line 3: missing field 'timestamp'"),
-        (_row(timestamp=None),
-         "line 3: field 'timestamp': expected a string or a number, got null"),
-        (_row(timestamp=True),
-         "line 3: field 'timestamp': expected a string or a number, got boolean"),
+        (_row(timestamp=None), "line 3: field 'timestamp': expected a string or a number, got null"),
+        (_row(timestamp=True), "line 3: field 'timestamp': expected a string or a number, got boolean"),
         (_row(timestamp=""), "line 3: field 'timestamp': must not be empty"),
         (_row(document_id=""), "line 3: field 'document_id': must not be empty"),
         (_row(document_id=9), "line 3: field 'document_id': expected a string, got number"),
@@ -309,20 +340,23 @@ def test_jsonl_unparseable_timestamp_message(tmp_path):
 @needs_temporal
 def test_jsonl_duplicate_turn_ids(tmp_path):
     # explicit id repeated within one document
-    path = write_jsonl_fixture(tmp_path / "d.jsonl", [
-        _row(turn_id="x"), _row(turn_id="y"), _row(turn_id="x")])
+    path = write_jsonl_fixture(
+        tmp_path / "d.jsonl", [_row(turn_id="x"), _row(turn_id="y"), _row(turn_id="x")]
+    )
     with pytest.raises(InputError) as ei:
         load_conversations(path)
-    assert _msg(ei) == ("d.jsonl line 3: field 'turn_id': duplicate turn_id 'x' in document 'd' "
-                        "(first on line 1)")
+    assert _msg(ei) == (
+        "d.jsonl line 3: field 'turn_id': duplicate turn_id 'x' in document 'd' (first on line 1)"
+    )
     # a default id ("s1:2") colliding with an explicit one
     path = write_jsonl_fixture(tmp_path / "e.jsonl", [_row(turn_id="s1:2"), _row()])
     with pytest.raises(InputError) as ei:
         load_conversations(path)
     assert "e.jsonl line 2: field 'turn_id': duplicate turn_id 's1:2'" in _msg(ei)
     # the same id in two different documents is fine
-    path = write_jsonl_fixture(tmp_path / "f.jsonl", [
-        _row(document_id="p", turn_id="x"), _row(document_id="q", turn_id="x")])
+    path = write_jsonl_fixture(
+        tmp_path / "f.jsonl", [_row(document_id="p", turn_id="x"), _row(document_id="q", turn_id="x")]
+    )
     assert [len(c.turns) for c in load_conversations(path)] == [1, 1]
 
 
@@ -401,7 +435,7 @@ def test_detect_format(tmp_path):
     misnamed = write_jsonl_fixture(tmp_path / "turns.json", [_row(), _row()])
     assert detect_format(misnamed) == "jsonl"
     # a broken .json file goes to the LoCoMo loader, which names the problem
-    (tmp_path / "broken.json").write_text("{\n  \"sample_id\": ", encoding="utf-8")
+    (tmp_path / "broken.json").write_text('{\n  "sample_id": ', encoding="utf-8")
     assert detect_format(tmp_path / "broken.json") == "locomo"
 
 
@@ -439,8 +473,7 @@ def test_bundled_sample_conversations_load():
     for conv in convs:
         stamps = [t.timestamp for t in conv.turns]
         assert stamps == sorted(stamps)
-        assert all(datetime(2025, 1, 1, tzinfo=UTC) <= s < datetime(2026, 1, 1, tzinfo=UTC)
-                   for s in stamps)
+        assert all(datetime(2025, 1, 1, tzinfo=UTC) <= s < datetime(2026, 1, 1, tzinfo=UTC) for s in stamps)
     # "2025-04-24T18:30:00+01:00" is the first turn of priya's session_4
     assert convs[0].turns[51].turn_id == "session_4:1"
     assert convs[0].turns[51].timestamp == datetime(2025, 4, 24, 17, 30, tzinfo=UTC)
@@ -455,9 +488,16 @@ def test_real_locomo_totals():
     assert len(convs) == 10
     # the README's per-conversation table
     expected = {
-        "conv-26": (19, 419), "conv-30": (19, 369), "conv-41": (32, 663), "conv-42": (29, 629),
-        "conv-43": (29, 680), "conv-44": (28, 675), "conv-47": (31, 689), "conv-48": (30, 681),
-        "conv-49": (25, 509), "conv-50": (30, 568),
+        "conv-26": (19, 419),
+        "conv-30": (19, 369),
+        "conv-41": (32, 663),
+        "conv-42": (29, 629),
+        "conv-43": (29, 680),
+        "conv-44": (28, 675),
+        "conv-47": (31, 689),
+        "conv-48": (30, 681),
+        "conv-49": (25, 509),
+        "conv-50": (30, 568),
     }
     assert {c.document_id: (len(c.session_ids), len(c.turns)) for c in convs} == expected
     assert sum(len(c.session_ids) for c in convs) == 272
@@ -467,8 +507,7 @@ def test_real_locomo_totals():
     assert sum("img_url" in t.metadata for t in turns) == 910
     conv26 = convs[0]
     assert conv26.turns[0].timestamp == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-    assert conv26.metadata["dates_without_session"] == [
-        f"session_{n}_date_time" for n in range(20, 36)]
+    assert conv26.metadata["dates_without_session"] == [f"session_{n}_date_time" for n in range(20, 36)]
 
     qa = load_locomo_questions(LOCOMO_PATH)
     assert sum(len(v) for v in qa.values()) == 1540

@@ -9,21 +9,29 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from memlane.interfaces import UnitFilter, VectorStore
-from memlane.model import (Bank, Chunk, Disposition, Entity, FactType, Link, LinkType,
-                           MemoryUnit, OpinionChange)
+from memlane.model import (
+    Bank,
+    Chunk,
+    Disposition,
+    Entity,
+    FactType,
+    Link,
+    LinkType,
+    MemoryUnit,
+    OpinionChange,
+)
 from memlane.settings import Settings
-from memlane.stores.milvus import (MilvusStore, collection_names, escape_string, filter_expr,
-                                   unit_from_fields)
+from memlane.stores.milvus import MilvusStore, collection_names, escape_string, filter_expr, unit_from_fields
 
 DIM = 8
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def day(n: float) -> datetime:
@@ -37,13 +45,20 @@ def vec(seed: int) -> list[float]:
 
 def unit(bank: str, uid: str, text: str | None = None, seed: int = 0, **kw) -> MemoryUnit:
     kw.setdefault("mentioned_at", day(0))
-    return MemoryUnit(id=uid, bank_id=bank, text=text or f"memory {uid}", embedding=vec(seed),
-                      **kw)
+    return MemoryUnit(id=uid, bank_id=bank, text=text or f"memory {uid}", embedding=vec(seed), **kw)
 
 
 def chunk(bank: str, cid: str, doc: str = "doc1", **kw) -> Chunk:
-    return Chunk(chunk_id=cid, bank_id=bank, document_id=doc, session_id="s1", index=0,
-                 text=f"raw text of {cid}", started_at=day(0), **kw)
+    return Chunk(
+        chunk_id=cid,
+        bank_id=bank,
+        document_id=doc,
+        session_id="s1",
+        index=0,
+        text=f"raw text of {cid}",
+        started_at=day(0),
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -64,19 +79,35 @@ def test_implements_protocol(store):
 
 def test_unit_round_trip_every_field(store):
     full = MemoryUnit(
-        id="u-1", bank_id="b1", text="Alice moved to Paris in May", fact_type=FactType.opinion,
-        embedding=vec(1), occurred_start=datetime(2023, 5, 1, 8, 30, 15, 123456, timezone.utc),
-        occurred_end=datetime(2023, 5, 31, tzinfo=timezone.utc),
-        mentioned_at=datetime(2023, 6, 2, 10, 0, 0, 999999, timezone.utc), confidence=0.7,
-        document_id="doc-9", chunk_id="doc-9#3", source_turns=["t1", "t2"],
-        entity_ids=["e:alice", "e:paris"], tags=["travel", "europe"],
-        links=[Link(target_id="u-0", type=LinkType.causes, weight=0.25),
-               Link(target_id="u-2", type=LinkType.semantic, weight=0.8)],
-        proof_count=4, source_fact_ids=["u-0"],
-        history=[OpinionChange(at=day(3), confidence=0.6, reason="first", evidence_id="u-0"),
-                 OpinionChange(at=day(4), confidence=0.7)],
-        valid_from=day(1), invalid_at=day(400), superseded_by="u-9",
-        metadata={"speaker": "bob", "nested": {"n": [1, 2.5, None, True]}})
+        id="u-1",
+        bank_id="b1",
+        text="Alice moved to Paris in May",
+        fact_type=FactType.opinion,
+        embedding=vec(1),
+        occurred_start=datetime(2023, 5, 1, 8, 30, 15, 123456, UTC),
+        occurred_end=datetime(2023, 5, 31, tzinfo=UTC),
+        mentioned_at=datetime(2023, 6, 2, 10, 0, 0, 999999, UTC),
+        confidence=0.7,
+        document_id="doc-9",
+        chunk_id="doc-9#3",
+        source_turns=["t1", "t2"],
+        entity_ids=["e:alice", "e:paris"],
+        tags=["travel", "europe"],
+        links=[
+            Link(target_id="u-0", type=LinkType.causes, weight=0.25),
+            Link(target_id="u-2", type=LinkType.semantic, weight=0.8),
+        ],
+        proof_count=4,
+        source_fact_ids=["u-0"],
+        history=[
+            OpinionChange(at=day(3), confidence=0.6, reason="first", evidence_id="u-0"),
+            OpinionChange(at=day(4), confidence=0.7),
+        ],
+        valid_from=day(1),
+        invalid_at=day(400),
+        superseded_by="u-9",
+        metadata={"speaker": "bob", "nested": {"n": [1, 2.5, None, True]}},
+    )
     plain = unit("b1", "u-2", seed=2)  # defaults everywhere: None times, no confidence
     store.upsert_units("b1", [full, plain])
 
@@ -88,14 +119,20 @@ def test_unit_round_trip_every_field(store):
 
     with_vec = store.get_units("b1", ["u-1"], with_embedding=True)[0]
     assert np.allclose(with_vec.embedding, full.embedding, atol=1e-6)
-    assert with_vec.model_copy(update={"embedding": None}) == full.model_copy(
-        update={"embedding": None})
+    assert with_vec.model_copy(update={"embedding": None}) == full.model_copy(update={"embedding": None})
 
 
 def test_hit_fields_and_unit_from_fields(store):
-    u = unit("b1", "u1", seed=1, occurred_start=day(2), confidence=0.5, tags=["x"],
-             links=[Link(target_id="u0", type=LinkType.temporal, weight=0.5)],
-             metadata={"a": 1})
+    u = unit(
+        "b1",
+        "u1",
+        seed=1,
+        occurred_start=day(2),
+        confidence=0.5,
+        tags=["x"],
+        links=[Link(target_id="u0", type=LinkType.temporal, weight=0.5)],
+        metadata={"a": 1},
+    )
     store.upsert_units("b1", [u])
     hit = store.search_dense("b1", np.asarray([u.embedding]), 1)[0][0]
     f = hit.fields
@@ -115,16 +152,26 @@ def test_chunks_entities_banks_round_trip(store):
     store.upsert_chunks("b1", [ch, ch2])
     assert store.get_chunks("b1", ["c2", "nope", "c1"]) == [ch2, ch]
 
-    e1 = Entity(entity_id="e1", bank_id="b1", name="Alice", type="PERSON",
-                aliases=["Al", "Ally"], mention_count=3, first_seen=day(1),
-                last_seen=datetime(2024, 3, 1, 1, 2, 3, 456789, timezone.utc))
+    e1 = Entity(
+        entity_id="e1",
+        bank_id="b1",
+        name="Alice",
+        type="PERSON",
+        aliases=["Al", "Ally"],
+        mention_count=3,
+        first_seen=day(1),
+        last_seen=datetime(2024, 3, 1, 1, 2, 3, 456789, UTC),
+    )
     e0 = Entity(entity_id="e0", bank_id="b1", name="Paris")
     store.upsert_entities("b1", [e1, e0])
     assert store.list_entities("b1") == [e0, e1]
 
-    bank = Bank(bank_id="b2", name="Bob's bank", background="I am Bob.\nI like \"quotes\".",
-                disposition=Disposition(skepticism=5, literalism=1, empathy=2,
-                                        bias_strength=0.9))
+    bank = Bank(
+        bank_id="b2",
+        name="Bob's bank",
+        background='I am Bob.\nI like "quotes".',
+        disposition=Disposition(skepticism=5, literalism=1, empathy=2, bias_strength=0.9),
+    )
     store.upsert_bank(bank)
     assert store.get_bank("b2") == bank
     assert store.get_bank("unknown") is None
@@ -206,8 +253,12 @@ else:
 
 
 def test_second_process_gets_a_clear_error(store):
-    out = subprocess.run([sys.executable, "-c", LOCKED_CHILD, str(store.settings.data_dir)],
-                         capture_output=True, text=True, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", LOCKED_CHILD, str(store.settings.data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "REFUSED:" in out and "milvus-lite server" in out, out[-2000:]
 
 
@@ -217,8 +268,9 @@ def test_dense_search_ranks_nearest_first(store):
     store.upsert_units("b1", units)
     rng = np.random.default_rng(7)
     targets = [4, 17, 29]
-    queries = np.asarray([np.asarray(vec(100 + t)) + rng.normal(0, 0.02, DIM) for t in targets],
-                         dtype=np.float32)
+    queries = np.asarray(
+        [np.asarray(vec(100 + t)) + rng.normal(0, 0.02, DIM) for t in targets], dtype=np.float32
+    )
     res = store.search_dense("b1", queries, 5)
     assert len(res) == 3
     for t, hits in zip(targets, res):
@@ -278,15 +330,34 @@ def test_time_search_overlap(store):
 # --------------------------------------------------------------------------- filters
 @pytest.fixture
 def filtered(store):
-    store.upsert_units("b1", [
-        unit("b1", "w", seed=1, fact_type="world", tags=["x"], document_id="d1",
-             mentioned_at=day(0)),
-        unit("b1", "o", seed=2, fact_type="opinion", tags=["x", "y"], document_id="d2",
-             mentioned_at=day(1), invalid_at=day(9), superseded_by="n"),
-        unit("b1", "n", seed=3, fact_type="opinion", tags=["y"], document_id="d2",
-             mentioned_at=day(9), valid_from=day(9)),
-        unit("b1", "e", seed=4, fact_type="experience", document_id="d1", mentioned_at=day(2)),
-    ])
+    store.upsert_units(
+        "b1",
+        [
+            unit("b1", "w", seed=1, fact_type="world", tags=["x"], document_id="d1", mentioned_at=day(0)),
+            unit(
+                "b1",
+                "o",
+                seed=2,
+                fact_type="opinion",
+                tags=["x", "y"],
+                document_id="d2",
+                mentioned_at=day(1),
+                invalid_at=day(9),
+                superseded_by="n",
+            ),
+            unit(
+                "b1",
+                "n",
+                seed=3,
+                fact_type="opinion",
+                tags=["y"],
+                document_id="d2",
+                mentioned_at=day(9),
+                valid_from=day(9),
+            ),
+            unit("b1", "e", seed=4, fact_type="experience", document_id="d1", mentioned_at=day(2)),
+        ],
+    )
     q = np.asarray([vec(1)], dtype=np.float32)
 
     def run(flt):
@@ -336,7 +407,7 @@ def test_filter_values_cannot_inject(filtered):
 
 def test_odd_values_round_trip_and_filter(store):
     odd = 'it\'s "odd" \\ doc\tid'
-    u = unit("b1", 'u"1\'\\', seed=1, document_id=odd, tags=['t"ag', "x\\y"])
+    u = unit("b1", "u\"1'\\", seed=1, document_id=odd, tags=['t"ag', "x\\y"])
     store.upsert_units("b1", [u, unit("b1", "plain", seed=2)])
     assert store.get_units("b1", [u.id]) == [u.model_copy(update={"embedding": None})]
     q = np.asarray([vec(1)])
@@ -350,9 +421,16 @@ def test_odd_values_round_trip_and_filter(store):
 def test_delete_document_cascade(store):
     a1 = unit("b1", "a1", seed=1, document_id="A")
     a2 = unit("b1", "a2", seed=2, document_id="A")
-    b1 = unit("b1", "b1u", seed=3, document_id="B",
-              links=[Link(target_id="a1", type=LinkType.semantic, weight=0.9),
-                     Link(target_id="x", type=LinkType.causes, weight=0.5)])
+    b1 = unit(
+        "b1",
+        "b1u",
+        seed=3,
+        document_id="B",
+        links=[
+            Link(target_id="a1", type=LinkType.semantic, weight=0.9),
+            Link(target_id="x", type=LinkType.causes, weight=0.5),
+        ],
+    )
     store.upsert_units("b1", [a1, a2, b1])
     store.upsert_chunks("b1", [chunk("b1", "ca", doc="A"), chunk("b1", "cb", doc="B")])
     store.upsert_units("b2", [unit("b2", "a1", seed=1, document_id="A")])
@@ -394,8 +472,7 @@ def test_delete_bank_cascade(store):
 
 def test_delete_units_and_entities_count_existing(store):
     store.upsert_units("b1", [unit("b1", f"u{i}", seed=i) for i in range(3)])
-    store.upsert_entities("b1", [Entity(entity_id=f"e{i}", bank_id="b1", name="E")
-                                 for i in range(3)])
+    store.upsert_entities("b1", [Entity(entity_id=f"e{i}", bank_id="b1", name="E") for i in range(3)])
     assert store.delete_units("b1", ["u0", "u0", "ghost"]) == 1
     assert store.count_units("b1") == 2
     assert store.delete_entities("b1", ["e1", "ghost"]) == 1
@@ -432,12 +509,10 @@ def test_odd_bank_ids_are_separate(store):
 
 
 def test_bad_inputs_raise_clear_errors(store):
-    bad = MemoryUnit(id="u1", bank_id="b1", text="t", embedding=[0.1] * (DIM - 1),
-                     mentioned_at=day(0))
+    bad = MemoryUnit(id="u1", bank_id="b1", text="t", embedding=[0.1] * (DIM - 1), mentioned_at=day(0))
     with pytest.raises(ValueError, match=f"dim is {DIM}"):
         store.upsert_units("b1", [bad])
-    nan = MemoryUnit(id="u1", bank_id="b1", text="t", embedding=[float("nan")] * DIM,
-                     mentioned_at=day(0))
+    nan = MemoryUnit(id="u1", bank_id="b1", text="t", embedding=[float("nan")] * DIM, mentioned_at=day(0))
     with pytest.raises(ValueError, match="NaN"):
         store.upsert_units("b1", [nan])
     with pytest.raises(ValueError, match="belongs to bank"):
@@ -453,8 +528,7 @@ def test_bad_inputs_raise_clear_errors(store):
     with pytest.raises(ValueError, match="JSON"):
         store.upsert_units("b1", [unit("b1", "m", metadata={"when": day(0)})])
     with pytest.raises(ValueError, match="collection_prefix"):
-        MilvusStore(Settings(data_dir=store.settings.data_dir, collection_prefix="bad-prefix"),
-                    dim=DIM)
+        MilvusStore(Settings(data_dir=store.settings.data_dir, collection_prefix="bad-prefix"), dim=DIM)
     # nothing was written by the failed calls
     assert store.count_units("b1") == 0 and store.count_units("b2") == 0
 
@@ -476,8 +550,7 @@ def test_iter_units_pages(store):
 
 # --------------------------------------------------------------------------- concurrency
 def test_concurrent_reads_and_writes(store):
-    store.upsert_units("b1", [unit("b1", f"seed{i}", f"otter fact {i}", seed=i)
-                              for i in range(20)])
+    store.upsert_units("b1", [unit("b1", f"seed{i}", f"otter fact {i}", seed=i) for i in range(20)])
     errors: list[BaseException] = []
 
     def reader(k: int) -> None:
@@ -520,9 +593,11 @@ def test_milvus_lite_server_mode(tmp_path):
     if not Path(exe).exists():
         pytest.skip("the milvus-lite console script is not installed")
     port = _free_port()
-    proc = subprocess.Popen([exe, "server", "--data-dir", str(tmp_path / "server"), "--host",
-                             "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [exe, "server", "--data-dir", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -540,8 +615,13 @@ def test_milvus_lite_server_mode(tmp_path):
         try:
             assert store.is_lite
             store.upsert_bank(Bank(bank_id="srv", name="server bank"))
-            store.upsert_units("srv", [unit("srv", "u1", "the narwhal surfaced", seed=1),
-                                       unit("srv", "u2", "a quiet afternoon", seed=2)])
+            store.upsert_units(
+                "srv",
+                [
+                    unit("srv", "u1", "the narwhal surfaced", seed=1),
+                    unit("srv", "u2", "a quiet afternoon", seed=2),
+                ],
+            )
             assert store.get_bank("srv").name == "server bank"
             assert store.count_units("srv") == 2
             hits = store.search_lexical("srv", "narwhal", 2)

@@ -1,7 +1,7 @@
 """Unit tests of the recall building blocks, against hand-computed values."""
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -9,9 +9,9 @@ from memlane.interfaces import UnitFilter
 from memlane.model import FactType
 from memlane.models.reranker import RRFRankReranker
 from memlane.recall import boosts
-from memlane.units import matches
 from memlane.recall.fusion import rrf
 from memlane.recall.packing import pack
+from memlane.units import matches
 
 
 def test_rrf_sums_reciprocal_ranks_with_k():
@@ -59,8 +59,14 @@ def test_proof_boost_is_log_scaled_and_neutral_without_support_spread():
 
 
 def _fields(**kw):
-    base = {"fact_type": "world", "tags": [], "mentioned_at": 100, "valid_from": 100,
-            "invalid_at": None, "document_id": "d"}
+    base = {
+        "fact_type": "world",
+        "tags": [],
+        "mentioned_at": 100,
+        "valid_from": 100,
+        "invalid_at": None,
+        "document_id": "d",
+    }
     base.update(kw)
     return base
 
@@ -71,15 +77,16 @@ def test_filter_matches_types_tags_and_validity():
     assert matches(_fields(tags=["a", "b"]), UnitFilter(tags=["b", "c"]))
     assert not matches(_fields(tags=["a"]), UnitFilter(tags=["a", "c"], tags_match="all"))
     assert not matches(_fields(invalid_at=150), UnitFilter())
-    as_of = datetime.fromtimestamp(120, timezone.utc)
+    as_of = datetime.fromtimestamp(120, UTC)
     assert matches(_fields(invalid_at=150), UnitFilter(as_of=as_of))
     assert not matches(_fields(mentioned_at=130, valid_from=130), UnitFilter(as_of=as_of))
     assert not matches(_fields(document_id="x"), UnitFilter(document_id="d"))
 
 
 def test_rrf_channel_weights_scale_each_channel():
-    fused = dict(rrf({"lexical": ["x"], "semantic": ["y", "x"]}, k=60,
-                     weights={"lexical": 1.0, "semantic": 0.2}))
+    fused = dict(
+        rrf({"lexical": ["x"], "semantic": ["y", "x"]}, k=60, weights={"lexical": 1.0, "semantic": 0.2})
+    )
     assert fused["x"] == pytest.approx(1 / 61 + 0.2 / 62)
     assert fused["y"] == pytest.approx(0.2 / 61)
 

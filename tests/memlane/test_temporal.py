@@ -15,7 +15,7 @@ LoCoMo's first session, "1:56 pm on 8 May, 2023", a Monday:
 from __future__ import annotations
 
 import math
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
@@ -29,7 +29,7 @@ from memlane.temporal import (
     to_epoch,
 )
 
-UTC = timezone.utc
+UTC = UTC
 REF = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # Monday
 REF_JAN = datetime(2024, 1, 15, 9, 0, tzinfo=UTC)  # Monday, in a (leap-year) winter
 

@@ -6,7 +6,7 @@ under test."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ from memlane.units import (
 )
 
 DIM = 8
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def day(n: float) -> datetime:
@@ -37,25 +37,36 @@ def day(n: float) -> datetime:
 def unit(bank: str, uid: str, seed: int, **kw) -> MemoryUnit:
     v = np.random.default_rng(seed).normal(size=DIM)
     kw.setdefault("mentioned_at", day(0))
-    return MemoryUnit(id=uid, bank_id=bank, text=f"memory {uid}",
-                      embedding=(v / np.linalg.norm(v)).tolist(), **kw)
+    return MemoryUnit(
+        id=uid, bank_id=bank, text=f"memory {uid}", embedding=(v / np.linalg.norm(v)).tolist(), **kw
+    )
 
 
 # A bank covering each rule: types, tags, documents, invalidation, validity after the mention,
 # and each shape of occurrence (end-only as the LLM extractor writes it, start-only, open, both).
 FILTER_BANK = [
     unit("f", "w", 1, fact_type="world", tags=["x"], document_id="d1"),
-    unit("f", "o", 2, fact_type="opinion", tags=["x", "y"], document_id="d2", mentioned_at=day(1),
-         invalid_at=day(9), superseded_by="n"),
-    unit("f", "n", 3, fact_type="opinion", tags=["y"], document_id="d2", mentioned_at=day(9),
-         valid_from=day(9)),
-    unit("f", "e", 4, fact_type="experience", document_id="d1", mentioned_at=day(2),
-         valid_from=day(4)),
+    unit(
+        "f",
+        "o",
+        2,
+        fact_type="opinion",
+        tags=["x", "y"],
+        document_id="d2",
+        mentioned_at=day(1),
+        invalid_at=day(9),
+        superseded_by="n",
+    ),
+    unit(
+        "f", "n", 3, fact_type="opinion", tags=["y"], document_id="d2", mentioned_at=day(9), valid_from=day(9)
+    ),
+    unit("f", "e", 4, fact_type="experience", document_id="d1", mentioned_at=day(2), valid_from=day(4)),
     unit("f", "end", 5, tags=["z"], document_id="d3", occurred_end=day(20), mentioned_at=day(25)),
     unit("f", "start", 6, document_id="d3", occurred_start=day(15), mentioned_at=day(25)),
     unit("f", "open", 7, document_id="d3", mentioned_at=day(12)),
-    unit("f", "both", 8, document_id="d3", occurred_start=day(10), occurred_end=day(14),
-         mentioned_at=day(30)),
+    unit(
+        "f", "both", 8, document_id="d3", occurred_start=day(10), occurred_end=day(14), mentioned_at=day(30)
+    ),
 ]
 ALL = {u.id for u in FILTER_BANK}
 
@@ -64,10 +75,12 @@ FILTER_CASES = [
     ("default hides invalidated", UnitFilter(), ALL - {"o"}),
     ("only_valid off", UnitFilter(only_valid=False), ALL),
     ("one type", UnitFilter(fact_types=[FactType.opinion]), {"n"}),
-    ("one type, invalidated too", UnitFilter(fact_types=[FactType.opinion], only_valid=False),
-     {"o", "n"}),
-    ("two types", UnitFilter(fact_types=[FactType.world, FactType.experience]),
-     {"w", "e", "end", "start", "open", "both"}),
+    ("one type, invalidated too", UnitFilter(fact_types=[FactType.opinion], only_valid=False), {"o", "n"}),
+    (
+        "two types",
+        UnitFilter(fact_types=[FactType.world, FactType.experience]),
+        {"w", "e", "end", "start", "open", "both"},
+    ),
     ("empty types: any", UnitFilter(fact_types=[]), ALL - {"o"}),
     ("tags any", UnitFilter(tags=["x", "y"], only_valid=False), {"w", "o", "n"}),
     ("tags all", UnitFilter(tags=["x", "y"], tags_match="all", only_valid=False), {"o"}),
@@ -98,8 +111,11 @@ INTERVAL_CASES = [
 
 # (query start, query end, ids found) over a bank of the INTERVAL_CASES units.
 TIME_QUERIES = [
-    (19.5, 20.5, {"end only, mentioned after (LLM: 'finished by ...')",
-                  "end only, mentioned before (a plan)"}),
+    (
+        19.5,
+        20.5,
+        {"end only, mentioned after (LLM: 'finished by ...')", "end only, mentioned before (a plan)"},
+    ),
     (21, 26, set()),  # an end-only unit does not stretch to its mention
     (6, 9, set()),  # nor back to an earlier mention (the plan)
     (15, 15, {"start only"}),
@@ -121,9 +137,16 @@ def milvus(tmp_path_factory):
 def interval_bank() -> list[MemoryUnit]:
     out = []
     for i, (name, s, e, m, _) in enumerate(INTERVAL_CASES):
-        out.append(unit("t", name, 100 + i, mentioned_at=day(m),
-                        occurred_start=None if s is None else day(s),
-                        occurred_end=None if e is None else day(e)))
+        out.append(
+            unit(
+                "t",
+                name,
+                100 + i,
+                mentioned_at=day(m),
+                occurred_start=None if s is None else day(s),
+                occurred_end=None if e is None else day(e),
+            )
+        )
     return out
 
 
@@ -155,13 +178,12 @@ def test_bad_tags_match_is_refused_everywhere(milvus, impl):
 def test_milvus_expression_text():
     assert milvus_expr(None) == ""
     assert milvus_expr(UnitFilter(only_valid=False)) == ""
-    assert milvus_expr(UnitFilter(fact_types=[FactType.world], tags=["a"], tags_match="all",
-                                  only_valid=False)) == (
-        '(fact_type in ["world"]) and (array_contains_all(tags, ["a"]))')
+    assert milvus_expr(
+        UnitFilter(fact_types=[FactType.world], tags=["a"], tags_match="all", only_valid=False)
+    ) == ('(fact_type in ["world"]) and (array_contains_all(tags, ["a"]))')
 
 
-@pytest.mark.parametrize("name, s, e, m, expected", INTERVAL_CASES,
-                         ids=[c[0] for c in INTERVAL_CASES])
+@pytest.mark.parametrize("name, s, e, m, expected", INTERVAL_CASES, ids=[c[0] for c in INTERVAL_CASES])
 def test_occurrence_interval_forms_agree(name, s, e, m, expected):
     u = [x for x in interval_bank() if x.id == name][0]
     assert effective_interval(u) == (day(expected[0]), day(expected[1]))
@@ -186,5 +208,4 @@ def test_fields_round_trip_and_candidates_match_the_store(milvus):
     from_store = milvus.candidates("f", ids, None)
     assert from_index == from_store  # the same scoring fields from either backend
     for u in FILTER_BANK:
-        assert unit_from_fields("f", u.id, from_index[u.id]) == u.model_copy(
-            update={"embedding": None})
+        assert unit_from_fields("f", u.id, from_index[u.id]) == u.model_copy(update={"embedding": None})

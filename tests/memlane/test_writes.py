@@ -15,8 +15,13 @@ from memlane.reflect.opinions import OpinionDraft
 
 
 def _item(text: str, doc: str, day: int) -> dict:
-    return {"content": text, "speaker": "Ana", "document_id": doc, "session_id": f"{doc}-s",
-            "timestamp": f"2025-01-{day:02d}T10:00:00Z"}
+    return {
+        "content": text,
+        "speaker": "Ana",
+        "document_id": doc,
+        "session_id": f"{doc}-s",
+        "timestamp": f"2025-01-{day:02d}T10:00:00Z",
+    }
 
 
 class Counter:
@@ -44,8 +49,10 @@ def _texts(memory: Memory, query: str, **options) -> list[str]:
 @pytest.fixture
 def pair(settings, embedder, extractor):
     """A writer engine and a reader engine on the same store, each with its own state."""
-    with Memory(settings, embedder=embedder, extractor=extractor) as writer, \
-            Memory(settings, embedder=embedder, extractor=extractor) as reader:
+    with (
+        Memory(settings, embedder=embedder, extractor=extractor) as writer,
+        Memory(settings, embedder=embedder, extractor=extractor) as reader,
+    ):
         yield writer, reader
 
 
@@ -58,9 +65,14 @@ def test_each_write_bumps_the_revision_once_and_another_engine_sees_it(pair, mon
 
     a.create_bank("ana", name="Ana")
     assert bumps.take() == 0  # the profile is read from the store, not derived state
-    report = a.retain_items("ana", [_item("My cat is called Mochi.", "pets", 2),
-                                    _item("Mochi sleeps on the radiator.", "pets", 3),
-                                    _item("I bought a kayak for the lake.", "boat", 4)])
+    report = a.retain_items(
+        "ana",
+        [
+            _item("My cat is called Mochi.", "pets", 2),
+            _item("Mochi sleeps on the radiator.", "pets", 3),
+            _item("I bought a kayak for the lake.", "boat", 4),
+        ],
+    )
     assert report.units == 3 and bumps.take() == 2  # one write per document
     assert "Ana: I bought a kayak for the lake." in _texts(b, "kayak")
 
@@ -75,8 +87,12 @@ def test_each_write_bumps_the_revision_once_and_another_engine_sees_it(pair, mon
     assert bumps.take() == 1
     assert "Ana: I sold the kayak and bought a canoe." not in _texts(b, "canoe")
 
-    [op] = a.cara.form_opinions(a.get_bank("ana"), [OpinionDraft(
-        statement="I think Mochi is the laziest cat.", confidence=0.7)], [], "q")
+    [op] = a.cara.form_opinions(
+        a.get_bank("ana"),
+        [OpinionDraft(statement="I think Mochi is the laziest cat.", confidence=0.7)],
+        [],
+        "q",
+    )
     assert bumps.take() == 1
     assert _texts(b, "lazy cat", types=["opinion"]) == ["I think Mochi is the laziest cat."]
 
@@ -169,11 +185,15 @@ def test_retain_with_a_per_call_extractor(memory):
 
 
 def test_plan_items_validates_and_groups_without_writing(memory):
-    plan = memory.plan_items("ana", [_item("One.", "d1", 2), _item("Two.", "d1", 3),
-                                     {"content": "Three.", "tags": ["x"]}], tags=["t"])
+    plan = memory.plan_items(
+        "ana",
+        [_item("One.", "d1", 2), _item("Two.", "d1", 3), {"content": "Three.", "tags": ["x"]}],
+        tags=["t"],
+    )
     assert {d: (tags, [t.text for t in turns]) for d, (tags, turns) in plan.items()} == {
         "d1": (["t"], ["One.", "Two."]),
-        next(d for d in plan if d != "d1"): (["t", "x"], ["Three."])}
+        next(d for d in plan if d != "d1"): (["t", "x"], ["Three."]),
+    }
     assert [t.turn_id for t in plan["d1"][1]] == ["d1-s:1", "d1-s:2"]
     with pytest.raises(InvalidInput, match="items.1.content"):
         memory.plan_items("ana", [_item("One.", "d1", 2), {"content": ""}])
@@ -187,14 +207,23 @@ def test_observations_lose_deleted_sources(memory):
     from memlane.model import MemoryUnit, now_utc
     from memlane.reflect.observations import observation_id
 
-    memory.retain_items("ana", [_item("My cat is called Mochi.", "pets", 2),
-                                _item("Mochi sleeps a lot.", "sleep", 3)])
+    memory.retain_items(
+        "ana", [_item("My cat is called Mochi.", "pets", 2), _item("Mochi sleeps a lot.", "sleep", 3)]
+    )
     facts = {u.document_id: u.id for u in memory.list_memories("ana")[0]}
     vec = memory.embedder.embed(["Mochi is a cat who sleeps a lot."])[0].tolist()
     now = now_utc()
-    obs = MemoryUnit(id=observation_id("ana", "mochi"), bank_id="ana", text="Mochi summary",
-                     fact_type=FactType.observation, embedding=vec, mentioned_at=now,
-                     valid_from=now, proof_count=2, source_fact_ids=list(facts.values()))
+    obs = MemoryUnit(
+        id=observation_id("ana", "mochi"),
+        bank_id="ana",
+        text="Mochi summary",
+        fact_type=FactType.observation,
+        embedding=vec,
+        mentioned_at=now,
+        valid_from=now,
+        proof_count=2,
+        source_fact_ids=list(facts.values()),
+    )
     with memory.writer.write("ana") as w:
         w.units([obs])
     memory.delete_document("ana", "sleep")
@@ -205,8 +234,9 @@ def test_observations_lose_deleted_sources(memory):
         memory.get_memory("ana", obs.id)
 
 
-def test_consolidation_writes_opinions_and_observations_in_one_write(settings, embedder,
-                                                                     extractor, monkeypatch):
+def test_consolidation_writes_opinions_and_observations_in_one_write(
+    settings, embedder, extractor, monkeypatch
+):
     """A consolidation job after retain (sync mode) updates a related opinion and refreshes
     observations: one revision bump for all of it, and a second engine sees both."""
     import json
@@ -225,15 +255,30 @@ def test_consolidation_writes_opinions_and_observations_in_one_write(settings, e
 
     with FakeLLMServer() as server:
         server.responder = answer
-        s = settings.model_copy(update={"llm_base_url": server.base_url, "llm_model": "fake",
-                                        "llm_background": "sync", "llm_max_retries": 0})
-        with Memory(s, embedder=embedder, extractor=extractor) as a, \
-                Memory(settings, embedder=embedder, extractor=extractor) as b:
+        s = settings.model_copy(
+            update={
+                "llm_base_url": server.base_url,
+                "llm_model": "fake",
+                "llm_background": "sync",
+                "llm_max_retries": 0,
+            }
+        )
+        with (
+            Memory(s, embedder=embedder, extractor=extractor) as a,
+            Memory(settings, embedder=embedder, extractor=extractor) as b,
+        ):
             a.create_bank("ana", name="Ana", background="I am a vet.")
             a.retain_items("ana", [_item("I adopted a beagle called Pixel last week.", "pets", 2)])
-            [op] = a.cara.form_opinions(a.get_bank("ana"), [OpinionDraft(
-                statement="I think Pixel is well behaved.", confidence=0.6,
-                entities=["Pixel"])], [], "q")
+            [op] = a.cara.form_opinions(
+                a.get_bank("ana"),
+                [
+                    OpinionDraft(
+                        statement="I think Pixel is well behaved.", confidence=0.6, entities=["Pixel"]
+                    )
+                ],
+                [],
+                "q",
+            )
             bumps = Counter(monkeypatch, a.store, "bump_revision")
             a.retain_items("ana", [_item("My beagle Pixel chewed my running shoes.", "more", 3)])
             assert bumps.take() == 2  # the retain, then its consolidation job

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
-
 from fixtures import write_jsonl_fixture, write_locomo_fixture
+from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +44,18 @@ def _open_store(data_dir: Path):
 def _bank_state(store, bank_id: str) -> dict:
     units = [u for batch in store.iter_units(bank_id) for u in batch]
     return {
-        "units": sorted((u.id, u.chunk_id, tuple(u.entity_ids), tuple(u.source_turns),
-                         tuple(sorted((lk.target_id, lk.type.value) for lk in u.links)))
-                        for u in units),
+        "units": sorted(
+            (
+                u.id,
+                u.chunk_id,
+                tuple(u.entity_ids),
+                tuple(u.source_turns),
+                tuple(sorted((lk.target_id, lk.type.value) for lk in u.links)),
+            )
+            for u in units
+        ),
         "chunks": store.count_chunks(bank_id),
-        "entities": sorted((e.entity_id, e.name, e.mention_count)
-                           for e in store.list_entities(bank_id)),
+        "entities": sorted((e.entity_id, e.name, e.mention_count) for e in store.list_entities(bank_id)),
     }
 
 
@@ -60,14 +65,20 @@ def _records(n_banks: int, per_bank: int, prefix: str = "user") -> list[dict]:
     rows = []
     for b in range(n_banks):
         for i in range(per_bank):
-            rows.append({"bank_id": f"{prefix}-{b}", "session_id": f"s{i // 5}",
-                         "speaker": "Ada" if i % 2 == 0 else "Ben",
-                         "text": f"Message {i} of user {b}: we met at the harbour in Lisbon.",
-                         "timestamp": f"2024-0{1 + b % 9}-{1 + i // 5:02d}T10:{i % 60:02d}:00Z"})
+            rows.append(
+                {
+                    "bank_id": f"{prefix}-{b}",
+                    "session_id": f"s{i // 5}",
+                    "speaker": "Ada" if i % 2 == 0 else "Ben",
+                    "text": f"Message {i} of user {b}: we met at the harbour in Lisbon.",
+                    "timestamp": f"2024-0{1 + b % 9}-{1 + i // 5:02d}T10:{i % 60:02d}:00Z",
+                }
+            )
     return rows
 
 
 # ------------------------------------------------------------------ CLI, own local cluster
+
 
 def test_cli_locomo_same_memories_as_plain_retain_then_resume(tmp_path, memory):
     from memlane.ingest import load_conversations
@@ -77,8 +88,16 @@ def test_cli_locomo_same_memories_as_plain_retain_then_resume(tmp_path, memory):
     result = _invoke(str(src), "--data-dir", str(data), "--json", "--workers", "1")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(summary) >= {"banks", "turns", "memories", "entities", "links", "rejects",
-                            "wall_s", "turns_per_s"}
+    assert set(summary) >= {
+        "banks",
+        "turns",
+        "memories",
+        "entities",
+        "links",
+        "rejects",
+        "wall_s",
+        "turns_per_s",
+    }
 
     # The reference: a plain in-process retain of the same file, one bank per conversation.
     conversations = load_conversations(src)
@@ -86,14 +105,14 @@ def test_cli_locomo_same_memories_as_plain_retain_then_resume(tmp_path, memory):
         memory.retain(conv.document_id, [(conv.document_id, conv.turns)])
     n_turns = sum(len(c.turns) for c in conversations)
     assert (summary["banks"], summary["turns"], summary["rejects"]) == (2, n_turns, 0)
-    assert summary["memories"] == sum(memory.store.count_units(c.document_id)
-                                      for c in conversations) == n_turns
+    assert (
+        summary["memories"] == sum(memory.store.count_units(c.document_id) for c in conversations) == n_turns
+    )
 
     store = _open_store(data)  # the server is stopped: open the directory as a Lite file
     try:
         for conv in conversations:
-            assert _bank_state(store, conv.document_id) == _bank_state(memory.store,
-                                                                        conv.document_id)
+            assert _bank_state(store, conv.document_id) == _bank_state(memory.store, conv.document_id)
     finally:
         store.close()
 
@@ -125,12 +144,15 @@ def test_cli_reject_share_over_limit_exits_2_before_writing(tmp_path):
     assert not (data / "milvus.db").exists()  # nothing started, nothing written
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--format", "csv"], "--format must be one of"),
-    (["--workers", "0"], "--workers must be >= 1"),
-    (["--max-reject-share", "1.5"], "--max-reject-share must be in [0, 1]"),
-    (["--vllm-model", "some/model"], "--vllm-model needs vLLM"),  # not installed on CPU machines
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--format", "csv"], "--format must be one of"),
+        (["--workers", "0"], "--workers must be >= 1"),
+        (["--max-reject-share", "1.5"], "--max-reject-share must be in [0, 1]"),
+        (["--vllm-model", "some/model"], "--vllm-model needs vLLM"),  # not installed on CPU machines
+    ],
+)
 def test_cli_bad_options_exit_2(tmp_path, args, message):
     src = write_jsonl_fixture(tmp_path / "c.jsonl", _records(1, 2))
     result = _invoke(str(src), "--data-dir", str(tmp_path / "bf"), *args)
@@ -144,6 +166,7 @@ def test_cli_missing_path_exits_2(tmp_path):
 
 
 # ------------------------------------------------------------------ shared local cluster
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -192,9 +215,15 @@ def test_worker_fault_mid_job_still_exact(cluster, tmp_path, fault):
     rows.append(bad)
     src = write_jsonl_fixture(tmp_path / f"{fault}.jsonl", rows)
     marker = tmp_path / f"{fault}.fired"
-    summary, results = _run(cluster, src, tmp_path / "bf", workers=2, group_turns=40,
-                            max_reject_share=0.01,
-                            runtime_env={"env_vars": {"MEMLANE_BACKFILL_FAULT": f"{fault}:{marker}"}})
+    summary, results = _run(
+        cluster,
+        src,
+        tmp_path / "bf",
+        workers=2,
+        group_turns=40,
+        max_reject_share=0.01,
+        runtime_env={"env_vars": {"MEMLANE_BACKFILL_FAULT": f"{fault}:{marker}"}},
+    )
     assert marker.exists()  # the fault did fire
     expected = Counter(r["bank_id"] for r in rows[:-1])
     assert (summary.banks, summary.failed_banks, summary.rejects) == (6, 0, 1)
@@ -260,10 +289,12 @@ def test_metrics_reach_the_prometheus_endpoint(cluster, tmp_path):
                 out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
         return out
 
-    wanted = {"ray_memlane_backfill_memories_written_total": 20,
-              "ray_memlane_backfill_turns_read_total": 20,
-              "ray_memlane_backfill_rejects_total": 1,
-              "ray_memlane_backfill_stage_seconds_count": 1}
+    wanted = {
+        "ray_memlane_backfill_memories_written_total": 20,
+        "ray_memlane_backfill_turns_read_total": 20,
+        "ray_memlane_backfill_rejects_total": 1,
+        "ray_memlane_backfill_stage_seconds_count": 1,
+    }
     deadline = time.monotonic() + 60
     while True:
         got = totals()

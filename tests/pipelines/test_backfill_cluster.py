@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from fixtures import write_jsonl_fixture
 
 pytestmark = pytest.mark.slow
@@ -37,10 +36,17 @@ def test_backfill_on_two_nodes(tmp_path):
     from memlane.stores.milvus import MilvusStore
     from pipelines.backfill import BackfillConfig, run_backfill
 
-    rows = [{"bank_id": f"b{b}", "session_id": f"s{i // 4}", "speaker": "Kit" if i % 2 else "Lou",
-             "text": f"Note {i} for bank {b} about the ferry to Bergen.",
-             "timestamp": f"2023-05-{1 + i // 4:02d}T09:{i:02d}:00Z"}
-            for b in range(4) for i in range(12)]
+    rows = [
+        {
+            "bank_id": f"b{b}",
+            "session_id": f"s{i // 4}",
+            "speaker": "Kit" if i % 2 else "Lou",
+            "text": f"Note {i} for bank {b} about the ferry to Bergen.",
+            "timestamp": f"2023-05-{1 + i // 4:02d}T09:{i:02d}:00Z",
+        }
+        for b in range(4)
+        for i in range(12)
+    ]
     src = write_jsonl_fixture(tmp_path / "two.jsonl", rows)
 
     bind_ray_to_loopback()
@@ -54,15 +60,23 @@ def test_backfill_on_two_nodes(tmp_path):
         assert len([n for n in ray.nodes() if n["Alive"]]) == 2
         results: list[dict] = []
         summary = run_backfill(
-            BackfillConfig(path=src, milvus_uri=server.uri, data_dir=tmp_path / "bf",
-                           workers=2, group_turns=12, progress=False),
-            on_result=results.append)
+            BackfillConfig(
+                path=src,
+                milvus_uri=server.uri,
+                data_dir=tmp_path / "bf",
+                workers=2,
+                group_turns=12,
+                progress=False,
+            ),
+            on_result=results.append,
+        )
         assert (summary.banks, summary.turns, summary.memories, summary.failed_banks) == (4, 48, 48, 0)
         assert len({r["node_id"] for r in results}) == 2  # both nodes retained banks
         store = MilvusStore(Settings(milvus_uri=server.uri), dim=384)
         try:
             assert {b: store.count_units(b) for b in ("b0", "b1", "b2", "b3")} == dict(
-                Counter(r["bank_id"] for r in rows))
+                Counter(r["bank_id"] for r in rows)
+            )
         finally:
             store.close()
     finally:

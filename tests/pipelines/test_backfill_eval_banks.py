@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixtures import write_locomo_fixture
 
 from actors.wire import decode_bank
-from fixtures import write_locomo_fixture
 from memlane.ingest import bank_id_for, load_conversations, load_longmemeval
 from pipelines.backfill import BackfillConfig, prepare_backfill
 
@@ -26,33 +26,50 @@ def _lme_file(path):
         return out
 
     data = [
-        {"question_id": "q-rowing", "question_type": "single-session-user",
-         "question": "Which rowing club did I join?", "answer": "Dockside",
-         "question_date": "2024/04/02 (Tue) 09:00", "answer_session_ids": ["s-club"],
-         "haystack_session_ids": ["s-weather", "s-club", "s-weather"],
-         "haystack_dates": ["2024/03/01 (Fri) 08:00", "2024/03/10 (Sun) 19:30",
-                            "2024/03/20 (Wed) 07:45"],
-         "haystack_sessions": [
-             [turn("user", "Is it going to rain on Saturday?"),
-              turn("assistant", "Light showers are expected in the afternoon.")],
-             [turn("user", "I joined the Dockside rowing club today!", True),
-              turn("assistant", ""),  # empty: left out, keeps its place in the numbering
-              turn("assistant", "Congratulations, enjoy the river.", False)],
-             [turn("user", "Windy again this morning.")]]},
-        {"question_id": "q 2/abs_abs", "question_type": "temporal-reasoning",
-         "question": "When did I buy the cello?", "answer": "not mentioned",
-         "question_date": "2024/05/01 (Wed) 10:00", "answer_session_ids": [],
-         "haystack_session_ids": ["s-a"], "haystack_dates": ["2024/04/12 (Fri) 12:00"],
-         "haystack_sessions": [[turn("user", "I practised the violin for an hour."),
-                                turn("assistant", "Nice, which piece?")]]},
+        {
+            "question_id": "q-rowing",
+            "question_type": "single-session-user",
+            "question": "Which rowing club did I join?",
+            "answer": "Dockside",
+            "question_date": "2024/04/02 (Tue) 09:00",
+            "answer_session_ids": ["s-club"],
+            "haystack_session_ids": ["s-weather", "s-club", "s-weather"],
+            "haystack_dates": ["2024/03/01 (Fri) 08:00", "2024/03/10 (Sun) 19:30", "2024/03/20 (Wed) 07:45"],
+            "haystack_sessions": [
+                [
+                    turn("user", "Is it going to rain on Saturday?"),
+                    turn("assistant", "Light showers are expected in the afternoon."),
+                ],
+                [
+                    turn("user", "I joined the Dockside rowing club today!", True),
+                    turn("assistant", ""),  # empty: left out, keeps its place in the numbering
+                    turn("assistant", "Congratulations, enjoy the river.", False),
+                ],
+                [turn("user", "Windy again this morning.")],
+            ],
+        },
+        {
+            "question_id": "q 2/abs_abs",
+            "question_type": "temporal-reasoning",
+            "question": "When did I buy the cello?",
+            "answer": "not mentioned",
+            "question_date": "2024/05/01 (Wed) 10:00",
+            "answer_session_ids": [],
+            "haystack_session_ids": ["s-a"],
+            "haystack_dates": ["2024/04/12 (Fri) 12:00"],
+            "haystack_sessions": [
+                [turn("user", "I practised the violin for an hour."), turn("assistant", "Nice, which piece?")]
+            ],
+        },
     ]
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
 
 
 def _plan(path, tmp_path, fmt):
-    cfg = BackfillConfig(path=path, milvus_uri="unused-by-the-plan", data_dir=tmp_path / "bf",
-                         fmt=fmt, max_reject_share=1.0)
+    cfg = BackfillConfig(
+        path=path, milvus_uri="unused-by-the-plan", data_dir=tmp_path / "bf", fmt=fmt, max_reject_share=1.0
+    )
     plan = prepare_backfill(cfg)
     return {bank.bank_id: decode_bank(payload) for bank, payload, _ in plan.banks}
 
@@ -66,19 +83,26 @@ def _eval_inputs(path, fmt):
 
 @pytest.mark.parametrize("fmt", ["locomo", "longmemeval"])
 def test_backfill_plan_and_eval_have_the_same_banks_and_documents(tmp_path, fmt):
-    path = (write_locomo_fixture(tmp_path / "locomo.json") if fmt == "locomo"
-            else _lme_file(tmp_path / "lme.json"))
+    path = (
+        write_locomo_fixture(tmp_path / "locomo.json")
+        if fmt == "locomo"
+        else _lme_file(tmp_path / "lme.json")
+    )
     planned, evaluated = _plan(path, tmp_path, fmt), _eval_inputs(path, fmt)
-    expected = ({"fx-1", "fx-2"} if fmt == "locomo"
-                else {"q-rowing", bank_id_for("q 2/abs_abs")})
+    expected = {"fx-1", "fx-2"} if fmt == "locomo" else {"q-rowing", bank_id_for("q 2/abs_abs")}
     assert set(planned) == set(evaluated) == expected
     for bank in expected:
         assert planned[bank] == evaluated[bank]  # pydantic equality: every turn field
     if fmt == "longmemeval":
         [(doc, turns)] = planned["q-rowing"]
         assert doc == "q-rowing"
-        assert [t.turn_id for t in turns] == ["s-weather:1", "s-weather:2", "s-club:1",
-                                              "s-club:3", "s-weather#3:1"]
+        assert [t.turn_id for t in turns] == [
+            "s-weather:1",
+            "s-weather:2",
+            "s-club:1",
+            "s-club:3",
+            "s-weather#3:1",
+        ]
         assert [t.index for t in turns] == [0, 1, 0, 2, 0]
         assert [t.metadata["has_answer"] for t in turns] == [False, False, True, False, False]
 
@@ -108,8 +132,7 @@ def test_memories_written_by_a_backfill_are_the_evals(memory, embedder, extracto
     run_locomo(memory, locomo, progress=False, reuse_banks=True)
     assert _unit_ids(memory, planned) == backfilled  # reused, not retained beside
 
-    fresh = Memory(Settings(data_dir=tmp_path / "eval-data"), embedder=embedder,
-                   extractor=extractor)
+    fresh = Memory(Settings(data_dir=tmp_path / "eval-data"), embedder=embedder, extractor=extractor)
     try:
         run_longmemeval(fresh, lme, progress=False)
         run_locomo(fresh, locomo, progress=False)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from fixtures import write_jsonl_fixture, write_locomo_fixture
-from pipelines.corpus import (BankInput, bank_id_for, decode_bank, detect_format, encode_bank,
-                              read_corpus)
+
+from pipelines.corpus import BankInput, bank_id_for, decode_bank, detect_format, encode_bank, read_corpus
 
 
 def _read(path, fmt="auto"):
@@ -19,8 +18,13 @@ def _read(path, fmt="auto"):
 
 
 def _lme_item(qid, dates, sessions, sids=None):
-    item = {"question_id": qid, "question": "q?", "answer": "a",
-            "haystack_dates": dates, "haystack_sessions": sessions}
+    item = {
+        "question_id": qid,
+        "question": "q?",
+        "answer": "a",
+        "haystack_dates": dates,
+        "haystack_sessions": sessions,
+    }
     if sids is not None:
         item["haystack_session_ids"] = sids
     return item
@@ -42,14 +46,18 @@ def test_locomo_matches_engine_loader(tmp_path):
 
 def test_longmemeval_banks_sessions_and_dates(tmp_path):
     sessions = [
-        [{"role": "user", "content": "I moved to Ghent last month.", "has_answer": True},
-         {"role": "assistant", "content": "How do you like it?"}],
+        [
+            {"role": "user", "content": "I moved to Ghent last month.", "has_answer": True},
+            {"role": "assistant", "content": "How do you like it?"},
+        ],
         [{"role": "user", "content": "My bike got stolen yesterday."}],
     ]
-    data = [_lme_item("q-001", ["2023/05/20 (Sat) 02:21", "2023/06/02 (Fri) 18:05"], sessions,
-                      ["answer_a1", "s_77"]),
-            _lme_item("bad id/with slash", ["2023/05/21 (Sun) 09:00"],
-                      [[{"role": "user", "content": "hello"}]])]
+    data = [
+        _lme_item(
+            "q-001", ["2023/05/20 (Sat) 02:21", "2023/06/02 (Fri) 18:05"], sessions, ["answer_a1", "s_77"]
+        ),
+        _lme_item("bad id/with slash", ["2023/05/21 (Sun) 09:00"], [[{"role": "user", "content": "hello"}]]),
+    ]
     path = tmp_path / "lme.json"
     path.write_text(json.dumps(data))
     assert detect_format(path) == "longmemeval"
@@ -61,18 +69,19 @@ def test_longmemeval_banks_sessions_and_dates(tmp_path):
     assert doc == "q-001"
     assert [t.turn_id for t in turns] == ["answer_a1:1", "answer_a1:2", "s_77:1"]
     assert [t.speaker for t in turns] == ["user", "assistant", "user"]
-    assert turns[0].timestamp == datetime(2023, 5, 20, 2, 21, tzinfo=timezone.utc)
-    assert turns[2].timestamp == datetime(2023, 6, 2, 18, 5, tzinfo=timezone.utc)
+    assert turns[0].timestamp == datetime(2023, 5, 20, 2, 21, tzinfo=UTC)
+    assert turns[2].timestamp == datetime(2023, 6, 2, 18, 5, tzinfo=UTC)
     assert turns[0].metadata == {"has_answer": True}
     assert [t.index for t in turns] == [0, 1, 0]
 
 
 def test_longmemeval_bad_date_rejects_its_session_only(tmp_path):
-    sessions = [[{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}],
-                [{"role": "user", "content": "three"}, {"role": "user", "content": ""}]]
+    sessions = [
+        [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}],
+        [{"role": "user", "content": "three"}, {"role": "user", "content": ""}],
+    ]
     path = tmp_path / "lme.json"
-    path.write_text(json.dumps([_lme_item("q1", ["not a date", "2023/05/20 (Sat) 02:21"],
-                                          sessions)]))
+    path.write_text(json.dumps([_lme_item("q1", ["not a date", "2023/05/20 (Sat) 02:21"], sessions)]))
     banks, rejects, corpus = _read(path, "longmemeval")
     assert [t.text for _, ts in banks["q1"].documents for t in ts] == ["three"]
     assert corpus.rejects == 3  # two turns of the undated session + one empty turn
@@ -86,25 +95,47 @@ def test_generic_jsonl_order_matches_engine_jsonl_loader(tmp_path):
     from memlane.ingest import load_conversations
 
     rows = [
-        {"bank_id": "b1", "document_id": "d1", "session_id": "s2", "speaker": "Ana",
-         "text": "second session first", "timestamp": "2024-02-02T10:00:00Z"},
-        {"bank_id": "b1", "document_id": "d1", "session_id": "s1", "role": "user",
-         "text": "first session", "timestamp": "2024-01-01T10:00:00Z", "mood": "calm"},
-        {"bank_id": "b1", "document_id": "d1", "session_id": "s2", "speaker": "Bo",
-         "text": "second session again", "timestamp": "2024-02-02T10:01:00Z", "turn_id": "x9"},
+        {
+            "bank_id": "b1",
+            "document_id": "d1",
+            "session_id": "s2",
+            "speaker": "Ana",
+            "text": "second session first",
+            "timestamp": "2024-02-02T10:00:00Z",
+        },
+        {
+            "bank_id": "b1",
+            "document_id": "d1",
+            "session_id": "s1",
+            "role": "user",
+            "text": "first session",
+            "timestamp": "2024-01-01T10:00:00Z",
+            "mood": "calm",
+        },
+        {
+            "bank_id": "b1",
+            "document_id": "d1",
+            "session_id": "s2",
+            "speaker": "Bo",
+            "text": "second session again",
+            "timestamp": "2024-02-02T10:01:00Z",
+            "turn_id": "x9",
+        },
     ]
     path = write_jsonl_fixture(tmp_path / "b1.jsonl", rows)
     banks, rejects, _ = _read(path)
     assert rejects == []
     [(doc, turns)] = banks["b1"].documents
     # The engine's loader on the same lines (bank_id is just extra metadata to it).
-    [conv] = load_conversations(write_jsonl_fixture(tmp_path / "d1.jsonl",
-                                                    [{k: v for k, v in r.items() if k != "bank_id"}
-                                                     for r in rows]))
+    [conv] = load_conversations(
+        write_jsonl_fixture(
+            tmp_path / "d1.jsonl", [{k: v for k, v in r.items() if k != "bank_id"} for r in rows]
+        )
+    )
     assert doc == conv.document_id == "d1"
-    assert [(t.session_id, t.turn_id, t.index, t.speaker, t.text, t.timestamp, t.metadata)
-            for t in turns] == [(t.session_id, t.turn_id, t.index, t.speaker, t.text,
-                                 t.timestamp, t.metadata) for t in conv.turns]
+    assert [
+        (t.session_id, t.turn_id, t.index, t.speaker, t.text, t.timestamp, t.metadata) for t in turns
+    ] == [(t.session_id, t.turn_id, t.index, t.speaker, t.text, t.timestamp, t.metadata) for t in conv.turns]
     assert [t.turn_id for t in turns] == ["s2:1", "x9", "s1:1"]
 
 
@@ -116,8 +147,14 @@ def test_generic_rejects_with_reasons_and_default_document(tmp_path):
         {"bank_id": "u1", "session_id": "s", "speaker": "A", "text": "x", "timestamp": "soonish"},
         {"bank_id": "-bad", "session_id": "s", "speaker": "A", "text": "x", "timestamp": "2024-01-01"},
         {"bank_id": "u2", "session_id": "s", "text": "no speaker", "timestamp": "2024-01-01"},
-        {"bank_id": "u1", "session_id": "s", "speaker": "A", "text": "dup", "timestamp": "2024-01-01",
-         "turn_id": "s:1"},
+        {
+            "bank_id": "u1",
+            "session_id": "s",
+            "speaker": "A",
+            "text": "dup",
+            "timestamp": "2024-01-01",
+            "turn_id": "s:1",
+        },
         "{not json",
         "[1, 2]",
         {"bank_id": "u2", "session_id": "s", "speaker": "B", "text": "ok two", "timestamp": "2024-01-02"},
@@ -144,8 +181,16 @@ def test_directory_with_parquet_and_unknown_file(tmp_path):
 
     d = tmp_path / "corpus"
     d.mkdir()
-    rows = [{"bank_id": "p1", "session_id": "s1", "speaker": "A", "text": f"turn {i}",
-             "timestamp": f"2024-03-0{i + 1}T08:00:00Z"} for i in range(3)]
+    rows = [
+        {
+            "bank_id": "p1",
+            "session_id": "s1",
+            "speaker": "A",
+            "text": f"turn {i}",
+            "timestamp": f"2024-03-0{i + 1}T08:00:00Z",
+        }
+        for i in range(3)
+    ]
     pq.write_table(pa.Table.from_pylist(rows), d / "part-0.parquet")
     write_jsonl_fixture(d / "part-1.jsonl", [dict(rows[0], bank_id="p2")])
     (d / "notes.txt").write_text("just some notes\n")

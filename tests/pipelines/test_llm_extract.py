@@ -7,13 +7,17 @@ import json
 import os
 
 import pytest
-
 from fixtures import write_locomo_fixture
 from llm_fake import extraction_reply
+
 from memlane.ingest import load_conversations
 from memlane.model import Bank, FactType
-from pipelines.llm_extract import (PrecomputedExtractor, VLLMExtractConfig,
-                                   build_extraction_processor, chunk_rows)
+from pipelines.llm_extract import (
+    PrecomputedExtractor,
+    VLLMExtractConfig,
+    build_extraction_processor,
+    chunk_rows,
+)
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +55,15 @@ def test_processor_wiring_with_the_vllm_engine_mocked(conv, monkeypatch):
         return run
 
     monkeypatch.setattr(rdl, "build_processor", fake_build_processor)
-    cfg = VLLMExtractConfig(model_source="Qwen/Qwen2.5-7B-Instruct", batch_size=16, concurrency=2,
-                            max_tokens=900)
+    cfg = VLLMExtractConfig(
+        model_source="Qwen/Qwen2.5-7B-Instruct", batch_size=16, concurrency=2, max_tokens=900
+    )
     processor = build_extraction_processor(cfg)
     rows = chunk_rows(Bank(bank_id="b", name="Noor"), [(conv.document_id, conv.turns)], 8)
     out = processor(rows)
     config = seen["config"]
     assert type(config).__name__ == "vLLMEngineProcessorConfig"
-    assert (config.model_source, config.batch_size, config.concurrency) == (
-        "Qwen/Qwen2.5-7B-Instruct", 16, 2)
+    assert (config.model_source, config.batch_size, config.concurrency) == ("Qwen/Qwen2.5-7B-Instruct", 16, 2)
     assert config.engine_kwargs["enable_prefix_caching"] is True
     params = seen["sampling"]
     assert params["temperature"] == 0.0 and params["max_tokens"] == 900
@@ -73,8 +77,7 @@ def test_batch_replies_are_retained_with_fallback(conv, settings, embedder, extr
 
     bank = Bank(bank_id="b", name="Noor")
     rows = chunk_rows(bank, [(conv.document_id, conv.turns)], settings.retain.chunk_max_turns)
-    replies = {r["chunk_id"]: extraction_reply(r["messages"][1]["content"], owner="Noor")
-               for r in rows}
+    replies = {r["chunk_id"]: extraction_reply(r["messages"][1]["content"], owner="Noor") for r in rows}
     replies[rows[1]["chunk_id"]] = '{"facts": ['  # cut off: falls back to the rules
     del replies[rows[2]["chunk_id"]]  # missing: falls back too
     ext = PrecomputedExtractor(replies, extractor, model="qwen")
@@ -93,8 +96,10 @@ def test_batch_replies_are_retained_with_fallback(conv, settings, embedder, extr
     assert any(u.fact_type == FactType.experience for u in by_chunk[rows[0]["chunk_id"]])
 
 
-@pytest.mark.skipif(not os.environ.get("MEMLANE_TEST_VLLM_MODEL"),
-                    reason="set MEMLANE_TEST_VLLM_MODEL to a local model on a GPU machine")
+@pytest.mark.skipif(
+    not os.environ.get("MEMLANE_TEST_VLLM_MODEL"),
+    reason="set MEMLANE_TEST_VLLM_MODEL to a local model on a GPU machine",
+)
 def test_real_vllm_batch_extraction(conv):  # pragma: no cover - GPU machines only
     pytest.importorskip("vllm")
     torch = pytest.importorskip("torch")
@@ -121,9 +126,9 @@ def test_backfill_retains_vllm_batch_replies(tmp_path, monkeypatch):
     reply is cut off falls back to the rules."""
     import ray
     import ray.data.llm as rdl
+    from fixtures import write_jsonl_fixture
 
     from cluster.local import MilvusLiteServer, start_local_ray
-    from fixtures import write_jsonl_fixture
     from memlane.settings import Settings
     from memlane.stores.milvus import MilvusStore
     from pipelines.backfill import BackfillConfig, run_backfill
@@ -141,19 +146,33 @@ def test_backfill_retains_vllm_batch_replies(tmp_path, monkeypatch):
                     text = text[: len(text) // 2]  # cut off: the worker falls back
                 out.append(postprocess({**req, "generated_text": text}))
             return ray.data.from_items(out)
+
         return run
 
     monkeypatch.setattr(rdl, "build_processor", fake_build_processor)
-    rows = [{"bank_id": f"b{b}", "session_id": "s1", "speaker": "Kit" if i % 2 else "Lou",
-             "text": f"Note {i} for bank {b} about the ferry to Bergen.",
-             "timestamp": f"2023-05-01T09:{i:02d}:00Z"} for b in range(2) for i in range(4)]
+    rows = [
+        {
+            "bank_id": f"b{b}",
+            "session_id": "s1",
+            "speaker": "Kit" if i % 2 else "Lou",
+            "text": f"Note {i} for bank {b} about the ferry to Bergen.",
+            "timestamp": f"2023-05-01T09:{i:02d}:00Z",
+        }
+        for b in range(2)
+        for i in range(4)
+    ]
     src = write_jsonl_fixture(tmp_path / "c.jsonl", rows)
     with MilvusLiteServer(tmp_path / "milvus") as server:
         start_local_ray(num_cpus=2, include_dashboard=False)
         try:
-            cfg = BackfillConfig(path=src, milvus_uri=server.uri, data_dir=tmp_path / "bf",
-                                 progress=False, workers=1,
-                                 vllm=VLLMExtractConfig(model_source="fake/model"))
+            cfg = BackfillConfig(
+                path=src,
+                milvus_uri=server.uri,
+                data_dir=tmp_path / "bf",
+                progress=False,
+                workers=1,
+                vllm=VLLMExtractConfig(model_source="fake/model"),
+            )
             summary = run_backfill(cfg)
         finally:
             ray.shutdown()

@@ -24,8 +24,9 @@ def test_pack_keeps_banks_whole_largest_first():
     def bank(name, n):
         return (BankInput(name, [("d", [None] * n)]), f"payload-{name}", f"fp-{name}")
 
-    groups = _pack([bank("a", 3), bank("b", 900), bank("c", 500), bank("d", 2000), bank("e", 200)],
-                   group_turns=1024)
+    groups = _pack(
+        [bank("a", 3), bank("b", 900), bank("c", 500), bank("d", 2000), bank("e", 200)], group_turns=1024
+    )
     assert [g["bank_id"] for g in groups] == [["d"], ["b"], ["c", "e", "a"]]
     assert groups[2]["payload"] == ["payload-c", "payload-e", "payload-a"]
 

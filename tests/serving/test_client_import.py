@@ -12,12 +12,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_memlane_client_imports_without_engine_torch_or_matplotlib():
-    code = ("import sys, memlane_client\n"
-            "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'torch', 'matplotlib', 'memlane', 'ray', 'pymilvus', 'sentence_transformers'})\n"
-            "print(','.join(heavy))\n"
-            "assert memlane_client.MemlaneClient and memlane_client.AsyncMemlaneClient\n")
+    code = (
+        "import sys, memlane_client\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'torch', 'matplotlib', 'memlane', 'ray', 'pymilvus', 'sentence_transformers'})\n"
+        "print(','.join(heavy))\n"
+        "assert memlane_client.MemlaneClient and memlane_client.AsyncMemlaneClient\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert out.stdout.strip() == ""

@@ -11,11 +11,15 @@ from serve.llm import build_reflect_llm_app, reflect_llm_config
 
 
 def test_config_shape_and_checks():
-    cfg = reflect_llm_config("qwen-7b", "Qwen/Qwen2.5-7B-Instruct", min_replicas=0,
-                             max_replicas=4, accelerator_type="H100",
-                             engine_kwargs={"tensor_parallel_size": 2})
-    assert cfg["model_loading_config"] == {"model_id": "qwen-7b",
-                                           "model_source": "Qwen/Qwen2.5-7B-Instruct"}
+    cfg = reflect_llm_config(
+        "qwen-7b",
+        "Qwen/Qwen2.5-7B-Instruct",
+        min_replicas=0,
+        max_replicas=4,
+        accelerator_type="H100",
+        engine_kwargs={"tensor_parallel_size": 2},
+    )
+    assert cfg["model_loading_config"] == {"model_id": "qwen-7b", "model_source": "Qwen/Qwen2.5-7B-Instruct"}
     assert cfg["deployment_config"]["autoscaling_config"] == {"min_replicas": 0, "max_replicas": 4}
     assert cfg["engine_kwargs"] == {"max_model_len": 8192, "tensor_parallel_size": 2}
     assert cfg["accelerator_type"] == "H100"

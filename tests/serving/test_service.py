@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-
 from conftest import SHARED_LOCOMO
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +25,9 @@ CITIES = ["Lisbon", "Kyoto", "Nairobi", "Quito", "Oslo"]
 
 def _memlane(*args, env=None, timeout=600):
     exe = Path(sys.executable).with_name("memlane")
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +42,27 @@ def service(tmp_path_factory):
     cfg = root / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
     port = free_port()
-    env = {**os.environ, "MEMLANE_API_KEYS": json.dumps(KEYS), "MEMLANE_AUTH": "on",
-           "MEMLANE_MAX_BODY_BYTES": str(BODY_LIMIT)}
+    env = {
+        **os.environ,
+        "MEMLANE_API_KEYS": json.dumps(KEYS),
+        "MEMLANE_AUTH": "on",
+        "MEMLANE_MAX_BODY_BYTES": str(BODY_LIMIT),
+    }
     env.pop("MEMLANE_LLM_BASE_URL", None)
-    started = _memlane("serve", "--port", str(port), "--data-dir", str(root / "data"),
-                       "--config", str(cfg), "--timeout", "420", "--json", env=env, timeout=480)
+    started = _memlane(
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(root / "data"),
+        "--config",
+        str(cfg),
+        "--timeout",
+        "420",
+        "--json",
+        env=env,
+        timeout=480,
+    )
     assert started.returncode == 0, started.stderr
     state = json.loads(started.stdout.strip().splitlines()[-1])
     try:
@@ -77,23 +93,37 @@ def _locomo_session():
     from memlane.ingest.loaders import _parse_time
 
     ts = _parse_time(when, lambda: "session_1_date_time")
-    return [{"content": t["text"], "speaker": t["speaker"], "session_id": "session_1",
-             "timestamp": ts.isoformat()} for t in conv["session_1"]]
+    return [
+        {
+            "content": t["text"],
+            "speaker": t["speaker"],
+            "session_id": "session_1",
+            "timestamp": ts.isoformat(),
+        }
+        for t in conv["session_1"]
+    ]
 
 
 def _snapshot(http, bank):
     mems = http.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()
-    return (sorted(m["id"] for m in mems["items"]),
-            http.get(f"/v1/banks/{bank}/documents").json(),
-            http.get(f"/v1/banks/{bank}").json())
+    return (
+        sorted(m["id"] for m in mems["items"]),
+        http.get(f"/v1/banks/{bank}/documents").json(),
+        http.get(f"/v1/banks/{bank}").json(),
+    )
 
 
 def test_health_is_open_and_openapi_lists_the_api(service):
     with _http(service, key=None) as http:
         assert http.get("/v1/health").json()["status"] == "ok"
         paths = http.get("/openapi.json").json()["paths"]
-    for path in ("/v1/banks/{bank_id}", "/v1/banks/{bank_id}/memories", "/v1/banks/{bank_id}/recall",
-                 "/v1/banks/{bank_id}/reflect", "/v1/banks/{bank_id}/documents/{document_id}"):
+    for path in (
+        "/v1/banks/{bank_id}",
+        "/v1/banks/{bank_id}/memories",
+        "/v1/banks/{bank_id}/recall",
+        "/v1/banks/{bank_id}/reflect",
+        "/v1/banks/{bank_id}/documents/{document_id}",
+    ):
         assert path in paths
 
 
@@ -159,12 +189,14 @@ def test_keys_only_reach_their_banks(service):
         assert anon.get("/v1/banks/bob", headers={"Authorization": "Bearer nope"}).status_code == 401
         assert anon.get("/v1/banks/bob", headers={"Authorization": "Basic k-bob"}).status_code == 401
         alice = {"Authorization": "Bearer k-alice"}
-        for method, path, body in (("GET", "/v1/banks/bob", None),
-                                   ("POST", "/v1/banks/bob/recall", {"query": "locker code"}),
-                                   ("POST", "/v1/banks/bob/memories", {"items": [{"content": "x"}]}),
-                                   ("DELETE", "/v1/banks/bob/documents/locker", None),
-                                   ("DELETE", "/v1/banks/bob", None),
-                                   ("PUT", "/v1/banks/bob", {"name": "hijack"})):
+        for method, path, body in (
+            ("GET", "/v1/banks/bob", None),
+            ("POST", "/v1/banks/bob/recall", {"query": "locker code"}),
+            ("POST", "/v1/banks/bob/memories", {"items": [{"content": "x"}]}),
+            ("DELETE", "/v1/banks/bob/documents/locker", None),
+            ("DELETE", "/v1/banks/bob", None),
+            ("PUT", "/v1/banks/bob", {"name": "hijack"}),
+        ):
             r = anon.request(method, path, json=body, headers=alice)
             assert r.status_code == 403, (method, path, r.text)
             assert r.json()["error"]["code"] == "forbidden"
@@ -187,8 +219,13 @@ BAD_REQUESTS = [
     ("POST", "/v1/banks/bad%20id!/recall", {"query": "x"}, 422, "bank_id"),
     ("POST", "/v1/banks/carol/memories", {}, 422, "items"),
     ("POST", "/v1/banks/carol/memories", {"items": [{}]}, 422, "items.0.content"),
-    ("POST", "/v1/banks/carol/memories", {"items": [{"content": "ok", "timestamp": "yesterday-ish"}]},
-     422, "items.0.timestamp"),
+    (
+        "POST",
+        "/v1/banks/carol/memories",
+        {"items": [{"content": "ok", "timestamp": "yesterday-ish"}]},
+        422,
+        "items.0.timestamp",
+    ),
     ("POST", "/v1/banks/carol/memories", {"items": "not a list"}, 422, "items"),
     ("POST", "/v1/banks/nobody/memories", {"items": [{"content": "x"}]}, 404, "bank_id"),
     ("PUT", "/v1/banks/carol", {"disposition": {"skepticism": 9}}, 422, "disposition.skepticism"),
@@ -204,8 +241,11 @@ def test_bad_input_gets_a_4xx_naming_the_field_and_changes_nothing(service):
         m.retain("carol", ["Carol keeps bees on the roof."], document_id="bees")
         before = _snapshot(http, "carol")
         for method, path, body, status, field in BAD_REQUESTS:
-            kw = {"content": body, "headers": {"content-type": "application/json"}} \
-                if isinstance(body, bytes) else {"json": body}
+            kw = (
+                {"content": body, "headers": {"content-type": "application/json"}}
+                if isinstance(body, bytes)
+                else {"json": body}
+            )
             r = http.request(method, path, **kw)
             assert r.status_code == status, (method, path, r.text)
             err = r.json()["error"]
@@ -228,12 +268,14 @@ def test_cli_recall_through_the_service(service):
     with _client(service, "k-bob") as m:
         m.put_bank("bob")
         m.retain("bob", ["Bob's favourite tea is genmaicha."], document_id="tea")
-    ok = _memlane("recall", "--url", service["url"], "--api-key", "k-bob", "--bank", "bob",
-                  "favourite tea", timeout=120)
+    ok = _memlane(
+        "recall", "--url", service["url"], "--api-key", "k-bob", "--bank", "bob", "favourite tea", timeout=120
+    )
     assert ok.returncode == 0, ok.stderr
     assert "genmaicha" in ok.stdout.splitlines()[0]
-    denied = _memlane("recall", "--url", service["url"], "--api-key", "k-bob", "--bank", "alice",
-                      "anything", timeout=120)
+    denied = _memlane(
+        "recall", "--url", service["url"], "--api-key", "k-bob", "--bank", "alice", "anything", timeout=120
+    )
     assert denied.returncode == 2
     assert denied.stderr.strip().count("\n") == 0 and "403" in denied.stderr
 
@@ -248,8 +290,12 @@ def test_async_client_recalls_concurrently(service):
             await m.put_bank("erin")
             # one document each, retained concurrently (in one document each turn's
             # neighbours would be indexed with it as conversation context)
-            await asyncio.gather(*(m.retain("erin", [f"Erin spent a week in {c} last year."],
-                                            document_id=f"trip-{c}") for c in CITIES))
+            await asyncio.gather(
+                *(
+                    m.retain("erin", [f"Erin spent a week in {c} last year."], document_id=f"trip-{c}")
+                    for c in CITIES
+                )
+            )
             results = await asyncio.gather(*(m.recall("erin", f"week in {c}") for c in CITIES))
         return results
 
@@ -264,13 +310,19 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
 
     def recall_replicas() -> list[str]:
         # Named actors come from the GCS directly (the state API needs the dashboard).
-        return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                      if a["name"].startswith("SERVE_REPLICA::memlane#Recall#"))
+        return sorted(
+            a["name"]
+            for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["name"].startswith("SERVE_REPLICA::memlane#Recall#")
+        )
 
     with _client(service) as m:
         m.put_bank("frank")
-        m.retain("frank", [f"Frank's note {i}: the parcel code is P{i:03d}." for i in range(20)],
-                 document_id="notes")
+        m.retain(
+            "frank",
+            [f"Frank's note {i}: the parcel code is P{i:03d}." for i in range(20)],
+            document_id="notes",
+        )
         expected = m.list_memories("frank")["total"]
     assert expected == 20
     results: list[int] = []
@@ -281,8 +333,9 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
             deadline = time.monotonic() + 120
             while not stop.is_set() and time.monotonic() < deadline:
                 try:
-                    results.append(http.post("/v1/banks/frank/recall",
-                                             json={"query": "parcel code P007"}).status_code)
+                    results.append(
+                        http.post("/v1/banks/frank/recall", json={"query": "parcel code P007"}).status_code
+                    )
                 except httpx.HTTPError:
                     results.append(-1)
 
@@ -301,8 +354,12 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
         while time.monotonic() < deadline:  # Serve replaces the replica
             alive = recall_replicas()
             status = serve.status().applications["memlane"].deployments["Recall"]
-            if len(alive) == 2 and victim not in alive and status.status == "HEALTHY" \
-                    and status.replica_states.get("RUNNING") == 2:
+            if (
+                len(alive) == 2
+                and victim not in alive
+                and status.status == "HEALTHY"
+                and status.replica_states.get("RUNNING") == 2
+            ):
                 break
             time.sleep(1)
         else:
@@ -314,8 +371,7 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
         ray.shutdown()
     assert results and results[-1] == 200
     with _client(service) as m, _http(service) as http:
-        after = [http.post("/v1/banks/frank/recall", json={"query": "parcel code P007"})
-                 for _ in range(6)]
+        after = [http.post("/v1/banks/frank/recall", json={"query": "parcel code P007"}) for _ in range(6)]
         assert all(r.status_code == 200 for r in after)
         assert all("P007" in r.json()["memories"][0]["unit"]["text"] for r in after)
         assert m.list_memories("frank")["total"] == expected

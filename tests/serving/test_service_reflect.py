@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from llm_fake import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,15 +18,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _memlane(*args, env=None, timeout=600):
     exe = Path(sys.executable).with_name("memlane")
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
 
 
 def _reply(body: dict):
     if body["messages"][-1]["content"].startswith("Question:"):
-        return json.dumps({"answer": "Biscuit is my dog [M1].", "cited": ["M1", "M42"],
-                           "opinions": [{"statement": "I think Biscuit is a very good dog.",
-                                         "confidence": 0.7, "entities": ["Biscuit"]}]})
+        return json.dumps(
+            {
+                "answer": "Biscuit is my dog [M1].",
+                "cited": ["M1", "M42"],
+                "opinions": [
+                    {
+                        "statement": "I think Biscuit is a very good dog.",
+                        "confidence": 0.7,
+                        "entities": ["Biscuit"],
+                    }
+                ],
+            }
+        )
     return {"status": 400}
 
 
@@ -40,10 +50,23 @@ def llm_service(tmp_path_factory):
         llm.responder = _reply
         # Only the reflect role has an LLM: retain stays LLM-free and consolidation off.
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_LLM")}
-        env.update(MEMLANE_AUTH="off", MEMLANE_LLM_REFLECT_BASE_URL=llm.base_url,
-                   MEMLANE_LLM_REFLECT_MODEL="fake-model")
-        started = _memlane("serve", "--port", str(free_port()), "--data-dir", str(root / "data"),
-                           "--timeout", "420", "--json", env=env, timeout=480)
+        env.update(
+            MEMLANE_AUTH="off",
+            MEMLANE_LLM_REFLECT_BASE_URL=llm.base_url,
+            MEMLANE_LLM_REFLECT_MODEL="fake-model",
+        )
+        started = _memlane(
+            "serve",
+            "--port",
+            str(free_port()),
+            "--data-dir",
+            str(root / "data"),
+            "--timeout",
+            "420",
+            "--json",
+            env=env,
+            timeout=480,
+        )
         assert started.returncode == 0, started.stderr
         state = json.loads(started.stdout.strip().splitlines()[-1])
         try:
@@ -56,16 +79,30 @@ def llm_service(tmp_path_factory):
 def test_reflect_answers_cites_and_stores_its_opinion(llm_service):
     state, llm = llm_service
     with httpx.Client(base_url=state["url"], timeout=120) as http:
-        assert http.put("/v1/banks/ana", json={"name": "Ana", "background": "I am a vet.",
-                                               "disposition": {"skepticism": 5}}).status_code == 201
-        r = http.post("/v1/banks/ana/memories", json={"items": [
-            {"content": "My dog Biscuit learned to fetch today.", "speaker": "Ana",
-             "timestamp": "2024-05-01T10:00:00Z"}], "document_id": "d1"})
+        assert (
+            http.put(
+                "/v1/banks/ana",
+                json={"name": "Ana", "background": "I am a vet.", "disposition": {"skepticism": 5}},
+            ).status_code
+            == 201
+        )
+        r = http.post(
+            "/v1/banks/ana/memories",
+            json={
+                "items": [
+                    {
+                        "content": "My dog Biscuit learned to fetch today.",
+                        "speaker": "Ana",
+                        "timestamp": "2024-05-01T10:00:00Z",
+                    }
+                ],
+                "document_id": "d1",
+            },
+        )
         assert r.status_code == 200, r.text
         fact_id = http.get("/v1/banks/ana/memories").json()["items"][0]["id"]
 
-        r = http.post("/v1/banks/ana/reflect", json={"query": "Tell me about Biscuit",
-                                                     "budget": "low"})
+        r = http.post("/v1/banks/ana/reflect", json={"query": "Tell me about Biscuit", "budget": "low"})
         assert r.status_code == 200, r.text
         out = r.json()
         assert out["answer"] == "Biscuit is my dog [M1]."

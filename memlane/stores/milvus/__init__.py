@@ -72,5 +72,12 @@ from memlane.units import HIT_FIELDS as UNIT_HIT_FIELDS
 from memlane.units import NONE_TIME_US, escape_string, unit_from_fields
 from memlane.units import milvus_expr as filter_expr
 
-__all__ = ["MilvusStore", "unit_from_fields", "collection_names", "escape_string", "filter_expr",
-           "NONE_TIME_US", "UNIT_HIT_FIELDS"]
+__all__ = [
+    "MilvusStore",
+    "unit_from_fields",
+    "collection_names",
+    "escape_string",
+    "filter_expr",
+    "NONE_TIME_US",
+    "UNIT_HIT_FIELDS",
+]

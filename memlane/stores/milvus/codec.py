@@ -42,10 +42,8 @@ MAX_ARRAY = 4096  # Milvus ARRAY max_capacity limit
 PLACEHOLDER = [0.0, 0.0]  # Milvus wants a vector field in every collection
 
 UNIT_OUT = ["id", *HIT_FIELDS]
-CHUNK_OUT = ["id", "bank_id", "document_id", "session_id", "index", "text", "turn_ids",
-             "started_at", "tags"]
-ENTITY_OUT = ["id", "bank_id", "name", "type", "aliases", "mention_count", "first_seen",
-              "last_seen"]
+CHUNK_OUT = ["id", "bank_id", "document_id", "session_id", "index", "text", "turn_ids", "started_at", "tags"]
+ENTITY_OUT = ["id", "bank_id", "name", "type", "aliases", "mention_count", "first_seen", "last_seen"]
 BANK_OUT = ["id", "name", "background", "disposition", "created_at", "updated_at"]
 
 
@@ -119,54 +117,64 @@ def row_unit(bank_id: str, raw: dict[str, Any], with_embedding: bool) -> MemoryU
 def bank_row(bank: Bank) -> dict[str, Any]:
     check_bank_id(bank.bank_id)
     return {
-        "id": bank.bank_id, "name": check_bytes("bank name", bank.name, MAX_TEXT_BYTES),
+        "id": bank.bank_id,
+        "name": check_bytes("bank name", bank.name, MAX_TEXT_BYTES),
         "background": check_bytes("bank background", bank.background, MAX_TEXT_BYTES),
         "disposition": bank.disposition.model_dump(mode="json"),
-        "created_at": to_us(bank.created_at), "updated_at": to_us(bank.updated_at),
+        "created_at": to_us(bank.created_at),
+        "updated_at": to_us(bank.updated_at),
         "_v": PLACEHOLDER,
     }
 
 
 def row_bank(row: dict[str, Any]) -> Bank:
-    return Bank(bank_id=row["id"], name=row.get("name") or "",
-                background=row.get("background") or "",
-                disposition=Disposition.model_validate(json_value(row.get("disposition"))
-                                                       or {}),
-                created_at=from_us(row["created_at"]), updated_at=from_us(row["updated_at"]))
+    return Bank(
+        bank_id=row["id"],
+        name=row.get("name") or "",
+        background=row.get("background") or "",
+        disposition=Disposition.model_validate(json_value(row.get("disposition")) or {}),
+        created_at=from_us(row["created_at"]),
+        updated_at=from_us(row["updated_at"]),
+    )
 
 
 def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) -> dict[str, Any]:
     """A unit's row; ``embedding`` must have ``dim`` finite values."""
     vec = np.asarray(embedding, dtype=np.float32)
     if vec.shape != (dim,):
-        raise ValueError(f"unit {u.id!r}: embedding has shape {vec.shape}, the store's "
-                         f"dim is {dim}")
+        raise ValueError(f"unit {u.id!r}: embedding has shape {vec.shape}, the store's dim is {dim}")
     if not np.all(np.isfinite(vec)):
         raise ValueError(f"unit {u.id!r}: embedding has NaN or infinite values")
     t_start, t_end = (to_us(t) for t in effective_interval(u))
     what = f"unit {u.id!r}"
     return {
-        "id": check_bytes(f"{what} id", u.id, MAX_ID_BYTES), "bank_id": bank_id,
+        "id": check_bytes(f"{what} id", u.id, MAX_ID_BYTES),
+        "bank_id": bank_id,
         "text": check_bytes(f"{what} text", u.text, MAX_TEXT_BYTES),
         "context": check_bytes(f"{what} context", u.context, MAX_TEXT_BYTES),
         "lexical": truncate_bytes(analyze(f"{u.text} {u.context}"), MAX_TEXT_BYTES),
-        "embedding": vec.tolist(), "fact_type": FactType(u.fact_type).value,
-        "occurred_start": to_us(u.occurred_start), "occurred_end": to_us(u.occurred_end),
-        "mentioned_at": to_us(u.mentioned_at), "valid_from": to_us(u.valid_from),
-        "invalid_at": to_us(u.invalid_at), "t_start": t_start, "t_end": t_end,
+        "embedding": vec.tolist(),
+        "fact_type": FactType(u.fact_type).value,
+        "occurred_start": to_us(u.occurred_start),
+        "occurred_end": to_us(u.occurred_end),
+        "mentioned_at": to_us(u.mentioned_at),
+        "valid_from": to_us(u.valid_from),
+        "invalid_at": to_us(u.invalid_at),
+        "t_start": t_start,
+        "t_end": t_end,
         "proof_count": u.proof_count,
         "confidence": NO_CONFIDENCE if u.confidence is None else float(u.confidence),
         "document_id": check_bytes(f"{what} document_id", u.document_id, MAX_ID_BYTES),
         "chunk_id": check_bytes(f"{what} chunk_id", u.chunk_id, MAX_ID_BYTES),
         **{k: check_list(f"{what} {k}", getattr(u, k)) for k in LIST_FIELDS},
-        "link_targets": check_list(f"{what} links",
-                                   list(dict.fromkeys(x.target_id for x in u.links))),
-        "superseded_by": (None if u.superseded_by is None else
-                          check_bytes(f"{what} superseded_by", u.superseded_by, MAX_ID_BYTES)),
-        "links": [{"target_id": x.target_id, "type": x.type.value, "weight": x.weight}
-                  for x in u.links],
-        "history": check_json(f"{what} history",
-                              [h.model_dump(mode="json") for h in u.history]),
+        "link_targets": check_list(f"{what} links", list(dict.fromkeys(x.target_id for x in u.links))),
+        "superseded_by": (
+            None
+            if u.superseded_by is None
+            else check_bytes(f"{what} superseded_by", u.superseded_by, MAX_ID_BYTES)
+        ),
+        "links": [{"target_id": x.target_id, "type": x.type.value, "weight": x.weight} for x in u.links],
+        "history": check_json(f"{what} history", [h.model_dump(mode="json") for h in u.history]),
         "metadata": check_json(f"{what} metadata", u.metadata),
     }
 
@@ -174,36 +182,56 @@ def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) 
 def chunk_row(bank_id: str, ch: Chunk) -> dict[str, Any]:
     what = f"chunk {ch.chunk_id!r}"
     return {
-        "id": check_bytes(f"{what} id", ch.chunk_id, MAX_ID_BYTES), "bank_id": bank_id,
+        "id": check_bytes(f"{what} id", ch.chunk_id, MAX_ID_BYTES),
+        "bank_id": bank_id,
         "document_id": check_bytes(f"{what} document_id", ch.document_id, MAX_ID_BYTES),
         "session_id": check_bytes(f"{what} session_id", ch.session_id, MAX_ID_BYTES),
-        "index": ch.index, "text": check_bytes(f"{what} text", ch.text, MAX_TEXT_BYTES),
+        "index": ch.index,
+        "text": check_bytes(f"{what} text", ch.text, MAX_TEXT_BYTES),
         "turn_ids": check_list(f"{what} turn_ids", ch.turn_ids),
-        "started_at": to_us(ch.started_at), "tags": check_list(f"{what} tags", ch.tags),
+        "started_at": to_us(ch.started_at),
+        "tags": check_list(f"{what} tags", ch.tags),
         "_v": PLACEHOLDER,
     }
 
 
 def row_chunk(bank_id: str, r: dict[str, Any]) -> Chunk:
-    return Chunk(chunk_id=r["id"], bank_id=bank_id, document_id=r["document_id"],
-                 session_id=r["session_id"], index=int(r["index"]), text=r["text"],
-                 turn_ids=list(r.get("turn_ids") or []), started_at=from_us(r["started_at"]),
-                 tags=list(r.get("tags") or []))
+    return Chunk(
+        chunk_id=r["id"],
+        bank_id=bank_id,
+        document_id=r["document_id"],
+        session_id=r["session_id"],
+        index=int(r["index"]),
+        text=r["text"],
+        turn_ids=list(r.get("turn_ids") or []),
+        started_at=from_us(r["started_at"]),
+        tags=list(r.get("tags") or []),
+    )
 
 
 def entity_row(bank_id: str, e: Entity) -> dict[str, Any]:
     what = f"entity {e.entity_id!r}"
     return {
-        "id": check_bytes(f"{what} id", e.entity_id, MAX_ID_BYTES), "bank_id": bank_id,
+        "id": check_bytes(f"{what} id", e.entity_id, MAX_ID_BYTES),
+        "bank_id": bank_id,
         "name": check_bytes(f"{what} name", e.name, MAX_TEXT_BYTES),
         "type": check_bytes(f"{what} type", e.type, MAX_ID_BYTES),
         "aliases": check_list(f"{what} aliases", e.aliases),
-        "mention_count": e.mention_count, "first_seen": to_us(e.first_seen),
-        "last_seen": to_us(e.last_seen), "_v": PLACEHOLDER,
+        "mention_count": e.mention_count,
+        "first_seen": to_us(e.first_seen),
+        "last_seen": to_us(e.last_seen),
+        "_v": PLACEHOLDER,
     }
 
 
 def row_entity(bank_id: str, r: dict[str, Any]) -> Entity:
-    return Entity(entity_id=r["id"], bank_id=bank_id, name=r["name"], type=r["type"],
-                  aliases=list(r.get("aliases") or []), mention_count=int(r["mention_count"]),
-                  first_seen=from_us(r["first_seen"]), last_seen=from_us(r["last_seen"]))
+    return Entity(
+        entity_id=r["id"],
+        bank_id=bank_id,
+        name=r["name"],
+        type=r["type"],
+        aliases=list(r.get("aliases") or []),
+        mention_count=int(r["mention_count"]),
+        first_seen=from_us(r["first_seen"]),
+        last_seen=from_us(r["last_seen"]),
+    )

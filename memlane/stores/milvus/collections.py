@@ -67,7 +67,6 @@ class Collections:
             raise RuntimeError("MilvusStore is closed")
         return self._client
 
-
     def _release_lite(self) -> None:
         release_lite(self._lite_path)
 
@@ -83,7 +82,7 @@ class Collections:
             finally:
                 self._release_lite()
 
-    def __enter__(self) -> "Collections":
+    def __enter__(self) -> Collections:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -122,8 +121,10 @@ class Collections:
                 if f.get("name") == "embedding":
                     have = int(f.get("params", {}).get("dim", self.dim))
                     if have != self.dim:
-                        raise ValueError(f"collection {name} holds {have}-d embeddings but the "
-                                         f"store was opened with dim={self.dim}")
+                        raise ValueError(
+                            f"collection {name} holds {have}-d embeddings but the "
+                            f"store was opened with dim={self.dim}"
+                        )
         self._ready.add(name)
 
     def _open(self, name: str, kind: str) -> bool:
@@ -151,14 +152,14 @@ class Collections:
             return
         with self._write_lock:
             for i in range(0, len(rows), WRITE_BATCH):
-                self.client.upsert(name, rows[i:i + WRITE_BATCH])
+                self.client.upsert(name, rows[i : i + WRITE_BATCH])
             if flush:
                 self._flush([name])
 
     def _delete_ids(self, name: str, ids: Sequence[str]) -> None:
         with self._write_lock:
             for i in range(0, len(ids), ID_BATCH):
-                self.client.delete(name, filter=f"id in {str_list(ids[i:i + ID_BATCH])}")
+                self.client.delete(name, filter=f"id in {str_list(ids[i : i + ID_BATCH])}")
 
     def _get_rows(self, name: str, ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
         """Rows by primary key, in the order of ``ids`` (duplicates and misses dropped)."""
@@ -166,7 +167,7 @@ class Collections:
         found: dict[str, dict[str, Any]] = {}
         for i in range(0, len(ids), ID_BATCH):
             # exactly "id in [...]": Lite's point-lookup path
-            expr = f"id in {str_list(ids[i:i + ID_BATCH])}"
+            expr = f"id in {str_list(ids[i : i + ID_BATCH])}"
             for row in self.client.query(name, filter=expr, output_fields=fields):
                 found[row["id"]] = row
         return [found[i] for i in ids if i in found]

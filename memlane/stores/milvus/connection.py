@@ -37,8 +37,7 @@ def collection_names(prefix: str, bank_id: str) -> dict[str, str]:
     of it)."""
     check_bank_id(bank_id)
     slug = _bank_slug(bank_id)
-    return {"units": f"{prefix}_u_{slug}", "chunks": f"{prefix}_c_{slug}",
-            "entities": f"{prefix}_e_{slug}"}
+    return {"units": f"{prefix}_u_{slug}", "chunks": f"{prefix}_c_{slug}", "entities": f"{prefix}_e_{slug}"}
 
 
 def is_missing(exc: Exception) -> bool:

@@ -60,7 +60,6 @@ class Records(Collections):
                     for name in names.values():
                         self._forget(name)
 
-
     def upsert_bank(self, bank: Bank) -> None:
         """Insert or replace a bank's profile (name, background, disposition, times)."""
         if not isinstance(bank, Bank):
@@ -103,8 +102,9 @@ class Records(Collections):
         """Give the bank a new random revision token and return it. Called after every write
         to the bank; random, not a counter, so concurrent writers never need to read first."""
         token = uuid.uuid4().hex
-        self._upsert_rows(self._revisions, [{"id": check_bank_id(bank_id), "revision": token,
-                                             "_v": PLACEHOLDER}])
+        self._upsert_rows(
+            self._revisions, [{"id": check_bank_id(bank_id), "revision": token, "_v": PLACEHOLDER}]
+        )
         return token
 
     # --------------------------------------------------------------------------- operations
@@ -113,9 +113,9 @@ class Records(Collections):
         any process can report its status."""
         if not isinstance(op_id, str) or not 0 < len(op_id.encode()) <= MAX_ID_BYTES:
             raise ValueError(f"invalid operation id {op_id!r}")
-        self._upsert_rows(self._operations, [{"id": op_id, "record": check_json("operation",
-                                                                                  record),
-                                              "_v": PLACEHOLDER}])
+        self._upsert_rows(
+            self._operations, [{"id": op_id, "record": check_json("operation", record), "_v": PLACEHOLDER}]
+        )
 
     def get_operation(self, op_id: str) -> dict[str, Any] | None:
         """The operation's record, or None for an unknown id."""
@@ -134,12 +134,10 @@ class Records(Collections):
             if not isinstance(ch, Chunk):
                 raise ValueError(f"upsert_chunks takes Chunk objects, got {type(ch).__name__}")
             if ch.bank_id != bank_id:
-                raise ValueError(f"chunk {ch.chunk_id!r} belongs to bank {ch.bank_id!r}, "
-                                 f"not {bank_id!r}")
+                raise ValueError(f"chunk {ch.chunk_id!r} belongs to bank {ch.bank_id!r}, not {bank_id!r}")
             latest[ch.chunk_id] = chunk_row(bank_id, ch)
         if latest:
-            self._write_bank(bank_id, lambda names: self._upsert_rows(names["chunks"],
-                                                                      list(latest.values())))
+            self._write_bank(bank_id, lambda names: self._upsert_rows(names["chunks"], list(latest.values())))
 
     def get_chunks(self, bank_id: str, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id, in the order asked (unknown ids skipped)."""
@@ -164,12 +162,12 @@ class Records(Collections):
             if not isinstance(e, Entity):
                 raise ValueError(f"upsert_entities takes Entity objects, got {type(e).__name__}")
             if e.bank_id != bank_id:
-                raise ValueError(f"entity {e.entity_id!r} belongs to bank {e.bank_id!r}, "
-                                 f"not {bank_id!r}")
+                raise ValueError(f"entity {e.entity_id!r} belongs to bank {e.bank_id!r}, not {bank_id!r}")
             latest[e.entity_id] = entity_row(bank_id, e)
         if latest:
-            self._write_bank(bank_id, lambda names: self._upsert_rows(names["entities"],
-                                                                      list(latest.values())))
+            self._write_bank(
+                bank_id, lambda names: self._upsert_rows(names["entities"], list(latest.values()))
+            )
 
     def list_entities(self, bank_id: str) -> list[Entity]:
         """All entities of the bank, sorted by id."""
@@ -183,11 +181,11 @@ class Records(Collections):
             check_bank_id(bank_id)
             return 0
         with self._write_lock:
-            existing = self._read(bank_id, "entities",
-                                  lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], [])
+            existing = self._read(
+                bank_id, "entities", lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], []
+            )
             if existing:
                 name = self._names(bank_id)["entities"]
                 self._delete_ids(name, existing)
                 self._flush([name])
             return len(existing)
-

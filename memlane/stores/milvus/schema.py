@@ -28,8 +28,13 @@ def build_schema(c: MilvusClient, kind: str, dim: int) -> tuple[Any, Any]:
         s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         s.add_field("context", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         # BM25 input: text + context, analysed in Python (memlane/stores/lexical.py).
-        s.add_field("lexical", DataType.VARCHAR, max_length=MAX_TEXT_BYTES,
-                    enable_analyzer=True, analyzer_params=ANALYZER_PARAMS)
+        s.add_field(
+            "lexical",
+            DataType.VARCHAR,
+            max_length=MAX_TEXT_BYTES,
+            enable_analyzer=True,
+            analyzer_params=ANALYZER_PARAMS,
+        )
         s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
         s.add_field("fact_type", DataType.VARCHAR, max_length=16)
@@ -43,8 +48,14 @@ def build_schema(c: MilvusClient, kind: str, dim: int) -> tuple[Any, Any]:
         s.add_field("superseded_by", DataType.VARCHAR, max_length=MAX_ID_BYTES, nullable=True)
         for name in ("links", "history", "metadata"):
             s.add_field(name, DataType.JSON)
-        s.add_function(Function(name="text_bm25", function_type=FunctionType.BM25,
-                                input_field_names=["lexical"], output_field_names=["sparse"]))
+        s.add_function(
+            Function(
+                name="text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["lexical"],
+                output_field_names=["sparse"],
+            )
+        )
         # FLAT: exact COSINE; at one bank's size a brute-force scan is 24 ms p50 (above).
         ip.add_index("embedding", index_type="FLAT", metric_type="COSINE")
         ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")

@@ -30,11 +30,18 @@ class Search(Collections):
     @staticmethod
     def _hits(results, score, keys: Sequence[str]) -> list[list[Hit]]:
         if not keys:
-            return [[Hit(id=h["id"], score=score(float(h["distance"]))) for h in hits]
-                    for hits in results]
-        return [[Hit(id=h["id"], score=score(float(h["distance"])),
-                     fields=row_fields(h.get("entity") or {}, keys)) for h in hits]
-                for hits in results]
+            return [[Hit(id=h["id"], score=score(float(h["distance"]))) for h in hits] for hits in results]
+        return [
+            [
+                Hit(
+                    id=h["id"],
+                    score=score(float(h["distance"])),
+                    fields=row_fields(h.get("entity") or {}, keys),
+                )
+                for h in hits
+            ]
+            for hits in results
+        ]
 
     @staticmethod
     def _output(fields: Sequence[str] | None) -> tuple[Sequence[str], list[str]]:
@@ -50,8 +57,9 @@ class Search(Collections):
         # An empty output list makes Milvus Lite return every field: ask for the key alone.
         return tuple(fields), list(fields) or ["id"]
 
-    def get_unit_fields(self, bank_id: str, ids: Sequence[str],
-                        fields: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    def get_unit_fields(
+        self, bank_id: str, ids: Sequence[str], fields: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
         """Hit-style fields (times in epoch seconds) by unit id, all of them or ``fields``;
         unknown ids are absent from the result."""
         ids = [i for i in (ids or ()) if isinstance(i, str)]
@@ -62,8 +70,14 @@ class Search(Collections):
         rows = self._read(bank_id, "units", lambda n: self._get_rows(n, ids, ["id", *out]), [])
         return {r["id"]: row_fields(r, keys) for r in rows}
 
-    def search_dense(self, bank_id: str, vectors: np.ndarray, limit: int,
-                     flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[list[Hit]]:
+    def search_dense(
+        self,
+        bank_id: str,
+        vectors: np.ndarray,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[list[Hit]]:
         """COSINE search; one hit list per query vector (rows of ``vectors``; a single 1-d
         vector is taken as a batch of one), best first, score = cosine similarity. ``fields``
         limits the hit fields (None: all)."""
@@ -82,15 +96,32 @@ class Search(Collections):
             return [[] for _ in range(arr.shape[0])]
         expr = milvus_expr(flt)
         keys, out = self._output(fields)
-        res = self._read(bank_id, "units", lambda n: self.client.search(
-            n, data=arr.tolist(), anns_field="embedding", limit=limit, filter=expr,
-            output_fields=out, search_params={"metric_type": "COSINE"}), None)
+        res = self._read(
+            bank_id,
+            "units",
+            lambda n: self.client.search(
+                n,
+                data=arr.tolist(),
+                anns_field="embedding",
+                limit=limit,
+                filter=expr,
+                output_fields=out,
+                search_params={"metric_type": "COSINE"},
+            ),
+            None,
+        )
         if res is None:
             return [[] for _ in range(arr.shape[0])]
         return self._hits(res, lambda d: d, keys)
 
-    def search_lexical(self, bank_id: str, text: str, limit: int,
-                       flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+    def search_lexical(
+        self,
+        bank_id: str,
+        text: str,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
         """BM25 over unit text plus its context; scores positive, best first. A query of
         nothing but stop words gives []."""
         check_bank_id(bank_id)
@@ -102,9 +133,20 @@ class Search(Collections):
             return []  # nothing but stop words: BM25 has nothing to match
         expr = milvus_expr(flt)
         keys, out = self._output(fields)
-        res = self._read(bank_id, "units", lambda n: self.client.search(
-            n, data=[query], anns_field="sparse", limit=limit, filter=expr,
-            output_fields=out, search_params={"metric_type": "BM25"}), None)
+        res = self._read(
+            bank_id,
+            "units",
+            lambda n: self.client.search(
+                n,
+                data=[query],
+                anns_field="sparse",
+                limit=limit,
+                filter=expr,
+                output_fields=out,
+                search_params={"metric_type": "BM25"},
+            ),
+            None,
+        )
         if not res:
             return []
         # Lite returns BM25 negated (best = most negative), a server positive: abs() fits both.
@@ -112,8 +154,15 @@ class Search(Collections):
         hits.sort(key=lambda h: -h.score)  # stable: keeps the engine's order among ties
         return hits
 
-    def search_time(self, bank_id: str, start: datetime, end: datetime, limit: int,
-                    flt: UnitFilter | None = None, fields: Sequence[str] | None = None) -> list[Hit]:
+    def search_time(
+        self,
+        bank_id: str,
+        start: datetime,
+        end: datetime,
+        limit: int,
+        flt: UnitFilter | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[Hit]:
         """Units whose occurrence interval overlaps [start, end] (a unit with one end uses it
         for both; one with no occurrence time uses its mention time); score 0. When more than
         ``limit`` overlap, those whose interval middle is nearest the query's middle are kept
@@ -140,13 +189,16 @@ class Search(Collections):
             ids = [r["id"] for r in cands[:limit]]
             if not keys:
                 return [Hit(id=i, score=0.0) for i in ids]
-            return [Hit(id=r["id"], score=0.0, fields=row_fields(r, keys))
-                    for r in self._get_rows(name, ids, ["id", *out])]
+            return [
+                Hit(id=r["id"], score=0.0, fields=row_fields(r, keys))
+                for r in self._get_rows(name, ids, ["id", *out])
+            ]
 
         return self._read(bank_id, "units", run, [])
 
-    def candidates(self, bank_id: str, ids: Sequence[str],
-                   flt: UnitFilter | None) -> dict[str, dict[str, Any]]:
+    def candidates(
+        self, bank_id: str, ids: Sequence[str], flt: UnitFilter | None
+    ) -> dict[str, dict[str, Any]]:
         """Scoring fields of the ids that exist and pass ``flt`` (one point lookup; the filter
         is applied in Python with :func:`memlane.units.matches`)."""
         fetched = self.get_unit_fields(bank_id, ids, CANDIDATE_FIELDS)

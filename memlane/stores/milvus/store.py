@@ -19,5 +19,5 @@ class MilvusStore(Search, UnitRecords):
     write call touched before it returns, which keeps Lite searches off its slow memtable path.
     """
 
-    def __enter__(self) -> "MilvusStore":
+    def __enter__(self) -> MilvusStore:
         return self

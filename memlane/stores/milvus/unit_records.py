@@ -40,14 +40,17 @@ class UnitRecords(Records):
                 absent = [i for i in missing if i not in stored]
                 if absent:
                     raise ValueError(f"units {absent[:5]} have no embedding and none is stored")
-            rows = [unit_row(bank_id, u, u.embedding if u.embedding is not None
-                             else stored[u.id], self.dim) for u in latest.values()]
+            rows = [
+                unit_row(bank_id, u, u.embedding if u.embedding is not None else stored[u.id], self.dim)
+                for u in latest.values()
+            ]
             self._upsert_rows(names["units"], rows)
 
         self._write_bank(bank_id, write)
 
-    def get_units(self, bank_id: str, ids: Sequence[str], *,
-                  with_embedding: bool = False) -> list[MemoryUnit]:
+    def get_units(
+        self, bank_id: str, ids: Sequence[str], *, with_embedding: bool = False
+    ) -> list[MemoryUnit]:
         """Units by id, in the order asked (unknown ids skipped, duplicates once)."""
         ids = [i for i in (ids or ()) if isinstance(i, str)]
         if not ids:
@@ -57,8 +60,9 @@ class UnitRecords(Records):
         rows = self._read(bank_id, "units", lambda n: self._get_rows(n, ids, fields), [])
         return [row_unit(bank_id, r, with_embedding) for r in rows]
 
-    def iter_units(self, bank_id: str, *, with_embedding: bool = False,
-                   batch_size: int = 2000) -> Iterator[list[MemoryUnit]]:
+    def iter_units(
+        self, bank_id: str, *, with_embedding: bool = False, batch_size: int = 2000
+    ) -> Iterator[list[MemoryUnit]]:
         """All units of the bank in pages of at most ``batch_size``, in id order.
 
         Lists the ids once (a light query), then fetches each page by id through the point
@@ -70,7 +74,7 @@ class UnitRecords(Records):
         ids = sorted(r["id"] for r in ids)
         fields = UNIT_OUT + (["embedding"] if with_embedding else [])
         for i in range(0, len(ids), batch_size):
-            page = ids[i:i + batch_size]
+            page = ids[i : i + batch_size]
             rows = self._read(bank_id, "units", lambda n, p=page: self._get_rows(n, p, fields), [])
             if rows:
                 yield [row_unit(bank_id, r, with_embedding) for r in rows]
@@ -104,8 +108,9 @@ class UnitRecords(Records):
             check_bank_id(bank_id)
             return 0
         with self._write_lock:
-            existing = self._read(bank_id, "units",
-                                  lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], [])
+            existing = self._read(
+                bank_id, "units", lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], []
+            )
             if not existing:
                 return 0
             name = self._names(bank_id)["units"]
@@ -118,13 +123,13 @@ class UnitRecords(Records):
         gone = set(deleted)
         fields = UNIT_OUT + ["embedding"]
         for i in range(0, len(deleted), ID_BATCH):
-            expr = f"array_contains_any(link_targets, {str_list(deleted[i:i + ID_BATCH])})"
+            expr = f"array_contains_any(link_targets, {str_list(deleted[i : i + ID_BATCH])})"
             rows = self._query_all(name, expr, fields)
             units = [row_unit(bank_id, r, True) for r in rows if r["id"] not in gone]
-            fixed = [u.model_copy(update={"links": [x for x in u.links if x.target_id not in gone]})
-                     for u in units]
-            self._upsert_rows(name, [unit_row(bank_id, u, u.embedding, self.dim) for u in fixed],
-                              flush=False)
+            fixed = [
+                u.model_copy(update={"links": [x for x in u.links if x.target_id not in gone]}) for u in units
+            ]
+            self._upsert_rows(name, [unit_row(bank_id, u, u.embedding, self.dim) for u in fixed], flush=False)
 
     def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks; returns ``{"units": n, "chunks": m}``. Links of
@@ -134,16 +139,17 @@ class UnitRecords(Records):
         check_bank_id(bank_id)
         expr = f"document_id == {escape_string(document_id)}"
         with self._write_lock:
-            unit_ids = [r["id"] for r in self._read(
-                bank_id, "units", lambda n: self._query_all(n, expr, ["id"]), [])]
-            chunk_ids = [r["id"] for r in self._read(
-                bank_id, "chunks", lambda n: self._query_all(n, expr, ["id"]), [])]
+            unit_ids = [
+                r["id"] for r in self._read(bank_id, "units", lambda n: self._query_all(n, expr, ["id"]), [])
+            ]
+            chunk_ids = [
+                r["id"] for r in self._read(bank_id, "chunks", lambda n: self._query_all(n, expr, ["id"]), [])
+            ]
             names = self._names(bank_id)
             if unit_ids:
                 self._delete_ids(names["units"], unit_ids)
                 self._prune_links(bank_id, names["units"], unit_ids)
             if chunk_ids:
                 self._delete_ids(names["chunks"], chunk_ids)
-            self._flush([names[k] for k, ids in (("units", unit_ids), ("chunks", chunk_ids))
-                         if ids])
+            self._flush([names[k] for k, ids in (("units", unit_ids), ("chunks", chunk_ids)) if ids])
         return {"units": len(unit_ids), "chunks": len(chunk_ids)}

@@ -134,14 +134,19 @@ class View:
 
     def vertex_names(self) -> list[str]:
         units, ents = self.names.unit_names, self.names.ent_names
-        return [units[s] for s in self.unit_slots.tolist()] + [
-            ents[s] for s in self.ent_slots.tolist()
-        ]
+        return [units[s] for s in self.unit_slots.tolist()] + [ents[s] for s in self.ent_slots.tolist()]
 
 
 class BankState:
     __slots__ = (
-        "lock", "build_lock", "units", "names", "compact_at", "version", "view", "dropped",
+        "lock",
+        "build_lock",
+        "units",
+        "names",
+        "compact_at",
+        "version",
+        "view",
+        "dropped",
     )
 
     def __init__(self) -> None:
@@ -195,4 +200,3 @@ def normalise(node: GraphNode) -> Node:
         tuple(k[1] for k in keys),
         tuple(best[k] for k in keys),
     )
-

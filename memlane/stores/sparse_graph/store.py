@@ -178,9 +178,7 @@ class SparseGraphStore:
             if work <= gather_max:
                 # Only the active rows: with 10 seeds hop 1 touches ~100 entries, not the matrix.
                 pos = np.arange(work) + np.repeat(starts - (np.cumsum(lens) - lens), lens)
-                act = np.bincount(
-                    indices[pos], weights=data[pos] * np.repeat(out, lens), minlength=size
-                )
+                act = np.bincount(indices[pos], weights=data[pos] * np.repeat(out, lens), minlength=size)
             else:
                 y = np.zeros(size)
                 y[idx] = out
@@ -241,9 +239,7 @@ class SparseGraphStore:
                     counts[eid] += 1
         return counts
 
-    def edges(
-        self, bank_id: str, edge_type: str | None = None
-    ) -> list[tuple[str, str, str, float]]:
+    def edges(self, bank_id: str, edge_type: str | None = None) -> list[tuple[str, str, str, float]]:
         """The bank's edges as ``(a, b, type, weight)``: for entity edges a is the unit id and b
         the entity id; otherwise a is the earlier unit in (timestamp, id) order. For inspection
         and tests (it builds Python tuples for every edge). Unknown bank: ``[]``."""
@@ -257,13 +253,10 @@ class SparseGraphStore:
         out: list[tuple[str, str, str, float]] = []
         for t, (a, b, w) in zip(EDGE_TYPES, view.blocks):
             if edge_type is None or edge_type == t:
-                out.extend(
-                    (names[i], names[j], t, x)
-                    for i, j, x in zip(a.tolist(), b.tolist(), w.tolist())
-                )
+                out.extend((names[i], names[j], t, x) for i, j, x in zip(a.tolist(), b.tolist(), w.tolist()))
         return out
 
-    def to_igraph(self, bank_id: str) -> "igraph.Graph":
+    def to_igraph(self, bank_id: str) -> igraph.Graph:
         """The bank's graph as a new undirected ``igraph.Graph`` (vertex attributes ``name`` and
         ``kind`` = unit | entity; edge attributes ``type`` and ``weight``), for analyses.
         Raises KeyError for an unknown bank."""
@@ -338,7 +331,12 @@ class SparseGraphStore:
                 n_unit_slots, n_ent_slots = len(names.unit_names), len(names.ent_names)
                 version = bank.version
             view = build_view(
-                units, names, n_unit_slots, n_ent_slots, version, self._sigma_s,
+                units,
+                names,
+                n_unit_slots,
+                n_ent_slots,
+                version,
+                self._sigma_s,
                 self.temporal_neighbors,
             )
             with bank.lock:
