@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install clean
+.PHONY: demo test lint install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,13 @@ demo: $(STAMP)
 ## The test suite (unit + integration on real Milvus Lite, igraph and models).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## The habits that keep the tree so: lint + format check, types, import layering (CONTRIBUTING.md).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .memlane .memlane-eval .memlane-bench
