@@ -29,8 +29,11 @@ from memlane.retain.items import DocumentPlan, check_tags
 from memlane.settings import Settings
 
 if TYPE_CHECKING:
+    from memlane.derived import DerivedState
+    from memlane.recall.pipeline import Recaller
+    from memlane.reflect import CARA
     from memlane.retain.facts import Extractor
-    from memlane.retain.pipeline import RetainReport
+    from memlane.retain.pipeline import Retainer, RetainReport
     from memlane.writes import BankWriter
 
 
@@ -50,8 +53,12 @@ class Memory:
         self.settings = settings or Settings()
         self._store, self._graph = store, graph
         self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
-        self._retainer = self._recaller = self._derived = self._writer = None
-        self._cara = None  # reflect and consolidation (memlane/reflect), built on first use
+        # built on first use by the properties below
+        self._retainer: Retainer | None = None
+        self._recaller: Recaller | None = None
+        self._derived: DerivedState | None = None
+        self._writer: BankWriter | None = None
+        self._cara: CARA | None = None  # reflect and consolidation (memlane/reflect)
 
     # backends -----------------------------------------------------------------------------
     @property

@@ -141,6 +141,15 @@ class VectorStore(SearchBackend, Protocol):
         """Remove the bank and everything in it (units, chunks, entities)."""
         ...
 
+    # revisions
+    def get_revision(self, bank_id: str) -> str:
+        """The bank's revision token ('' before its first write)."""
+        ...
+
+    def bump_revision(self, bank_id: str) -> str:
+        """Give the bank a new revision token and return it (after every write to the bank)."""
+        ...
+
     # units
     def upsert_units(self, bank_id: str, units: Sequence[MemoryUnit]) -> None: ...
     def get_units(

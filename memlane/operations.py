@@ -28,7 +28,7 @@ class OperationLog:
         self.heartbeat_s = heartbeat_s
 
     def create(self, bank_id: str, kind: str, *, total: int = 0) -> dict[str, Any]:
-        op = {
+        op: dict[str, Any] = {
             "operation_id": f"op-{uuid.uuid4().hex}",
             "bank_id": bank_id,
             "kind": kind,

@@ -15,7 +15,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic.fields import FieldInfo
@@ -273,7 +273,7 @@ class Settings(BaseSettings):
             raise AttributeError(f"Settings.{name} moved to Settings.{'.'.join(LEGACY[name])}")
         return super().__getattr__(name)  # type: ignore[misc]
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Settings:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
         """A copy with ``update`` applied and validated; keys may be nested dicts for an area
         (``{"recall": {"rrf_k": 5}}``), an area object, or first-release flat names."""
         if not update:

@@ -92,7 +92,11 @@ def read_jsonl(path: Path, text: str) -> list[Conversation]:
             )
         if isinstance(raw_ts, str) and not raw_ts.strip():
             raise InputError(f"{where}: field 'timestamp': must not be empty")
-        when = parse_time(raw_ts, lambda where=where: f"{where}: field 'timestamp'")
+
+        def ts_where(where: str = where) -> str:
+            return f"{where}: field 'timestamp'"
+
+        when = parse_time(raw_ts, ts_where)
         document_id = path.stem
         if "document_id" in obj:
             document_id = _non_empty_str(obj["document_id"], "document_id", where)

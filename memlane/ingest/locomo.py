@@ -149,7 +149,11 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
         raw_date = conv[dkey]
         if not isinstance(raw_date, str) or not raw_date.strip():
             raise InputError(f"{name}: {cpath}.{dkey}: expected a non-empty date string, got {raw_date!r}")
-        when = parse_time(raw_date, lambda cpath=cpath, dkey=dkey: f"{name}: {cpath}.{dkey}")
+
+        def date_where(cpath: str = cpath, dkey: str = dkey) -> str:
+            return f"{name}: {cpath}.{dkey}"
+
+        when = parse_time(raw_date, date_where)
         for i, raw in enumerate(conv[skey]):
             tpath = f"{cpath}.{skey}[{i}]"
             if not isinstance(raw, dict):

@@ -63,14 +63,22 @@ class SentenceTransformerEmbedder:
         self.name = model
         self._model = SentenceTransformer(self.path, device=device)
         self._tokenizer = self._model.tokenizer
-        self.dim = int(
+        dim = (
             self._model.get_embedding_dimension()
             if hasattr(self._model, "get_embedding_dimension")
             else self._model.get_sentence_embedding_dimension()
         )
+        # sentence-transformers gives None when the model's modules do not tell (int(None) used
+        # to raise a bare TypeError here)
+        if dim is None:
+            raise ConfigError(f"embedding model {model!r} does not report its embedding dimension")
+        self.dim = int(dim)
         # 0: by device (see Settings.embedder_batch_size for the CPU measurement).
         self.batch_size = batch_size or (16 if device == "cpu" else 128)
-        self.max_seq_length = int(self._model.max_seq_length)
+        max_seq_length = self._model.max_seq_length
+        if max_seq_length is None:  # as above: None when the first module does not define it
+            raise ConfigError(f"embedding model {model!r} does not report its max sequence length")
+        self.max_seq_length = int(max_seq_length)
         # torch inference is not re-entrant across threads on one module; recall threads share it.
         self._lock = threading.Lock()
 

@@ -81,6 +81,7 @@ class Recaller:
 
         futures = {}
         if channels & {"semantic", "graph"}:
+            assert vector is not None  # embedded above for exactly these channels
             futures["semantic"] = self._pool.submit(
                 timed, "semantic", lambda: self.search.search_dense(bank_id, vector, depth, flt, ())[0]
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from typing import Iterable, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from memlane.model import Bank
 from memlane.retain.chunking import ChunkInput
@@ -52,5 +52,5 @@ class PrecomputedExtractor:
                 self.stats["llm" if facts is not None else "fallback"] += 1
             results.append(facts)
         failed = [c for c, f in zip(chunks, results) if f is None]
-        rescued: Iterable[list[Fact]] = iter(self.fallback.extract(bank, failed) if failed else [])
+        rescued: Iterator[list[Fact]] = iter(self.fallback.extract(bank, failed) if failed else [])
         return [f if f is not None else next(rescued) for f in results]

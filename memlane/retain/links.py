@@ -37,7 +37,7 @@ def semantic_links(
     out: list[list[Link]] = []
     for i in range(n):
         cands: dict[str, float] = {}
-        for j in np.nonzero(sims[i] >= threshold)[0]:
+        for j in np.nonzero(sims[i] >= threshold)[0].tolist():
             if j != i and times[j] <= times[i] and ids[j] != ids[i]:
                 cands[ids[j]] = max(cands.get(ids[j], -1.0), float(sims[i, j]))
         for hit in store_hits[i] if store_hits else ():

@@ -106,6 +106,7 @@ class Retainer:
             current = next(batches, None)
             future = pool.submit(self._extract, extract, bank, current, timings) if current else None
             while current is not None:
+                assert future is not None  # submitted whenever there is a current batch
                 facts = future.result()
                 following = next(batches, None)
                 future = pool.submit(self._extract, extract, bank, following, timings) if following else None

@@ -44,6 +44,9 @@ from .rules import RULES
 from .timestamps import as_utc, parse_timestamp
 from .vocabulary import DIGIT, DIGITS, WORDS
 
+# (length, start, end, rule index, match, range or None for anchored rules)
+_Candidate = tuple[int, int, int, int, re.Match[str], P.DateRange | None]
+
 
 @dataclass(frozen=True)
 class TimeSpan:
@@ -96,13 +99,12 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
     words = set(WORDS.findall(text.lower()))
     has_digit = DIGIT.search(text) is not None
 
-    # (length, start, end, rule index, match, range or None for anchored rules)
-    candidates = []
+    candidates: list[_Candidate] = []
     for index, rule in enumerate(RULES):
         if rule.triggers == DIGITS:
             if not has_digit:
                 continue
-        elif rule.triggers.isdisjoint(words):
+        elif isinstance(rule.triggers, frozenset) and rule.triggers.isdisjoint(words):
             continue
         for m in rule.regex.finditer(text):
             body = m.span("b") if "b" in rule.regex.groupindex and m["b"] is not None else m.span()
@@ -122,7 +124,7 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
 
     # Longest first, then leftmost, then rule order: the most specific reading wins.
     candidates.sort(key=lambda c: (-c[0], c[1], c[3]))
-    chosen = []
+    chosen: list[_Candidate] = []
     for cand in candidates:
         if all(cand[2] <= c[1] or cand[1] >= c[2] for c in chosen):
             chosen.append(cand)
@@ -147,6 +149,9 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
                     rng = rule.resolve(m, ref, d, target)
                 else:
                     rng = rule.resolve(m, ref, d, anchor)
+            # a non-anchored candidate was kept only with a range, and the anchored resolvers
+            # (resolve_anchored, resolve_before_after) always return one
+            assert rng is not None
             rng, cs = _apply_prefixes(text, cs, previous_end, rng, d)
         except (ValueError, OverflowError):
             continue

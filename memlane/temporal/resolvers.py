@@ -116,7 +116,9 @@ def resolve_rolling(m, ref, d, anchor):
 
 
 def resolve_relunit(m, ref, d, anchor):
-    return shift(m["unit"].lower(), d, direction(m["rel"]))
+    step = direction(m["rel"])
+    assert step is not None  # the rule's pattern requires the "rel" group
+    return shift(m["unit"].lower(), d, step)
 
 
 def resolve_before_last(m, ref, d, anchor):

@@ -28,6 +28,7 @@ MAX_TOPK = 16_384  # Milvus search topk / query result window
 WRITE_BATCH = 1000  # rows per upsert RPC (the benchmark's batch size)
 ID_BATCH = 1000  # ids per "id in [...]" expression
 R = TypeVar("R")
+D = TypeVar("D")  # the default may differ in type from fn's result (``[]`` for a list of rows)
 
 
 class Collections:
@@ -197,7 +198,7 @@ class Collections:
     def _forget(self, name: str) -> None:
         self._ready.discard(name)
 
-    def _read(self, bank_id: str, kind: str, fn: Callable[[str], R], default: R) -> R:
+    def _read(self, bank_id: str, kind: str, fn: Callable[[str], R], default: D) -> R | D:
         """Run a read against one of the bank's collections; a missing collection (never
         created, or dropped by another client meanwhile) reads as ``default``."""
         name = self._names(check_bank_id(bank_id))[kind]

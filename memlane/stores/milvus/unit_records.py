@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Iterator, Sequence
 
 from memlane.interfaces import UnitFilter
@@ -70,12 +71,12 @@ class UnitRecords(Records):
         window. Units written meanwhile may be missed; deleted ones are skipped."""
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        ids = self._read(bank_id, "units", lambda n: self._query_all(n, "", ["id"]), [])
-        ids = sorted(r["id"] for r in ids)
+        id_rows = self._read(bank_id, "units", lambda n: self._query_all(n, "", ["id"]), [])
+        ids: list[str] = sorted(r["id"] for r in id_rows)
         fields = UNIT_OUT + (["embedding"] if with_embedding else [])
         for i in range(0, len(ids), batch_size):
             page = ids[i : i + batch_size]
-            rows = self._read(bank_id, "units", lambda n, p=page: self._get_rows(n, p, fields), [])
+            rows = self._read(bank_id, "units", partial(self._get_rows, ids=page, fields=fields), [])
             if rows:
                 yield [row_unit(bank_id, r, with_embedding) for r in rows]
 
@@ -129,7 +130,12 @@ class UnitRecords(Records):
             fixed = [
                 u.model_copy(update={"links": [x for x in u.links if x.target_id not in gone]}) for u in units
             ]
-            self._upsert_rows(name, [unit_row(bank_id, u, u.embedding, self.dim) for u in fixed], flush=False)
+            out = []
+            for u in fixed:
+                # read with the "embedding" field, a required vector field: row_unit filled it
+                assert u.embedding is not None
+                out.append(unit_row(bank_id, u, u.embedding, self.dim))
+            self._upsert_rows(name, out, flush=False)
 
     def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks; returns ``{"units": n, "chunks": m}``. Links of

@@ -8,6 +8,7 @@ from itertools import chain, repeat
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from memlane.interfaces import GraphNode
 from memlane.model import check_bank_id
@@ -150,13 +151,13 @@ class SparseGraphStore:
         n_units = view.n_units
         seed_idx: list[int] = []
         seed_act: list[float] = []
-        for uid, act in seeds.items():
+        for uid, given in seeds.items():
             i = view.vertex(uid)
             if i < 0:
                 continue
-            act = float(act)
+            a = float(given)
             seed_idx.append(i)
-            seed_act.append(act if math.isfinite(act) and act > 0 else 0.0)
+            seed_act.append(a if math.isfinite(a) and a > 0 else 0.0)
         if not seed_idx:
             return []
 
@@ -169,6 +170,7 @@ class SparseGraphStore:
         out = np.asarray(seed_act) * inv_deg[idx]  # what each active vertex passes per unit weight
         live = out > 0
         idx, out = idx[live], out[live]
+        act: npt.NDArray[np.float64]
         for step in range(hops):
             if idx.size == 0:
                 break
@@ -178,7 +180,10 @@ class SparseGraphStore:
             if work <= gather_max:
                 # Only the active rows: with 10 seeds hop 1 touches ~100 entries, not the matrix.
                 pos = np.arange(work) + np.repeat(starts - (np.cumsum(lens) - lens), lens)
-                act = np.bincount(indices[pos], weights=data[pos] * np.repeat(out, lens), minlength=size)
+                # numpy's stub types bincount as intp even with float weights; it returns float64
+                act = np.bincount(  # type: ignore[assignment]
+                    indices[pos], weights=data[pos] * np.repeat(out, lens), minlength=size
+                )
             else:
                 y = np.zeros(size)
                 y[idx] = out
