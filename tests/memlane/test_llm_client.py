@@ -200,11 +200,11 @@ def test_build_llm_per_role_settings(monkeypatch):
     llm.close()
     with pytest.raises(ConfigError, match="unknown LLM role 'chat'"):
         build_llm(s, "chat")
-    with pytest.raises(ConfigError, match="MEMLANE_LLM_MODEL"):
+    with pytest.raises(ConfigError, match="MEMLANE_LLM__MODEL"):
         build_llm(Settings(llm_base_url="http://a/v1"), "retain")
     monkeypatch.setenv("MEMLANE_LLM_BASE_URL", "http://env/v1")
     monkeypatch.setenv("MEMLANE_LLM_MODEL", "m0")
     monkeypatch.setenv("MEMLANE_LLM_RETAIN_MODEL", "m1")
     env = Settings()
     assert role_config(env, "retain").model == "m1" and role_config(env, "reflect").model == "m0"
-    assert json.loads(env.model_dump_json())["llm_base_url"] == "http://env/v1"
+    assert json.loads(env.model_dump_json())["llm"]["base_url"] == "http://env/v1"
