@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pydantic import ValidationError
 
-from memlane.errors import BankNotFound, ConfigError, InvalidInput, NotFound
+from memlane.components import Components
+from memlane.errors import BankNotFound, InvalidInput, NotFound
 from memlane.model import (
     Bank,
     Disposition,
@@ -26,138 +27,16 @@ from memlane.model import (
     utc,
 )
 from memlane.retain.items import DocumentPlan, check_tags
-from memlane.settings import Settings
 
 if TYPE_CHECKING:
-    from memlane.derived import DerivedState
-    from memlane.recall.pipeline import Recaller
     from memlane.reflect import CARA
     from memlane.retain.facts import Extractor
-    from memlane.retain.pipeline import Retainer, RetainReport
-    from memlane.writes import BankWriter
+    from memlane.retain.pipeline import RetainReport
 
 
-class Memory:
-    """A Memlane memory engine. Backends are built lazily from ``settings`` unless given."""
-
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        store=None,
-        graph=None,
-        embedder=None,
-        reranker=None,
-        extractor=None,
-    ) -> None:
-        self.settings = settings or Settings()
-        self._store, self._graph = store, graph
-        self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
-        # built on first use by the properties below
-        self._retainer: Retainer | None = None
-        self._recaller: Recaller | None = None
-        self._derived: DerivedState | None = None
-        self._writer: BankWriter | None = None
-        self._cara: CARA | None = None  # reflect and consolidation (memlane/reflect)
-
-    # backends -----------------------------------------------------------------------------
-    @property
-    def store(self):
-        if self._store is None:
-            from memlane.stores.milvus import MilvusStore
-
-            self._store = MilvusStore(self.settings, dim=self.settings.models.embedding_dim)
-        return self._store
-
-    @property
-    def graph(self):
-        if self._graph is None:
-            from memlane.stores.sparse_graph import SparseGraphStore
-
-            self._graph = SparseGraphStore(
-                temporal_sigma_hours=self.settings.retain.temporal_link_sigma_hours,
-                temporal_neighbors=self.settings.retain.temporal_link_neighbors,
-            )
-        return self._graph
-
-    @property
-    def derived(self):
-        """Per-bank search indexes and graphs, derived from the store (memlane/derived.py)."""
-        if self._derived is None:
-            from memlane.derived import DerivedState
-
-            self._derived = DerivedState(
-                self.store,
-                self.graph,
-                self.settings.models.embedding_dim,
-                with_index=self.settings.store.search_backend == "memory",
-            )
-        return self._derived
-
-    @property
-    def writer(self) -> BankWriter:
-        """The one write path to banks: store, derived state, revision (memlane/writes.py)."""
-        if self._writer is None:
-            from memlane.reflect.observations import prune_observations
-            from memlane.writes import BankWriter
-
-            self._writer = BankWriter(self.store, self.derived, on_delete=[prune_observations])
-        return self._writer
-
-    @property
-    def embedder(self):
-        if self._embedder is None:
-            from memlane.models.embedder import build_embedder
-
-            self._embedder = build_embedder(self.settings)
-        if self._embedder.dim != self.settings.models.embedding_dim:
-            raise ConfigError(
-                f"embedder produces {self._embedder.dim}-d vectors but "
-                f"MEMLANE_MODELS__EMBEDDING_DIM is {self.settings.models.embedding_dim}"
-            )
-        return self._embedder
-
-    @property
-    def reranker(self):
-        if self._reranker is None:
-            from memlane.models.reranker import build_reranker
-
-            self._reranker = build_reranker(self.settings)
-        return self._reranker
-
-    @property
-    def extractor(self):
-        if self._extractor is None:
-            from memlane.retain.extractors import build_extractor
-
-            self._extractor = build_extractor(self.settings)
-        return self._extractor
-
-    @property
-    def retainer(self):
-        if self._retainer is None:
-            from memlane.retain.pipeline import Retainer
-
-            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder, self.extractor)
-            if self.cara.consolidates:
-                self._retainer.on_units = self.cara.units_written
-        return self._retainer
-
-    @property
-    def recaller(self):
-        if self._recaller is None:
-            from memlane.recall.pipeline import Recaller
-
-            derived = self.derived
-            self._recaller = Recaller(
-                self.settings,
-                self.store,
-                self.graph,
-                self.embedder,
-                self.reranker,
-                derived if derived.with_index else None,
-            )
-        return self._recaller
+class Memory(Components):
+    """A Memlane memory engine: banks, retain, recall, reflect, invalidation and deletion.
+    Backends are built lazily from ``settings`` unless given (memlane/components.py)."""
 
     # banks --------------------------------------------------------------------------------
     def create_bank(
@@ -331,7 +210,17 @@ class Memory:
 
     # reflect ------------------------------------------------------------------------------
     @property
-    def cara(self):
+    def retainer(self):
+        if self._retainer is None:
+            from memlane.retain.pipeline import Retainer
+
+            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder, self.extractor)
+            if self.cara.consolidates:
+                self._retainer.on_units = self.cara.units_written
+        return self._retainer
+
+    @property
+    def cara(self) -> CARA:
         """Reflect, opinions, observations and background merging (memlane/reflect)."""
         if self._cara is None:
             from memlane.reflect import CARA
@@ -439,14 +328,6 @@ class Memory:
     def list_entities(self, bank_id: str) -> list[Entity]:
         self.get_bank(bank_id)
         return sorted(self.store.list_entities(bank_id), key=lambda e: (-e.mention_count, e.name))
-
-    def close(self) -> None:
-        if self._cara is not None:
-            self._cara.close()  # runs the queued jobs first: they write to the store
-        if self._recaller is not None:
-            self._recaller.close()
-        if self._store is not None:
-            self._store.close()
 
     def __enter__(self) -> Memory:
         return self
