@@ -46,8 +46,12 @@ def test_worker_settings_carry_the_llm_but_not_the_keys(monkeypatch, server):
     _env(monkeypatch, server)
     monkeypatch.setenv("MEMLANE_LLM_REFLECT_API_KEY", "sk-other")
     sent = worker_settings(Settings())
-    assert sent["extractor"] == "llm" and sent["llm_base_url"] == server.base_url
-    assert not [k for k in sent if k.endswith("api_key") or k == "milvus_token"]
+    assert sent["retain"]["extractor"] == "llm" and sent["llm"]["base_url"] == server.base_url
+
+    def keys(tree: dict) -> list[str]:
+        return [k for k, v in tree.items() for k in [k, *(keys(v) if isinstance(v, dict) else [])]]
+
+    assert not [k for k in keys(sent) if k.endswith("api_key") or k == "milvus_token"]
     assert "sk-secret" not in json.dumps(sent)
 
 
