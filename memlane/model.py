@@ -248,7 +248,14 @@ class RecallRequest(_Strict):
     types: list[FactType] | None = None
     tags: list[str] | None = None
     tags_match: Literal["any", "all"] = "any"
+    # A validity filter: only what was known and still valid at that time.
     as_of: datetime | None = None
+    # "Now" for relative expressions in the query ("last month") and for recency; filters
+    # nothing. Default: as_of, else the current time. Separate from as_of because a question
+    # asked at 09:14 may need a fact said at 19:37 the same day (a LongMemEval haystack that
+    # runs past the question's time): as a cut-off that excluded the answer of 3 of 9 missed
+    # questions on a held-out LongMemEval sample.
+    reference_time: datetime | None = None
     include_chunks: bool = False
     max_chunk_tokens: int = Field(2048, gt=0, le=1_000_000)
     trace: bool = False
@@ -259,7 +266,7 @@ class RecallRequest(_Strict):
     def _non_empty(cls, v: str) -> str:
         return not_blank(v, "query")
 
-    @field_validator("as_of")
+    @field_validator("as_of", "reference_time")
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:
         return None if v is None else utc(v)

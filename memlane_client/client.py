@@ -140,7 +140,8 @@ class MemlaneClient:
         return self._do("GET", f"/v1/banks/{bank_id}/operations/{operation_id}")
 
     def recall(self, bank_id: str, query: str, **options: Any) -> dict:
-        """Options: max_tokens, budget, types, tags, tags_match, as_of, include_chunks, trace."""
+        """Options: max_tokens, budget, types, tags, tags_match, as_of, reference_time,
+        include_chunks, trace."""
         return self._do(*_Requests.recall(bank_id, query, **options))
 
     def reflect(self, bank_id: str, query: str, **options: Any) -> dict:

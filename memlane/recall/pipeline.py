@@ -67,7 +67,7 @@ class Recaller:
         depth = BUDGET_DEPTH[req.budget]
         channels = set(req.channels or CHANNELS)
         flt = UnitFilter(fact_types=req.types, tags=req.tags, tags_match=req.tags_match, as_of=req.as_of)
-        reference = req.as_of or now_utc()
+        reference = req.reference_time or req.as_of or now_utc()
         interval = query_interval(req.query, reference) if "temporal" in channels else None
 
         vector = self.embedder.embed([req.query]) if channels & {"semantic", "graph"} else None

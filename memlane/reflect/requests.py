@@ -19,7 +19,8 @@ class ReflectRequest(BaseModel):
     query: str
     max_tokens: int = Field(4096, gt=0, le=1_000_000)
     budget: Budget = "mid"
-    as_of: datetime | None = None
+    as_of: datetime | None = None  # validity filter (see RecallRequest)
+    reference_time: datetime | None = None  # "now" for relative times and recency
     tags: list[str] | None = None
     tags_match: Literal["any", "all"] = "any"
     answer_max_tokens: int = Field(1024, gt=0, le=32_768)

@@ -102,6 +102,7 @@ class CARA:
             max_tokens=req.max_tokens,
             budget=req.budget,
             as_of=req.as_of,
+            reference_time=req.reference_time,
             tags=req.tags,
             tags_match=req.tags_match,
         )

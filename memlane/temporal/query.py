@@ -13,8 +13,8 @@ def query_interval(query: str, reference: datetime) -> tuple[datetime, datetime]
     """The closed UTC window a recall query asks about, or None when it names no time.
 
     It is the smallest interval covering every time expression of the query ("in May or in
-    July 2023" covers May 1 .. Jul 31), resolved against ``reference`` (the query's "now", or
-    its ``as_of``). Example: "What did Caroline do last week?" with a reference on Monday
+    July 2023" covers May 1 .. Jul 31), resolved against ``reference`` (the request's
+    ``reference_time``, else its ``as_of``, else now). Example: "What did Caroline do last week?" with a reference on Monday
     2023-05-08 gives Monday 2023-05-01 00:00 .. Sunday 2023-05-07 23:59:59.999999.
     """
     spans = find_time_expressions(query, reference)

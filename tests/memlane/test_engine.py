@@ -107,6 +107,21 @@ def test_temporal_channel_finds_memories_in_the_queried_period(memory, tmp_path)
     assert all(m.unit.mentioned_at <= as_of for m in res.memories)
 
 
+def test_reference_time_resolves_relative_times_without_filtering(memory, tmp_path):
+    memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    ref = datetime(2024, 2, 20, tzinfo=UTC)  # after fx-1's session 2, before its session 3
+    by_ref = memory.recall("fx", "What happened last week?", reference_time=ref, max_tokens=100_000)
+    by_as_of = memory.recall("fx", "What happened last week?", as_of=ref, max_tokens=100_000)
+    # Both resolve "last week" against 20 February 2024 (Monday 12 Feb .. Sunday 18 Feb) ...
+    assert by_ref.query_interval == by_as_of.query_interval
+    assert by_ref.query_interval[0] == datetime(2024, 2, 12, tzinfo=UTC)
+    # ... but only as_of hides what was said after it.
+    later = [m for m in by_ref.memories if m.unit.mentioned_at > ref]
+    assert later
+    assert all(m.unit.mentioned_at <= ref for m in by_as_of.memories)
+    assert len(by_ref.memories) == len(by_as_of.memories) + len(later)
+
+
 def test_include_chunks_returns_the_source_text(memory, tmp_path):
     memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
     res = memory.recall("fx", "tortoise called Dumpling", include_chunks=True, max_chunk_tokens=400)
