@@ -47,6 +47,19 @@ def qa_llm(settings):
     return llm
 
 
+SYSTEMS_HELP = (
+    "Systems to compare, comma-separated or repeated: memlane (always run), the baselines bm25 "
+    "and dense, or an ablation of recall's channels joined by '+' (semantic, lexical, graph, "
+    "temporal), e.g. --systems memlane,bm25,lexical+semantic. Default: memlane,bm25,dense."
+)
+
+
+def _systems(specs: list[str] | None) -> list[str]:
+    from evals.systems import parse_systems
+
+    return parse_systems(specs or None)
+
+
 def _check_ks(ks: list[int]) -> list[int]:
     if any(x < 1 for x in ks):
         raise ValueError("--k must be >= 1")
@@ -79,8 +92,10 @@ def eval_locomo(
     plots: bool = typer.Option(True, "--plots/--no-plots"),
     json_out: bool = typer.Option(False, "--json"),
     data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
+    systems: list[str] | None = typer.Option(None, "--systems", help=SYSTEMS_HELP),
 ) -> None:
-    """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines."""
+    """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines, with
+    Memlane against the best baseline (difference, paired bootstrap 95 % interval)."""
     from evals.locomo import default_locomo_path, format_report, run_locomo
     from evals.report import QuestionLog
     from memlane.settings import Settings
@@ -90,6 +105,7 @@ def eval_locomo(
         if not target.exists():
             raise FileNotFoundError(f"LoCoMo file not found: {target}")
         ks = _check_ks(k)
+        chosen = _systems(systems)
         if limit is not None and limit < 1:
             raise ValueError("--limit must be >= 1")
         if qa_tokens < 1:
@@ -109,6 +125,7 @@ def eval_locomo(
                     qa_llm=llm,
                     qa_tokens=qa_tokens,
                     full_context=full_context,
+                    systems=chosen,
                     command=_command(),
                 )
     _finish(report, run_dir, json_out, format_report(report), plots)
@@ -130,9 +147,11 @@ def eval_longmemeval(
     plots: bool = typer.Option(True, "--plots/--no-plots"),
     json_out: bool = typer.Option(False, "--json"),
     data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
+    systems: list[str] | None = typer.Option(None, "--systems", help=SYSTEMS_HELP),
 ) -> None:
     """LongMemEval retrieval metrics (official recall_any/recall_all/ndcg_any at turn and
-    session level, per question type) for Memlane and BM25/dense baselines; one bank per question."""
+    session level, per question type) for Memlane and BM25/dense baselines, with Memlane against
+    the best baseline (difference, paired bootstrap 95 % interval); one bank per question."""
     from evals.longmemeval import run_longmemeval
     from evals.report import QuestionLog, markdown
     from memlane.ingest.longmemeval import load_longmemeval
@@ -140,6 +159,7 @@ def eval_longmemeval(
 
     with errors():
         ks = _check_ks(k)
+        chosen = _systems(systems)
         if limit is not None and limit < 1:
             raise ValueError("--limit must be >= 1")
         if qa_tokens < 1:
@@ -160,6 +180,7 @@ def eval_longmemeval(
                     qa_llm=llm,
                     qa_tokens=qa_tokens,
                     full_context=full_context,
+                    systems=chosen,
                     command=_command(),
                 )
     _finish(report, run_dir, json_out, markdown(report), plots)

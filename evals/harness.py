@@ -1,10 +1,12 @@
-"""What every benchmark run shares: the systems compared (Memlane and its baselines, ranked on
-the same bank in the same run), the progress display and the QA step.
+"""What every benchmark run shares: the systems compared (Memlane, its baselines and any
+channel ablations, ranked on the same bank in the same run; specs in :mod:`evals.systems`),
+the progress display and the QA step.
 
 Baselines rank the bank's units straight from the store of record, with no fusion, graph,
 temporal channel or boosts: plain BM25 over the same analysed text, and plain dense (COSINE)
 similarity with the same embedder. They see exactly the memories Memlane's recall sees, so
-the difference between the rows is recall's doing.
+the difference between the rows is recall's doing. An ablation is Memlane's recall with only
+some of its channels, everything else (budget, as_of, reference time) identical.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from evals.metrics import ranked_turns
+from evals.systems import DEFAULT_SYSTEMS, MEMLANE, channels_of
 
-SYSTEMS = ("memlane", "bm25", "dense")
+SYSTEMS = DEFAULT_SYSTEMS
 QA_SYSTEMS = ("memlane", "full-context")
 # Deep enough that every system returns more distinct turns than the largest k (50).
 RECALL_TOKENS = 65536
@@ -33,23 +36,39 @@ def rank_all(
     bank_id: str,
     query: str,
     *,
+    systems: Sequence[str] = SYSTEMS,
+    reference_time: datetime | None = None,
     as_of: datetime | None = None,
     recall_tokens: int = RECALL_TOKENS,
     depth: int = BASELINE_DEPTH,
 ):
-    """Rank the bank's source turns for ``query`` with each system.
+    """Rank the bank's source turns for ``query`` with each of ``systems`` (specs of
+    :mod:`evals.systems`; Memlane's recall always runs). ``reference_time`` is recall's "now"
+    for relative time expressions and recency (no filter); ``as_of`` is recall's validity filter.
 
-    Returns ``(rankings, result, latency_ms)``: turn rankings by system name, Memlane's
-    :class:`~memlane.model.RecallResult` (for QA) and its recall latency."""
+    Returns ``(rankings, result, latency_ms)``: turn rankings by system name (only the systems
+    asked for), Memlane's :class:`~memlane.model.RecallResult` (for QA) and its recall latency."""
+    options: dict[str, Any] = {"max_tokens": recall_tokens, "as_of": as_of, "reference_time": reference_time}
     start = time.perf_counter()
-    result = memory.recall(bank_id, query, max_tokens=recall_tokens, as_of=as_of)
+    result = memory.recall(bank_id, query, **options)
     latency_ms = (time.perf_counter() - start) * 1000
-    vector = memory.embedder.embed([query])
-    rankings = {
-        "memlane": ranked_turns([m.unit.source_turns for m in result.memories]),
-        "bm25": _turns_of(memory.store.search_lexical(bank_id, query, depth, fields=["source_turns"])),
-        "dense": _turns_of(memory.store.search_dense(bank_id, vector, depth, fields=["source_turns"])[0]),
-    }
+    rankings: dict[str, list[str]] = {}
+    for system in systems:
+        if system == MEMLANE:
+            rankings[system] = ranked_turns([m.unit.source_turns for m in result.memories])
+        elif system == "bm25":
+            hits = memory.store.search_lexical(bank_id, query, depth, fields=["source_turns"])
+            rankings[system] = _turns_of(hits)
+        elif system == "dense":
+            vector = memory.embedder.embed([query])
+            hits = memory.store.search_dense(bank_id, vector, depth, fields=["source_turns"])[0]
+            rankings[system] = _turns_of(hits)
+        else:
+            channels = channels_of(system)
+            if channels is None:
+                raise ValueError(f"unknown system {system!r}")
+            ablated = memory.recall(bank_id, query, channels=channels, **options)
+            rankings[system] = ranked_turns([m.unit.source_turns for m in ablated.memories])
     return rankings, result, latency_ms
 
 

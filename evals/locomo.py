@@ -1,5 +1,6 @@
-"""LoCoMo retrieval eval: evidence recall@k at turn and session level, Memlane vs baselines,
-in the harness report format (and QA with a judge when an LLM is given).
+"""LoCoMo retrieval eval: evidence recall@k at turn and session level, Memlane vs baselines
+(and any channel ablations, :mod:`evals.systems`), in the harness report format (and QA with a
+judge when an LLM is given).
 
 Each conversation goes into its own bank, named by the ingest's one rule
 (:func:`memlane.ingest.bank_id_for` of its ``sample_id``), the bank ``memlane backfill`` writes. For every question of categories 1-4, recall runs and
@@ -19,15 +20,19 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from evals.compare import comparison_text
 from evals.harness import SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
 from evals.locomo_data import load_locomo_questions
 from evals.metrics import recall_at_k, session_recall_at_k
 from evals.report import ALL, QuestionLog, build_report
+from evals.systems import baselines_of, parse_systems
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 # Deep enough that every system returns well over the largest k distinct turns (LoCoMo turns
 # are short); kept from the first version so its figures stay comparable.
 RECALL_TOKENS = 8192
+# The metrics ``beats_best_baseline`` gives a verdict on (those whose k the run has).
+HEADLINE_METRICS = ("turn_recall@10", "session_recall@5")
 
 
 def default_locomo_path() -> Path:
@@ -51,15 +56,18 @@ def run_locomo(
     qa_llm=None,
     qa_tokens: int = 4096,
     full_context: bool = True,
+    systems: Sequence[str] = SYSTEMS,
     command: str | None = None,
 ) -> dict[str, Any]:
     """Ingest each conversation into its own bank and score recall; returns the report dict.
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
     settings against banks built by an earlier run or by ``memlane backfill``); ``log`` receives a row
-    per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt."""
+    per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt; ``systems`` are the
+    systems compared (:func:`evals.systems.parse_systems`)."""
     from evals.qa import locomo_grader, locomo_verdict
     from memlane.ingest import load_conversations
 
+    systems = parse_systems(systems)
     t0 = time.perf_counter()
     conversations = load_conversations(path, format="locomo")
     questions = load_locomo_questions(path, categories=(1, 2, 3, 4))
@@ -91,8 +99,10 @@ def run_locomo(
                 if not relevant and qa_llm is None:
                     skipped += 1
                     continue
-                rankings, result, ms = rank_all(memory, bank, qa.question, recall_tokens=RECALL_TOKENS)
-                scores: dict[str, dict[str, float]] = {s: {} for s in SYSTEMS}
+                rankings, result, ms = rank_all(
+                    memory, bank, qa.question, systems=systems, recall_tokens=RECALL_TOKENS
+                )
+                scores: dict[str, dict[str, float]] = {s: {} for s in systems}
                 if relevant:
                     latencies.append(ms)
                     for system, ranked in rankings.items():
@@ -109,7 +119,7 @@ def run_locomo(
                     "evidence": qa.evidence,
                     "recall_ms": round(ms, 1),
                     "scores": scores,
-                    "top_turns": {s: rankings[s][:10] for s in SYSTEMS},
+                    "top_turns": {s: rankings[s][:10] for s in systems},
                 }
                 if qa_llm is not None:
                     row["qa"] = qa_for(
@@ -134,6 +144,7 @@ def run_locomo(
         "questions": n_scored,
         "skipped (no evidence)": skipped,
         "ks": ", ".join(map(str, ks)),
+        "systems": ", ".join(systems),
         "recall p50 ms": percentile(latencies, 0.5),
         "recall p95 ms": percentile(latencies, 0.95),
         "retain s": round(ingest_s, 1),
@@ -144,16 +155,18 @@ def run_locomo(
         "their sessions) among the first k distinct turns (sessions) a system ranks; "
         "categories 1-4; items without evidence are left out of recall.",
         "Baselines rank the same units straight from the store: bm25 (plain BM25) and dense "
-        "(plain cosine with the same embedder), no fusion, graph, time or boosts.",
+        "(plain cosine with the same embedder), no fusion, graph, time or boosts. An ablation "
+        "(e.g. lexical+semantic) is Memlane's recall with only those channels.",
     ]
     report = build_report(
         benchmark="locomo",
         title=f"LoCoMo evidence recall ({Path(path).name})",
-        systems=SYSTEMS,
+        systems=systems,
         rows=rows,
         info=info,
         qa_systems=qa_systems(qa_llm is not None, full_context),
         headline=f"turn_recall@{max(ks)}",
+        headline_metrics=HEADLINE_METRICS,
         notes=notes,
         command=command,
     )
@@ -175,8 +188,8 @@ def _legacy(
     ingest_s: float,
     wall_s: float,
 ) -> dict[str, Any]:
-    """The first version's keys: Memlane's means at top level, baselines under ``baselines``,
-    ``per_category`` keyed by category number."""
+    """The first version's keys: Memlane's means at top level, the baselines the run has under
+    ``baselines``, ``per_category`` keyed by category number."""
     summary = report["summary"]
 
     def system(name: str) -> dict[str, Any]:
@@ -193,7 +206,7 @@ def _legacy(
         return out
 
     legacy = system("memlane")
-    legacy["baselines"] = {"bm25": system("bm25"), "dense": system("dense")}
+    legacy["baselines"] = {b: system(b) for b in baselines_of(report["systems"])}
     legacy.update(
         {
             "conversations": conversations,
@@ -210,22 +223,29 @@ def _legacy(
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """A plain-text table: rows are systems x categories, columns the metrics."""
+    """A plain-text table (rows: systems x categories, columns: the metrics), then Memlane
+    against the best single-channel baseline on the headline metrics."""
     keys = [f"{m}@{k}" for m in ("turn_recall", "session_recall") for k in report["ks"]]
+    summary = report["summary"]
+    width = max([9, *(len(s) + 1 for s in report["systems"])])
     lines = [
         f"LoCoMo evidence recall: {report['conversations']} conversations, "
         f"{report['questions']} questions (categories 1-4; {report['skipped_no_evidence']} "
         f"without evidence skipped), wall {report['wall_s']}s, ingest {report['ingest_s']}s, "
         f"recall p50 {report['recall_ms_p50']} ms / p95 {report['recall_ms_p95']} ms",
-        f"{'system':<9}{'category':<14}{'n':>5}  " + "  ".join(f"{k:>17}" for k in keys),
+        f"{'system':<{width}}{'category':<14}{'n':>5}  " + "  ".join(f"{k:>17}" for k in keys),
     ]
-    systems = {"memlane": report, **report["baselines"]}
-    for name, data in systems.items():
-        rows = [("all", report["questions"], data)]
-        rows += [(f"{c} {v['name']}", v["questions"], v) for c, v in data["per_category"].items()]
-        for label, n, values in rows:
+    for name in report["systems"]:
+        for cat, entry in summary.items():
+            values = entry.get(name) or {}
+            if cat != ALL and not values:
+                continue
+            n = report["questions"] if cat == ALL else entry["n"].get(f"turn_recall@{report['ks'][0]}", 0)
             lines.append(
-                f"{name:<9}{label:<14}{n:>5}  "
+                f"{name:<{width}}{cat:<14}{n:>5}  "
                 + "  ".join(f"{values[k]:>17.4f}" if k in values else f"{'-':>17}" for k in keys)
             )
+    comparison = comparison_text(report)
+    if comparison:
+        lines += ["", *comparison]
     return "\n".join(lines)

@@ -15,6 +15,11 @@ recall), so every mean is over the questions that have the metric, and ``n`` say
 
 Metric names are ``<family>@<k>`` (``turn_recall_any@10``); the Markdown summary gives one
 table per family with a column per k, and the recall@k plot one curve per system and family.
+
+Beside the summary, ``comparison`` holds Memlane against the best single-channel baseline per
+category and metric (difference and paired bootstrap 95 % interval, :mod:`evals.compare`), and
+``beats_best_baseline`` a verdict per headline metric over all questions; the Markdown summary
+opens with those headline tables.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
+
+from evals.compare import beats_best_baseline, compare_to_baselines, comparison_markdown
 
 # The summaries live in evals.summary (shared with the plots); re-exported for callers.
 from evals.summary import ALL, families, finite, split_metric, summarize_qa, summarize_scores  # noqa: F401
@@ -52,6 +59,7 @@ def markdown(report: dict[str, Any]) -> str:
     if report.get("command"):
         lines.append(f"- reproduce: `{report['command']}`")
     lines.append("")
+    lines += comparison_markdown(report)
     for family, ks in families(summary, systems).items():
         lines += [
             f"## {family}",
@@ -106,11 +114,15 @@ def build_report(
     info: dict[str, Any] | None = None,
     qa_systems: Sequence[str] = (),
     headline: str | None = None,
+    headline_metrics: Sequence[str] = (),
     notes: Iterable[str] = (),
     command: str | None = None,
 ) -> dict[str, Any]:
-    """The harness report: run info, the score summary, the QA summary when rows hold QA
-    results. ``headline`` names the metric the per-category plot shows."""
+    """The harness report: run info, the score summary, Memlane against the best baseline
+    (``comparison``, and ``beats_best_baseline`` for each of ``headline_metrics`` the run has),
+    the QA summary when rows hold QA results. ``headline`` names the metric the per-category
+    plot shows."""
+    comparison = compare_to_baselines(rows, systems)
     report: dict[str, Any] = {
         "benchmark": benchmark,
         "title": title,
@@ -120,6 +132,9 @@ def build_report(
         "notes": list(notes),
         "command": command,
         "summary": summarize_scores(rows, systems),
+        "headline_metrics": list(headline_metrics),
+        "comparison": comparison,
+        "beats_best_baseline": beats_best_baseline(comparison, headline_metrics),
     }
     if qa_systems and any(r.get("qa") for r in rows):
         report["qa_systems"] = list(qa_systems)

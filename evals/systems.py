@@ -1,0 +1,71 @@
+"""The systems an eval run compares, named by a spec (the one place specs are parsed):
+
+* ``memlane``: full recall, as configured;
+* ``bm25``, ``dense``: the single-channel **baselines**, ranked straight from the store (plain
+  BM25 over the same analysed text, plain cosine with the same embedder; no fusion, graph,
+  temporal channel or boosts);
+* an **ablation**: a ``+``-joined subset of recall's channels (``semantic``, ``lexical``,
+  ``graph``, ``temporal``), e.g. ``lexical+semantic``: recall with only those channels, everything
+  else as for ``memlane``. Its name is written with the channels in alphabetical order, so
+  ``semantic+lexical`` and ``lexical+semantic`` are one system.
+
+``memlane`` is always run (it is what the others are compared against) and comes first.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+MEMLANE = "memlane"
+BASELINES = ("bm25", "dense")
+CHANNELS = ("semantic", "lexical", "graph", "temporal")
+DEFAULT_SYSTEMS = (MEMLANE, *BASELINES)
+ALLOWED = f"{MEMLANE}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
+
+
+def _canonical(spec: str) -> str:
+    name = spec.strip().lower()
+    if name in DEFAULT_SYSTEMS:
+        return name
+    channels = [c.strip() for c in name.split("+")]
+    bad = [c for c in channels if c not in CHANNELS]
+    if not name or bad:
+        raise ValueError(f"unknown system {spec.strip()!r}: expected {ALLOWED}")
+    return "+".join(sorted(set(channels)))
+
+
+def parse_systems(specs: str | Iterable[str] | None = None) -> list[str]:
+    """The systems a run compares, from specs like ``"memlane,bm25,lexical+semantic"`` (a string
+    or several, each comma-separated; None: the default ``memlane, bm25, dense``).
+
+    Names are lower-cased and de-duplicated (first occurrence kept); ``memlane`` is added first
+    when missing. Raises ValueError naming the bad spec and the allowed ones."""
+    if specs is None:
+        return list(DEFAULT_SYSTEMS)
+    if isinstance(specs, str):
+        specs = [specs]
+    out: list[str] = []
+    for group in specs:
+        for piece in group.split(","):
+            if not piece.strip():
+                continue
+            name = _canonical(piece)
+            if name not in out:
+                out.append(name)
+    if MEMLANE in out:
+        out.remove(MEMLANE)
+    return [MEMLANE, *out]
+
+
+def channels_of(system: str) -> list[str] | None:
+    """The recall channels of an ablation system (None for ``memlane``, the baselines and any
+    other name)."""
+    if system == MEMLANE or system in BASELINES:
+        return None
+    channels = system.split("+")
+    return channels if all(c in CHANNELS for c in channels) else None
+
+
+def baselines_of(systems: Iterable[str]) -> list[str]:
+    """The single-channel baselines among ``systems``, in their order."""
+    return [s for s in systems if s in BASELINES]
