@@ -178,7 +178,8 @@ TITLE = "Memlane vs best single-channel baseline"
 EXPLAIN = (
     "diff = memlane - best baseline (the baseline with the highest mean for that metric and "
     "category), paired over questions; 95% CI: paired bootstrap over questions "
-    f"({RESAMPLES} resamples, seed {SEED}); beats: diff > 0."
+    f"({RESAMPLES} resamples, seed {SEED}); beats: diff > 0 (significant at 95% only where the "
+    "interval excludes 0)."
 )
 
 

@@ -64,6 +64,67 @@ def test_eval_longmemeval_writes_a_run_directory(runner, tmp_path):
     assert "## turn_recall_any" in md and "| memlane | all | 2 |" in md
 
 
+def test_eval_longmemeval_systems_and_comparison(runner, tmp_path):
+    path = write_longmemeval_fixture(tmp_path / "lme.json")
+    out = tmp_path / "run"
+    r = runner.invoke(
+        app,
+        [
+            "eval",
+            "longmemeval",
+            str(path),
+            "--limit",
+            "2",
+            "--k",
+            "5",
+            "--k",
+            "10",
+            "--systems",
+            "memlane,bm25,lexical+semantic",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+    )
+    assert r.exit_code == 0, r.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["systems"] == ["memlane", "bm25", "lexical+semantic"]
+    assert set(report["summary"]["all"]) == {"questions", "n", "memlane", "bm25", "lexical+semantic"}
+    row = json.loads((out / "questions.jsonl").read_text().splitlines()[0])
+    assert set(row["scores"]) == {"memlane", "bm25", "lexical+semantic"}
+    # the only baseline is bm25; every headline metric's k was run
+    assert set(report["beats_best_baseline"]) == {
+        "session_recall_any@5",
+        "session_recall_all@5",
+        "session_ndcg_any@10",
+        "turn_recall_all@10",
+    }
+    entry = report["comparison"]["all"]["session_recall_any@5"]
+    assert entry["best_baseline"] == "bm25" and list(entry["baselines"]) == ["bm25"]
+    # the terminal and summary.md carry the comparison table (bm25 the only baseline column)
+    for md in (r.stdout, (out / "summary.md").read_text()):
+        assert "## Memlane vs best single-channel baseline" in md
+        assert "| category | n | memlane | bm25 | best | diff | 95% CI | beats |" in md
+        assert "| lexical+semantic | all | 2 |" in md
+
+
+@pytest.mark.parametrize("command", ["longmemeval", "locomo"])
+def test_eval_bad_system_exits_2_with_one_line(runner, tmp_path, command):
+    path = (write_longmemeval_fixture if command == "longmemeval" else write_locomo_fixture)(
+        tmp_path / "in.json"
+    )
+    r = runner.invoke(
+        app,
+        ["eval", command, str(path), "--systems", "memlane,bm25,vector", "--data-dir", str(tmp_path / "d")],
+    )
+    assert r.exit_code == 2
+    line = _one_error_line(r)
+    assert line.startswith("error: unknown system 'vector'") and "lexical" in line
+    assert not (tmp_path / "d").exists()  # rejected before any bank is written
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [
@@ -153,6 +214,9 @@ def test_eval_locomo_keeps_its_flags_and_writes_a_run(runner, tmp_path):
     )
     assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith("LoCoMo evidence recall: 1 conversations, 3 questions")
+    # --k 5 only: the comparison covers session_recall@5 (turn_recall@10 was not run)
+    assert "Memlane vs best single-channel baseline" in r.stdout and "session_recall@5:" in r.stdout
+    assert json.loads((out / "report.json").read_text())["beats_best_baseline"].keys() == {"session_recall@5"}
     assert (out / "summary.md").exists() and (out / "questions.jsonl").exists()
     r = runner.invoke(app, ["eval", "locomo", str(tmp_path / "nope.json"), "--data-dir", str(tmp_path / "d")])
     assert r.exit_code == 2 and "LoCoMo file not found" in _one_error_line(r)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
-from evals.locomo import run_locomo
+from evals.locomo import format_report, run_locomo
 from evals.longmemeval import run_longmemeval
 from evals.report import QuestionLog
+from memlane.ingest.longmemeval import load_longmemeval
 from tests.evals.test_eval_qa_report import ScriptedLLM
-from tests.fixtures import write_locomo_fixture, write_longmemeval_fixture
+from tests.fixtures import longmemeval_fixture_data, write_locomo_fixture, write_longmemeval_fixture
 
 KS = (1, 3, 5, 10, 30, 50)
 
@@ -47,6 +48,17 @@ def test_longmemeval_run(memory, tmp_path):
     assert n["turn_recall_any@5"] == 2 and n["answer_session_recall_any@5"] == 2
     assert set(report["summary"]) == {"all", "multi-session", "single-session-user"}
     assert report["summary"]["single-session-user"]["n"]["turn_recall_any@1"] == 1
+    # Memlane against the best baseline: the headline metrics at the default ks
+    assert set(report["beats_best_baseline"]) == {
+        "session_recall_any@5",
+        "session_recall_all@5",
+        "session_ndcg_any@10",
+        "turn_recall_all@10",
+    }
+    entry = report["comparison"]["all"]["turn_recall_all@10"]
+    assert entry["n"] == 2 and entry["best_baseline"] in ("bm25", "dense")
+    assert entry["best_value"] == max(entry["baselines"].values())
+    assert report["beats_best_baseline"]["turn_recall_all@10"] == (entry["diff"] > 0)
 
 
 def test_longmemeval_reuse_and_qa(memory, tmp_path):
@@ -77,3 +89,37 @@ def test_locomo_run_in_the_harness_format(memory, tmp_path):
     assert "1 multi-hop" in report["summary"] and report["headline"] == "turn_recall@5"
     per_cat = report["per_category"]
     assert per_cat["4"]["name"] == "single-hop" and per_cat["4"]["questions"] == 3
+    # turn_recall@10 was not run (ks 1, 5): only session_recall@5 gets a verdict
+    assert set(report["beats_best_baseline"]) == {"session_recall@5"}
+    assert report["comparison"]["all"]["session_recall@5"]["n"] == 7
+    text = format_report(report)
+    assert "Memlane vs best single-channel baseline" in text and "session_recall@5:" in text
+
+
+def test_locomo_with_an_ablation_and_one_baseline(memory, tmp_path):
+    path = write_locomo_fixture(tmp_path / "fx.json")
+    report = run_locomo(memory, path, ks=(5, 10), limit=1, progress=False, systems=["dense", "semantic"])
+    assert report["systems"] == ["memlane", "dense", "semantic"]
+    assert set(report["baselines"]) == {"dense"}  # the legacy key holds the baselines that ran
+    entry = report["comparison"]["all"]["turn_recall@10"]
+    assert entry["best_baseline"] == "dense" and set(entry["baselines"]) == {"dense"}
+    assert set(report["beats_best_baseline"]) == {"turn_recall@10", "session_recall@5"}
+    text = format_report(report)
+    assert "\nsemantic " in text and "bm25" not in text
+
+
+def test_longmemeval_question_date_is_the_reference_time_not_a_cut_off(memory, tmp_path):
+    data = longmemeval_fixture_data()[:1]
+    # the answer session falls later on the question's own day (10:00), as often in LongMemEval
+    data[0]["haystack_dates"][1] = "2024/06/20 (Thu) 17:40"
+    path = write_longmemeval_fixture(tmp_path / "lme.json", data)
+    report = run_longmemeval(memory, path, ks=(1, 5), progress=False, systems="memlane,lexical+semantic")
+    assert report["info"]["reference time"] == "question date"
+    assert report["systems"] == ["memlane", "lexical+semantic"]
+    assert report["summary"]["all"]["memlane"]["turn_recall_any@1"] == 1.0
+    assert report["summary"]["all"]["lexical+semantic"]["turn_recall_any@5"] == 1.0
+    assert report["comparison"] == {} and report["beats_best_baseline"] == {}  # no baseline ran
+    # as a validity cut-off the question date would have hidden the answer
+    when = load_longmemeval(path)[0].question_date
+    hidden = memory.recall("fx-kayak", "What did I name my new kayak?", as_of=when)
+    assert not any("answer_k1:1" in m.unit.source_turns for m in hidden.memories)
