@@ -141,11 +141,12 @@ class DerivedState:
         limit: int,
         flt: UnitFilter | None = None,
         fields: Sequence[str] | None = None,
+        chunk_prior: float = 0.0,
     ) -> list[list[Hit]]:
         """Hits carry no fields, or only ``mentioned_at`` when any are asked for (all that
-        retain's semantic links use)."""
+        retain's semantic links use). ``chunk_prior``: see BankIndex.search_dense."""
         index = self.index(bank_id)
-        hits = [index.search_dense(v, limit, flt) for v in np.atleast_2d(vectors)]
+        hits = [index.search_dense(v, limit, flt, chunk_prior) for v in np.atleast_2d(vectors)]
         if fields:
             times = index.mentioned_at(h.id for hs in hits for h in hs)
             for h in (h for hs in hits for h in hs):

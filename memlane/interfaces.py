@@ -91,8 +91,11 @@ class SearchBackend(Protocol):
         limit: int,
         flt: UnitFilter | None = None,
         fields: Sequence[str] | None = None,
+        chunk_prior: float = 0.0,
     ) -> list[list[Hit]]:
-        """COSINE search; one hit list per query vector, best first."""
+        """COSINE search; one hit list per query vector, best first. ``chunk_prior`` adds that
+        times the query's similarity to the unit's chunk centroid, where the backend keeps
+        centroids (the in-process index; a Milvus server search ignores it)."""
         ...
 
     def search_lexical(

@@ -84,7 +84,13 @@ class RetainSettings(_Area):
 class RecallSettings(_Area):
     """Fusion, boosts and the graph channel."""
 
+    # How the channels' rankings are fused (memlane/recall/fusion.py; the README's "Recall that
+    # generalises" has the figures of each on LoCoMo and LongMemEval).
+    fusion: Literal["rrf", "rsf", "conf_rrf"] = "rrf"
     rrf_k: int = Field(60, gt=0)
+    # Semantic channel: weight of the query's similarity to the centroid of the unit's chunk
+    # (the consecutive turns it was retained with). 0 turns it off.
+    chunk_prior: float = Field(0.5, ge=0.0, le=4.0)
     # RRF weight per channel (see memlane/recall/fusion.py for the measurements behind them).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
     recency_alpha: float = Field(0.2, ge=0.0, le=1.0)

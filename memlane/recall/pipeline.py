@@ -24,7 +24,7 @@ from memlane.interfaces import (
 )
 from memlane.model import Chunk, RecalledMemory, RecallRequest, RecallResult, now_utc
 from memlane.recall import boosts
-from memlane.recall.fusion import rrf
+from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
 from memlane.settings import BUDGET_DEPTH, Settings
 from memlane.units import fields_interval, unit_from_fields
@@ -83,7 +83,11 @@ class Recaller:
         if channels & {"semantic", "graph"}:
             assert vector is not None  # embedded above for exactly these channels
             futures["semantic"] = self._pool.submit(
-                timed, "semantic", lambda: self.search.search_dense(bank_id, vector, depth, flt, ())[0]
+                timed,
+                "semantic",
+                lambda: self.search.search_dense(
+                    bank_id, vector, depth, flt, (), chunk_prior=s.recall.chunk_prior
+                )[0],
             )
         if "lexical" in channels:
             futures["lexical"] = self._pool.submit(
@@ -99,9 +103,7 @@ class Recaller:
         if "semantic" not in channels:
             hits.pop("semantic", None)
 
-        fused = rrf(
-            {name: [h.id for h in hs] for name, hs in hits.items()}, s.recall.rrf_k, s.recall.channel_weights
-        )
+        fused = fuse(hits, s.recall.fusion, s.recall.rrf_k, s.recall.channel_weights)
 
         # Channels return ids only; fields are read once for the best fused candidates. The
         # store already filtered its channels; graph hits are filtered here.

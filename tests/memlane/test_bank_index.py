@@ -15,7 +15,7 @@ from memlane.recall.index import BankIndex
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def unit(uid, text, vec, *, days=0, fact_type=FactType.world, tags=(), invalid=None, doc="d"):
+def unit(uid, text, vec, *, days=0, fact_type=FactType.world, tags=(), invalid=None, doc="d", chunk=None):
     v = np.asarray(vec, dtype=np.float32)
     return MemoryUnit(
         id=uid,
@@ -27,6 +27,7 @@ def unit(uid, text, vec, *, days=0, fact_type=FactType.world, tags=(), invalid=N
         tags=list(tags),
         invalid_at=invalid,
         document_id=doc,
+        chunk_id=chunk or f"chunk-{uid}",
     )
 
 
@@ -56,6 +57,31 @@ def test_dense_ranks_by_cosine_and_respects_limit():
     hits = idx.search_dense(np.array([1, 0], dtype=np.float32), 2)
     assert [h.id for h in hits] == ["a", "b"]
     assert [h.score for h in hits] == pytest.approx([1.0, 0.6])
+
+
+def test_chunk_prior_adds_the_similarity_to_the_chunk_centroid():
+    idx = BankIndex(2)
+    # "b" alone is far from the query, but its chunk ("a" and "b") is about it; "c" is a
+    # chunk of its own, a little closer to the query than "b".
+    idx.upsert(
+        [
+            unit("a", "x", [1, 0], chunk="k1"),
+            unit("b", "y", [0, 1], chunk="k1"),
+            unit("c", "z", [0.2, 1], chunk="k2"),
+        ]
+    )
+    q = np.array([1, 0], dtype=np.float32)
+    assert [h.id for h in idx.search_dense(q, 3)] == ["a", "c", "b"]
+    hits = idx.search_dense(q, 3, chunk_prior=0.5)
+    centroid_k1 = np.array([1, 1]) / math.sqrt(2)
+    c = np.array([0.2, 1]) / np.linalg.norm([0.2, 1])
+    assert [h.id for h in hits] == ["a", "b", "c"]
+    assert [h.score for h in hits] == pytest.approx(
+        [1 + 0.5 * centroid_k1[0], 0 + 0.5 * centroid_k1[0], c[0] + 0.5 * c[0]], abs=1e-6
+    )
+    # A write changes the centroids: with "a" gone, "b"'s chunk is "b" alone.
+    idx.remove(["a"])
+    assert [h.id for h in idx.search_dense(q, 3, chunk_prior=0.5)] == ["c", "b"]
 
 
 def test_upsert_replaces_and_remove_forgets():

@@ -3,13 +3,14 @@
 import math
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
-from memlane.interfaces import UnitFilter
+from memlane.interfaces import Hit, UnitFilter
 from memlane.model import FactType
 from memlane.models.reranker import RRFRankReranker
 from memlane.recall import boosts
-from memlane.recall.fusion import rrf
+from memlane.recall.fusion import confidence, fuse, rrf, rsf
 from memlane.recall.packing import pack
 from memlane.units import matches
 
@@ -89,6 +90,47 @@ def test_rrf_channel_weights_scale_each_channel():
     )
     assert fused["x"] == pytest.approx(1 / 61 + 0.2 / 62)
     assert fused["y"] == pytest.approx(0.2 / 61)
+
+
+def _hits(pairs):
+    return [Hit(id=i, score=s) for i, s in pairs]
+
+
+def test_rsf_normalises_each_channel_to_its_own_range():
+    fused = dict(
+        rsf(
+            {
+                "lexical": _hits([("x", 12.0), ("y", 7.0), ("z", 2.0)]),
+                "semantic": _hits([("z", 0.9), ("x", 0.5)]),
+            },
+            {"lexical": 1.0, "semantic": 0.5},
+        )
+    )
+    assert fused == pytest.approx({"x": 1.0 + 0.0, "y": 0.5, "z": 0.0 + 0.5})
+    # One hit (or all alike) counts fully rather than dividing by zero.
+    assert dict(rsf({"lexical": _hits([("x", 3.0)])}, {})) == {"x": 1.0}
+
+
+def test_confidence_is_the_z_score_of_the_best_hit():
+    s = [5.0, 1.0, 1.0, 1.0]
+    assert confidence(s) == pytest.approx((5 - 2) / np.std(s))
+    assert confidence([1.0, 1.0, 1.0]) == 0.0
+    assert confidence([2.0, 1.0]) == 0.0
+
+
+def test_fuse_weights_rrf_by_channel_confidence():
+    peaked = _hits([("a", 10.0), ("b", 1.0), ("c", 1.0), ("d", 1.0)])
+    flat = _hits([("d", 1.0), ("c", 1.0), ("b", 1.0), ("a", 1.0)])
+    hits = {"lexical": peaked, "semantic": flat}
+    plain = fuse(hits, "rrf", 60, {})
+    # Mirrored rankings: under plain RRF the two ends ("a" first in one, "d" in the other) tie.
+    assert {plain[0][0], plain[1][0]} == {"a", "d"}
+    assert plain[0][1] == pytest.approx(plain[1][1])
+    conf = fuse(hits, "conf_rrf", 60, {})
+    assert conf[0][0] == "a"  # the flat channel gets no say
+    assert conf[0][1] == pytest.approx(confidence([h.score for h in peaked]) / 61)
+    with pytest.raises(ValueError, match="unknown fusion 'nope'"):
+        fuse(hits, "nope", 60, {})
 
 
 def test_lexical_analysis_drops_stop_words_and_stems():

@@ -77,10 +77,12 @@ class Search(Collections):
         limit: int,
         flt: UnitFilter | None = None,
         fields: Sequence[str] | None = None,
+        chunk_prior: float = 0.0,
     ) -> list[list[Hit]]:
         """COSINE search; one hit list per query vector (rows of ``vectors``; a single 1-d
         vector is taken as a batch of one), best first, score = cosine similarity. ``fields``
-        limits the hit fields (None: all)."""
+        limits the hit fields (None: all). ``chunk_prior`` is ignored: Milvus keeps no chunk
+        centroids."""
         check_bank_id(bank_id)
         limit = self._limit(limit)
         arr = np.asarray(vectors, dtype=np.float32)
