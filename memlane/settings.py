@@ -89,7 +89,8 @@ class RecallSettings(_Area):
     fusion: Literal["rrf", "rsf", "conf_rrf"] = "rrf"
     rrf_k: int = Field(60, gt=0)
     # Semantic channel: weight of the query's similarity to the centroid of the unit's chunk
-    # (the consecutive turns it was retained with). 0 turns it off.
+    # (the consecutive turns it was retained with). 0 turns it off. Applied by the in-process
+    # index only (search_backend="memory"); a Milvus server search keeps no chunk centroids.
     chunk_prior: float = Field(0.5, ge=0.0, le=4.0)
     # RRF weight per channel (see memlane/recall/fusion.py for the measurements behind them).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))

@@ -309,7 +309,10 @@ def test_milvus_search_backend_gives_the_same_top_hits(tmp_path, embedder, extra
     path = write_locomo_fixture(tmp_path / "fx.json")
     tops = {}
     for backend in ("memory", "milvus"):
-        settings = Settings(data_dir=tmp_path / backend, search_backend=backend)
+        # The chunk prior needs chunk centroids, which only the in-process index keeps.
+        settings = Settings(
+            data_dir=tmp_path / backend, store={"search_backend": backend}, recall={"chunk_prior": 0.0}
+        )
         with Memory(settings, embedder=embedder, extractor=extractor) as m:
             m.retain_file("fx", path)
             tops[backend] = [
