@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from memlane.recall.pipeline import CHANNELS  # recall's channels: one list, recall's own
+
 MEMLANE = "memlane"
 BASELINES = ("bm25", "dense")
-CHANNELS = ("semantic", "lexical", "graph", "temporal")
 DEFAULT_SYSTEMS = (MEMLANE, *BASELINES)
 ALLOWED = f"{MEMLANE}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
 
