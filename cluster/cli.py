@@ -182,6 +182,71 @@ def delete(
                 typer.echo(f"deleted bank {bank}")
 
 
+@app.command("export")
+def export_cmd(
+    bank: str = typer.Option(..., "--bank"),
+    vectors: bool = typer.Option(False, "--vectors", help="Include unit embeddings (else import re-embeds)."),
+    out: Path | None = typer.Option(None, "--out", help="Write to FILE instead of stdout."),
+    data_dir: Path | None = DataDir,
+) -> None:
+    """Export a bank as JSON Lines: a header, then its chunks, entities and units."""
+    import time
+
+    from memlane.transfer import export_lines
+
+    start = time.perf_counter()
+    with errors():
+        with open_memory(data_dir) as memory:
+            lines = export_lines(memory, bank, vectors=vectors)
+            first = next(lines)  # unknown bank: fail before creating --out
+            with out.open("w", encoding="utf-8") if out else _stdout() as f:
+                f.write(first)
+                n = 1
+                for line in lines:
+                    f.write(line)
+                    n += 1
+    typer.echo(f"exported bank {bank}: {n} records in {time.perf_counter() - start:.1f}s", err=True)
+
+
+def _stdout():
+    from contextlib import nullcontext
+
+    return nullcontext(sys.stdout)
+
+
+@app.command("import")
+def import_cmd(
+    file: str = typer.Argument(..., help="A file written by `memlane export`, or - for stdin."),
+    bank: str | None = typer.Option(None, "--bank", help="Import as this bank (default: the file's)."),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path | None = DataDir,
+) -> None:
+    """Import a bank exported by `memlane export` (idempotent; validated whole before writing)."""
+    import shutil
+    import tempfile
+
+    from memlane.transfer import import_bank
+
+    with errors(), tempfile.TemporaryDirectory() as tmp:
+        path = Path(file)
+        if file == "-":  # read twice: spool stdin to a file
+            path = Path(tmp) / "stdin.jsonl"
+            with path.open("wb") as f:
+                shutil.copyfileobj(sys.stdin.buffer, f)
+        elif not path.is_file():
+            raise FileNotFoundError(f"no such file: {file}")
+        with open_memory(data_dir) as memory:
+            report = import_bank(memory, path, bank_id=bank)
+    if json_out:
+        typer.echo(json.dumps(report))
+        return
+    note = f" (re-embedded: {report['reembed_reason']})" if report["reembed_reason"] else ""
+    typer.echo(
+        f"bank {report['bank_id']}: imported {report['units']} memories, {report['chunks']} chunks, "
+        f"{report['entities']} entities in {report['seconds']:.1f}s{note}"
+    )
+
+
 @bench_app.command("engine")
 def bench_engine(
     sizes: list[int] = typer.Option([1000, 10000, 100000], "--size"),

@@ -13,6 +13,7 @@ code, message and field. ``url`` and ``api_key`` default to MEMLANE_URL and MEML
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Iterable
 
@@ -37,6 +38,22 @@ def _raise_for(resp: httpx.Response) -> Any:
         )
     except (ValueError, KeyError, TypeError):
         raise MemlaneAPIError(resp.status_code, "error", resp.text[:500]) from None
+
+
+def _text(resp: httpx.Response) -> str:
+    """The body of a non-JSON answer (an export), or the API error."""
+    if resp.status_code < 400:
+        return resp.text
+    _raise_for(resp)
+    return ""  # not reached: _raise_for raised
+
+
+def _ndjson(data: str | bytes | Iterable[dict]) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in data).encode("utf-8")
 
 
 def _options(**kw: Any) -> dict[str, Any]:
@@ -75,6 +92,18 @@ class _Requests:
             "GET",
             f"/v1/banks/{bank_id}/memories",
             {"params": _options(offset=offset, limit=limit, type=types, document_id=document_id)},
+        )
+
+    @staticmethod
+    def export_bank(bank_id, vectors=False):
+        return "GET", f"/v1/banks/{bank_id}/export", {"params": {"vectors": str(bool(vectors)).lower()}}
+
+    @staticmethod
+    def import_bank(bank_id, data):
+        return (
+            "POST",
+            f"/v1/banks/{bank_id}/import",
+            {"content": _ndjson(data), "headers": {"Content-Type": "application/x-ndjson"}},
         )
 
 
@@ -173,6 +202,15 @@ class MemlaneClient:
     def list_entities(self, bank_id: str) -> list[dict]:
         return self._do("GET", f"/v1/banks/{bank_id}/entities")["entities"]
 
+    def export_bank(self, bank_id: str, *, vectors: bool = False) -> str:
+        """The bank as JSON Lines (memlane/transfer.py); ``vectors`` adds unit embeddings."""
+        method, path, kw = _Requests.export_bank(bank_id, vectors)
+        return _text(self._http.request(method, path, **kw))
+
+    def import_bank(self, bank_id: str, data: str | bytes | Iterable[dict]) -> dict:
+        """Import an export (its text, or its records) as ``bank_id``; idempotent."""
+        return self._do(*_Requests.import_bank(bank_id, data))
+
     def rerank(self, query: str, documents: list[str]) -> list[float]:
         return self._do("POST", "/v1/rerank", {"json": {"query": query, "documents": documents}})["scores"]
 
@@ -262,6 +300,15 @@ class AsyncMemlaneClient:
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict:
         return await self._do("DELETE", f"/v1/banks/{bank_id}/documents/{document_id}")
+
+    async def export_bank(self, bank_id: str, *, vectors: bool = False) -> str:
+        """The bank as JSON Lines (memlane/transfer.py); ``vectors`` adds unit embeddings."""
+        method, path, kw = _Requests.export_bank(bank_id, vectors)
+        return _text(await self._http.request(method, path, **kw))
+
+    async def import_bank(self, bank_id: str, data: str | bytes | Iterable[dict]) -> dict:
+        """Import an export (its text, or its records) as ``bank_id``; idempotent."""
+        return await self._do(*_Requests.import_bank(bank_id, data))
 
     async def aclose(self) -> None:
         await self._http.aclose()

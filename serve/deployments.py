@@ -190,6 +190,18 @@ class MemoryDeployment:
     def stats(self, bank_id: str) -> dict[str, Any]:
         return self.memory.stats(bank_id)
 
+    # export and import (memlane/transfer.py): the whole bank in one answer or body, so bounded
+    # by the replica's memory and, for import, by serve.max_body_bytes
+    def export_bank(self, bank_id: str, vectors: bool) -> bytes:
+        from memlane.transfer import export_lines
+
+        return "".join(export_lines(self.memory, bank_id, vectors=vectors)).encode("utf-8")
+
+    def import_bank(self, bank_id: str, body: bytes) -> dict[str, Any]:
+        from memlane.transfer import import_bank
+
+        return import_bank(self.memory, body.splitlines(), bank_id=bank_id)
+
     # retain
     def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
         report = self.memory.retain_items(

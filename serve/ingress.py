@@ -132,6 +132,24 @@ async def bank_stats(request: Request, bank_id: str = Depends(bank_access)) -> d
     return await _call(_ingress(request).memory.stats.remote(bank_id))
 
 
+@api.get("/v1/banks/{bank_id}/export", tags=["banks"])
+async def export_bank(
+    request: Request, bank_id: str = Depends(bank_access), vectors: bool = Query(False)
+) -> Response:
+    """The bank as JSON Lines (header, chunks, entities, units; embeddings with ``vectors``),
+    for ``POST .../import`` or ``memlane import``. Built whole on the replica, then sent."""
+    data = await _call(_ingress(request).memory.export_bank.remote(bank_id, vectors))
+    return Response(content=data, media_type="application/x-ndjson")
+
+
+@api.post("/v1/banks/{bank_id}/import", tags=["banks"])
+async def import_bank(request: Request, bank_id: str = Depends(bank_access)) -> dict:
+    """Import an export (NDJSON body, at most MEMLANE_SERVE__MAX_BODY_BYTES) as this bank:
+    idempotent, validated whole before anything is written, re-embedding without vectors."""
+    body = await request.body()
+    return await _call(_ingress(request).memory.import_bank.remote(bank_id, body))
+
+
 # retain and operations ----------------------------------------------------------------------
 @api.post("/v1/banks/{bank_id}/memories", tags=["memories"])
 async def retain(

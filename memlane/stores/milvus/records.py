@@ -4,7 +4,8 @@ than units."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Iterator, Sequence
 
 from pymilvus.exceptions import MilvusException
 
@@ -147,6 +148,19 @@ class Records(Collections):
             return []
         rows = self._read(bank_id, "chunks", lambda n: self._get_rows(n, ids, CHUNK_OUT), [])
         return [row_chunk(bank_id, r) for r in rows]
+
+    def iter_chunks(self, bank_id: str, *, batch_size: int = 2000) -> Iterator[list[Chunk]]:
+        """All chunks of the bank in pages of at most ``batch_size``, in id order (ids listed
+        once, pages fetched by id, as :meth:`iter_units` does)."""
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        id_rows = self._read(bank_id, "chunks", lambda n: self._query_all(n, "", ["id"]), [])
+        ids: list[str] = sorted(r["id"] for r in id_rows)
+        for i in range(0, len(ids), batch_size):
+            page = ids[i : i + batch_size]
+            rows = self._read(bank_id, "chunks", partial(self._get_rows, ids=page, fields=CHUNK_OUT), [])
+            if rows:
+                yield [row_chunk(bank_id, r) for r in rows]
 
     def count_chunks(self, bank_id: str) -> int:
         """Number of chunks in the bank (0 for an unknown bank)."""
