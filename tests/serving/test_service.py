@@ -375,3 +375,43 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
         assert all(r.status_code == 200 for r in after)
         assert all("P007" in r.json()["memories"][0]["unit"]["text"] for r in after)
         assert m.list_memories("frank")["total"] == expected
+
+
+def test_export_then_import_over_http_reproduces_the_bank(service):
+    from memlane_client import MemlaneAPIError
+
+    facts = [
+        "Maya moved to Lisbon in May 2024.",
+        "Maya's sister Ines plays the cello.",
+        "Maya adopted a greyhound called Pavlova.",
+    ]
+    with _client(service, "k-admin") as admin, _http(service, "k-admin") as http:
+        admin.put_bank("exp-src", name="Maya")
+        admin.retain("exp-src", facts, document_id="notes")
+        text = admin.export_bank("exp-src")
+        header = json.loads(text.splitlines()[0])
+        assert header["kind"] == "memlane-bank" and header["bank"]["bank_id"] == "exp-src"
+        report = admin.import_bank("exp-copy", text)
+        assert report["units"] == 3
+        src, copy = admin.stats("exp-src"), admin.stats("exp-copy")
+        assert (copy["units"], copy["chunks"], copy["entities"]) == (
+            src["units"],
+            src["chunks"],
+            src["entities"],
+        )
+        for query in ("Where does Maya live?", "greyhound", "who plays the cello"):
+            ids = [
+                [m["unit"]["id"] for m in admin.recall(bank, query)["memories"]]
+                for bank in ("exp-src", "exp-copy")
+            ]
+            assert ids[0] and ids[0] == ids[1]
+        again = admin.import_bank("exp-copy", text)  # idempotent
+        assert again["units"] == 3 and admin.stats("exp-copy")["units"] == 3
+
+        bad = http.post("/v1/banks/exp-copy/import", content=b'{"kind": "memlane-bank", "format": 99}\n')
+        assert 400 <= bad.status_code < 500 and "format" in bad.text
+        assert admin.stats("exp-copy")["units"] == 3
+    with _client(service, "k-bob") as bob:  # bob's key does not reach these banks
+        with pytest.raises(MemlaneAPIError) as err:
+            bob.export_bank("exp-src")
+        assert err.value.status in (403, 404)
