@@ -6,13 +6,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint install clean
 
+# pip's output goes to a log (its tail is shown when it fails): the terminal gets one line.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	# Pin torch before anything depends on it (the CPU build; unpinned pulls CUDA wheels).
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev]"
-	touch $(STAMP)
+	@echo "installing Memlane into $(VENV) (log: $(VENV)/install.log)"
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@# Pin torch before anything depends on it (the CPU build; unpinned pulls CUDA wheels).
+	@( $(BIN)/pip install --upgrade pip && \
+	   $(BIN)/pip install torch==2.13.0 && \
+	   $(BIN)/pip install -e ".[dev]" ) > $(VENV)/install.log 2>&1 \
+	  || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
+	@touch $(STAMP)
 
 install: $(STAMP)
 

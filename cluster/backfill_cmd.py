@@ -12,6 +12,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -78,6 +80,12 @@ def backfill(
         "cannot parse fall back to the rules.",
     ),
     vllm_replicas: int = typer.Option(1, "--vllm-replicas", min=1, help="vLLM engines (one per GPU)."),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Show Ray's logs and Ray Data's progress on the terminal instead of DATA_DIR/backfill.log.",
+    ),
 ) -> None:
     """Backfill a corpus (LoCoMo, LongMemEval, JSONL/Parquet records) into memory banks on Ray."""
     from pydantic import ValidationError
@@ -112,7 +120,7 @@ def backfill(
     except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
         fail(str(exc) or type(exc).__name__)
 
-    from pipelines.backfill import BackfillConfig, RejectLimitExceeded, prepare_backfill, run_backfill
+    from pipelines.backfill import BackfillConfig, RejectLimitExceeded, prepare_backfill
 
     overrides = worker_settings(settings)
     cfg = BackfillConfig(
@@ -131,43 +139,13 @@ def backfill(
         cfg.vllm = VLLMExtractConfig(model_source=vllm_model, concurrency=vllm_replicas)
     summary = None
     t0 = time.perf_counter()
+    if not verbose:
+        cfg.progress = False  # Ray Data's bars would only reach the log: ours is drawn instead
     try:
         # Read and validate before starting anything: bad input fails in seconds.
         plan = prepare_backfill(cfg)
-        if address:
-            import ray
-
-            ray.init(
-                address=address,
-                logging_level="WARNING",
-                runtime_env={
-                    "env_vars": {
-                        k: v
-                        for k, v in os.environ.items()
-                        if k.startswith("MEMLANE_") and not _secret(k[len("MEMLANE_") :].lower())
-                    }
-                },
-            )
-            try:
-                summary = run_backfill(cfg, plan)
-            finally:
-                ray.shutdown()
-        elif uri:
-            import ray
-
-            from cluster.local import start_local_ray
-
-            start_local_ray()
-            try:
-                summary = run_backfill(cfg, plan)
-            finally:
-                ray.shutdown()
-        else:
-            from cluster.local import local_cluster
-
-            with local_cluster(settings.data_dir) as local_uri:
-                cfg.milvus_uri = local_uri
-                summary = run_backfill(cfg, plan)
+        with _quiet(settings.data_dir, verbose, json_out, plan) as on_result:
+            summary = _run(cfg, plan, settings, address, uri, on_result)
     except RejectLimitExceeded as exc:
         if json_out:
             typer.echo(json.dumps(_public(exc.summary.as_dict())))
@@ -189,6 +167,85 @@ def backfill(
         typer.echo(json.dumps(_public(out)))
     else:
         typer.echo(_format(out))
+
+
+LOG_FILE = "backfill.log"
+
+
+def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result):
+    """Start or join Ray (and a local Milvus Lite server when no URI is set), run the backfill,
+    stop what was started."""
+    import ray
+
+    from pipelines.backfill import run_backfill
+
+    if address:
+        ray.init(
+            address=address,
+            logging_level="WARNING",
+            runtime_env={
+                "env_vars": {
+                    k: v
+                    for k, v in os.environ.items()
+                    if k.startswith("MEMLANE_") and not _secret(k[len("MEMLANE_") :].lower())
+                }
+            },
+        )
+        try:
+            return run_backfill(cfg, plan, on_result=on_result)
+        finally:
+            ray.shutdown()
+    if uri:
+        from cluster.local import start_local_ray
+
+        start_local_ray()
+        try:
+            return run_backfill(cfg, plan, on_result=on_result)
+        finally:
+            ray.shutdown()
+    from cluster.local import local_cluster
+
+    with local_cluster(settings.data_dir) as local_uri:
+        cfg.milvus_uri = local_uri
+        return run_backfill(cfg, plan, on_result=on_result)
+
+
+@contextmanager
+def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Callable[[dict], None] | None]:
+    """Unless ``verbose``: Ray's output to ``DATA_DIR/backfill.log`` (path printed first) and a
+    progress bar of turns retained on the terminal; yields the per-bank result callback."""
+    if verbose:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cluster.console import output_to_log
+
+    log_path = Path(data_dir).resolve() / LOG_FILE
+    typer.echo(f"logs: {log_path}", err=True)
+    turns = {bank.bank_id: bank.n_turns for bank, _, _ in plan.banks}
+    with output_to_log(log_path, "memlane backfill") as terminal:
+        console = Console(file=terminal)
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("turns"),
+            TimeElapsedColumn(),
+            console=console,
+            # Only on a terminal: in CI or a pipe the summary says it all.
+            disable=json_out or not console.is_terminal,
+        )
+        task = bar.add_task("starting Ray + Milvus Lite", total=sum(turns.values()))
+
+        def advance(rec: dict) -> None:
+            bar.update(task, description="retain", advance=turns.get(rec["bank_id"], 0))
+
+        with bar:
+            yield advance
+            # Banks unchanged since the last run are skipped without a result: count them done.
+            bar.update(task, description="retain", completed=sum(turns.values()))
 
 
 def _secret(key: str) -> bool:

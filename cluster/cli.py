@@ -19,6 +19,23 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from cluster.status_cmd import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Memlane: agent memory with retain, recall and reflect."""
+
+
 @app.command()
 def retain(
     file: Path = typer.Argument(..., help="LoCoMo JSON or JSONL of {speaker, text, timestamp, session_id}."),
@@ -281,6 +298,12 @@ def _register_llm() -> None:
     register(app)
 
 
+def _register_status() -> None:
+    from cluster.status_cmd import status
+
+    app.command(help="What is running for a data directory: service, Ray, Milvus Lite, banks.")(status)
+
+
 def _register_eval() -> None:
     from cluster.eval_cmd import register
 
@@ -291,9 +314,13 @@ _register_backfill()
 _register_serve()
 _register_llm()
 _register_eval()
+_register_status()
 
 
 def main() -> None:
+    from cluster.console import quiet_model_loading
+
+    quiet_model_loading()
     app()
 
 
