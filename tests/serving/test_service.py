@@ -415,3 +415,19 @@ def test_export_then_import_over_http_reproduces_the_bank(service):
         with pytest.raises(MemlaneAPIError) as err:
             bob.export_bank("exp-src")
         assert err.value.status in (403, 404)
+
+
+def test_status_reports_the_running_service_and_its_banks(service):
+    with _client(service, "k-admin") as admin:
+        admin.put_bank("status-probe", name="Probe")
+        admin.retain("status-probe", ["Zed keeps bees on a rooftop in Ghent."], document_id="d")
+        units = admin.stats("status-probe")["units"]
+    r = _memlane("status", "--data-dir", service["data_dir"], "--json", timeout=120)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["service"]["running"] is True and s["service"]["healthy"] is True
+    assert s["service"]["url"] == service["url"] and s["service"]["pid"] == service["pid"]
+    assert s["ray"]["address"] == service["ray_address"]
+    assert s["milvus"] == {**s["milvus"], "mode": "server", "uri": service["milvus_uri"]}
+    rows = {b["bank_id"]: b for b in s["banks"]["banks"]}
+    assert rows["status-probe"]["memories"] == units >= 1
