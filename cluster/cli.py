@@ -304,6 +304,12 @@ def _register_status() -> None:
     app.command(help="What is running for a data directory: service, Ray, Milvus Lite, banks.")(status)
 
 
+def _register_doctor() -> None:
+    from cluster.doctor_cmd import doctor
+
+    app.command(help="Check every invariant of banks; exit 1 on a violation.")(doctor)
+
+
 def _register_eval() -> None:
     from cluster.eval_cmd import register
 
@@ -315,6 +321,7 @@ _register_serve()
 _register_llm()
 _register_eval()
 _register_status()
+_register_doctor()
 
 
 def main() -> None:

@@ -38,36 +38,6 @@ def version_line() -> str:
     return f"memlane {_version_of('memlane')} ({parts}, python {platform.python_version()})"
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return ""
-    return " ".join(raw.replace(b"\0", b" ").decode(errors="replace").split())[:160]
-
-
-def lock_holder(path: Path) -> int | None:
-    """The pid holding a lock on ``path`` per /proc/locks (Linux), or None. Milvus Lite locks
-    ``milvus.db/LOCK`` while a process has the directory open."""
-    try:
-        inode = path.stat().st_ino
-        table = Path("/proc/locks").read_text()
-    except OSError:
-        return None
-    for line in table.splitlines():
-        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (a "->" marks a waiter)
-        fields = line.split()
-        if "->" in fields:
-            continue
-        try:
-            pid, where = int(fields[4]), fields[5]
-        except (IndexError, ValueError):
-            continue
-        if where.rsplit(":", 1)[-1] == str(inode):
-            return pid
-    return None
-
-
 def _size_mb(path: Path) -> float:
     total = 0
     for root, _, files in os.walk(path):
@@ -95,8 +65,8 @@ def _banks(settings) -> list[dict[str, Any]]:
 
 def collect(data_dir: Path) -> dict[str, Any]:
     """The status of ``data_dir`` as a JSON-ready dict (what ``memlane status --json`` prints)."""
+    from cluster.datadir import cmdline, store_access
     from cluster.service import LOG_FILE, _healthy, read_state
-    from memlane.settings import Settings
 
     data_dir = Path(data_dir).resolve()
     out: dict[str, Any] = {
@@ -123,29 +93,18 @@ def collect(data_dir: Path) -> dict[str, Any]:
         out["service"] = {"running": False}
         out["ray"] = {"running": False, "note": "memlane backfill starts its own Ray while it runs"}
 
-    lite = data_dir / "milvus.db"
-    holder = lock_holder(lite / "LOCK") if lite.is_dir() else None
-    milvus: dict[str, Any] = {"path": str(lite), "exists": lite.is_dir()}
-    if state and state.get("milvus_uri"):
-        milvus.update(mode="server", uri=state["milvus_uri"])
-    elif holder is not None:
-        milvus.update(mode="held", pid=holder, command=_cmdline(holder))
-    else:
-        milvus.update(mode="file")
+    access = store_access(data_dir)
+    milvus: dict[str, Any] = {"path": str(access.path), "exists": access.path.is_dir(), "mode": access.mode}
+    if access.mode == "server":
+        milvus["uri"] = access.uri
+    elif access.mode == "held":
+        milvus.update(pid=access.pid, command=cmdline(access.pid or 0))
     out["milvus"] = milvus
 
     banks: dict[str, Any] = {}
-    if milvus["mode"] == "server":
-        settings = Settings(data_dir=data_dir, store={"milvus_uri": state["milvus_uri"]})
-    elif milvus["mode"] == "file" and lite.is_dir():
-        settings = Settings(data_dir=data_dir)
-    else:
-        settings = None
-        banks["unavailable"] = (
-            f"the store is open in process {holder}, which must close it first"
-            if holder is not None
-            else "no store in this data directory yet"
-        )
+    settings = access.settings()
+    if settings is None:
+        banks["unavailable"] = access.why_not()
     if settings is not None:
         try:
             rows = _banks(settings)

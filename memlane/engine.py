@@ -98,6 +98,13 @@ class Memory(Components):
             "graph": self.graph.stats(bank_id),
         }
 
+    def doctor(self, bank_id: str):
+        """Check every invariant of the bank and its derived state in this process
+        (:mod:`memlane.doctor`); a :class:`~memlane.doctor.BankReport`. Raises BankNotFound."""
+        from memlane.doctor import check_bank
+
+        return check_bank(self.store, self.derived, bank_id)
+
     # retain -------------------------------------------------------------------------------
     def retain(
         self,

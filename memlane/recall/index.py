@@ -84,6 +84,11 @@ class BankIndex:
     def __len__(self) -> int:
         return self._alive_n
 
+    def unit_ids(self) -> list[str]:
+        """The ids of the units the index holds (what ``memlane doctor`` compares with the store)."""
+        with self._lock:
+            return list(self._pos)
+
     # writes ---------------------------------------------------------------------------------
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
         """Add units (with embeddings); a unit already present is replaced."""

@@ -41,6 +41,20 @@ def _open_store(data_dir: Path):
     return MilvusStore(Settings(data_dir=data_dir), dim=384)
 
 
+def _assert_doctor_clean(uri: str, banks) -> None:
+    """memlane doctor's checks on every bank: a fault must leave no broken invariant."""
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    with Memory(Settings(store={"milvus_uri": uri})) as memory:
+        for bank_id in sorted(banks):
+            report = memory.doctor(bank_id)
+            assert report.ok and report.counts["graph_units"] == report.counts["units"] > 0, (
+                bank_id,
+                [f.as_dict() for f in report.findings],
+            )
+
+
 def _bank_state(store, bank_id: str) -> dict:
     units = [u for batch in store.iter_units(bank_id) for u in batch]
     return {
@@ -234,6 +248,7 @@ def test_worker_fault_mid_job_still_exact(cluster, tmp_path, fault):
         assert len({r["worker_pid"] for r in results}) >= 2  # a replacement process took over
     rejects = (tmp_path / "bf" / "backfill-rejects.jsonl").read_text().splitlines()
     assert len(rejects) == 1 and "missing text" in json.loads(rejects[0])["reason"]
+    _assert_doctor_clean(cluster.uri, expected)
 
 
 def test_interrupted_run_resumes_without_duplicates(cluster, tmp_path):
@@ -262,6 +277,7 @@ def test_interrupted_run_resumes_without_duplicates(cluster, tmp_path):
     assert sorted(r["bank_id"] for r in results) == sorted(missing)
     assert second.memories == 60 and second.retained_turns == 30
     assert _server_counts(cluster, [f"resume-{b}" for b in range(4)]) == {f"resume-{b}": 15 for b in range(4)}
+    _assert_doctor_clean(cluster.uri, [f"resume-{b}" for b in range(4)])
 
 
 def test_metrics_reach_the_prometheus_endpoint(cluster, tmp_path):

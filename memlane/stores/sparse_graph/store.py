@@ -116,6 +116,14 @@ class SparseGraphStore:
         """True once the bank was created by add_nodes, or rebuild, until drop_bank."""
         return bank_id in self._banks
 
+    def unit_ids(self, bank_id: str) -> list[str]:
+        """The ids of the units in the bank's graph ([] for a bank not held)."""
+        bank = self._banks.get(bank_id)
+        if bank is None:
+            return []
+        with bank.lock:
+            return list(bank.units)
+
     def banks(self) -> list[str]:
         """The ids of the banks held in memory, sorted."""
         with self._lock:

@@ -1,0 +1,243 @@
+"""The integrity checker behind ``memlane doctor``: every invariant a bank's records must
+hold, checked against the store of record, and the derived index and graph checked against it.
+
+Each check has a name (the keys of :data:`CHECKS`), and a violation is a :class:`Finding`
+that names the check, says what is wrong, and lists a sample of the ids involved. Errors are
+broken promises: lost or dangling data, a chain that loops, a derived state that disagrees with
+the store. Warnings are states a user's own calls can legitimately produce but that are
+still worth knowing about, e.g. a chunk left without memories after its memories were
+deleted one by one.
+
+What is checked:
+
+- ``unit_chunk``: each memory that names a chunk has that chunk, in the same document.
+- ``unit_document``: each memory's document exists (has chunks).
+- ``orphan_chunks`` (warning): chunks no memory points at.
+- ``links``: every stored link points at a memory that exists.
+- ``entities``: each entity a memory names exists, and each stored entity is named by some
+  memory (an unreferenced entity is left over by a delete).
+- ``sources``: an observation's or opinion's source facts exist.
+- ``supersession``: ``superseded_by`` points at a memory that exists, is not the memory
+  itself, and following it never loops.
+- ``derived``: the in-process search index and graph hold exactly the store's memory ids
+  (counts and a SHA-256 of the sorted ids); checked on the state as this process holds it,
+  so a stale or wrongly updated index shows.
+
+The temporal tree's containment check joins when the tree exists (issue 12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memlane.derived import DerivedState
+from memlane.interfaces import VectorStore
+from memlane.model import FactType, MemoryUnit
+
+CHECKS = {
+    "unit_chunk": "each memory's chunk exists, in the memory's document",
+    "unit_document": "each memory's document exists (has chunks)",
+    "orphan_chunks": "chunks no memory points at (warning)",
+    "links": "links point at memories that exist",
+    "entities": "entities named by memories exist; stored entities are named by a memory",
+    "sources": "observations' and opinions' source facts exist",
+    "supersession": "superseded_by points at another existing memory, with no cycle",
+    "derived": "the derived index and graph hold exactly the store's memory ids",
+}
+
+# Ids listed per finding: enough to locate the problem, bounded for a million-memory bank.
+SAMPLE = 10
+
+
+@dataclass
+class Finding:
+    """One violated invariant: its check, severity, a message and a sample of the ids."""
+
+    check: str
+    severity: Literal["error", "warning"]
+    message: str
+    count: int
+    ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "count": self.count,
+            "ids": self.ids,
+        }
+
+
+@dataclass
+class BankReport:
+    """The doctor's answer for one bank."""
+
+    bank_id: str
+    counts: dict[str, int]
+    findings: list[Finding]
+    checksum: str
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        """No error (warnings allowed)."""
+        return not self.errors
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "bank_id": self.bank_id,
+            "ok": self.ok,
+            "counts": self.counts,
+            "ids_sha256": self.checksum,
+            "checks": list(CHECKS),
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+def ids_checksum(ids: Iterable[str]) -> str:
+    """SHA-256 of the sorted ids, newline-joined: equal exactly when the id sets are equal."""
+    digest = hashlib.sha256()
+    for uid in sorted(ids):
+        digest.update(uid.encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+class _Collect:
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def add(self, check: str, message: str, ids: list[str], severity: Literal["error", "warning"] = "error"):
+        if ids:
+            ids = sorted(set(ids))
+            self.findings.append(Finding(check, severity, message.format(n=len(ids)), len(ids), ids[:SAMPLE]))
+
+
+def _supersession_cycles(units: dict[str, MemoryUnit]) -> list[str]:
+    """Ids on a superseded_by cycle (each chain followed once: linear in the bank)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    looped: list[str] = []
+    for start in units:
+        path: list[str] = []
+        uid: str | None = start
+        while uid is not None and uid in units and state.get(uid) is None:
+            state[uid] = 1
+            path.append(uid)
+            uid = units[uid].superseded_by
+        if uid is not None and state.get(uid) == 1:  # came back to this path: a cycle
+            looped.extend(path[path.index(uid) :])
+        for p in path:
+            state[p] = 2
+    return looped
+
+
+def check_bank(store: VectorStore, derived: DerivedState | None, bank_id: str) -> BankReport:
+    """Check every invariant of ``bank_id`` (raises BankNotFound for an unknown bank).
+
+    Reads the whole bank once (units without vectors, chunks, entities): linear in its size.
+    ``derived`` is the process's derived state; None skips the ``derived`` check."""
+    from memlane.errors import BankNotFound
+
+    if store.get_bank(bank_id) is None:
+        raise BankNotFound(bank_id)
+    units: dict[str, MemoryUnit] = {}
+    for batch in store.iter_units(bank_id):
+        units.update((u.id, u) for u in batch)
+    chunks = {c.chunk_id: c for batch in store.iter_chunks(bank_id) for c in batch}
+    entities = {e.entity_id for e in store.list_entities(bank_id)}
+    out = _Collect()
+
+    out.add(
+        "unit_chunk",
+        "{n} memories name a chunk that does not exist",
+        [u.id for u in units.values() if u.chunk_id and u.chunk_id not in chunks],
+    )
+    out.add(
+        "unit_chunk",
+        "{n} memories are in another document than their chunk",
+        [
+            u.id
+            for u in units.values()
+            if u.chunk_id in chunks and u.document_id and chunks[u.chunk_id].document_id != u.document_id
+        ],
+    )
+    documents = {c.document_id for c in chunks.values()}
+    out.add(
+        "unit_document",
+        "{n} memories name a document that has no chunk",
+        [u.id for u in units.values() if u.document_id and u.document_id not in documents],
+    )
+    used_chunks = {u.chunk_id for u in units.values()}
+    out.add(
+        "orphan_chunks",
+        "{n} chunks have no memory left (their memories were deleted one by one)",
+        [cid for cid in chunks if cid not in used_chunks],
+        severity="warning",
+    )
+    out.add(
+        "links",
+        "{n} memories link to a memory that does not exist",
+        [u.id for u in units.values() if any(link.target_id not in units for link in u.links)],
+    )
+    named = {e for u in units.values() for e in u.entity_ids}
+    out.add(
+        "entities",
+        "{n} memories name an entity that does not exist",
+        [u.id for u in units.values() if any(e not in entities for e in u.entity_ids)],
+    )
+    out.add("entities", "{n} entities are named by no memory", sorted(entities - named))
+    derived_types = (FactType.observation, FactType.opinion)
+    out.add(
+        "sources",
+        "{n} observations or opinions cite a source fact that does not exist",
+        [
+            u.id
+            for u in units.values()
+            if u.fact_type in derived_types and any(s not in units for s in u.source_fact_ids)
+        ],
+    )
+    out.add(
+        "supersession",
+        "{n} memories are superseded by a memory that does not exist, or by themselves",
+        [
+            u.id
+            for u in units.values()
+            if u.superseded_by is not None and (u.superseded_by not in units or u.superseded_by == u.id)
+        ],
+    )
+    out.add(
+        "supersession",
+        "{n} memories are on a superseded_by cycle",
+        _supersession_cycles({k: u for k, u in units.items() if u.superseded_by != k}),
+    )
+
+    checksum = ids_checksum(units)
+    counts = {"units": len(units), "chunks": len(chunks), "entities": len(entities)}
+    if derived is not None:
+        # ensure(): a state behind the store's revision reloads, as before any recall; a state
+        # updated in place by this process's writes is kept, and that is what is checked.
+        loaded = derived.ensure(bank_id)
+        index = loaded if derived.with_index else None
+        graph_ids = derived.graph.unit_ids(bank_id)
+        counts["graph_units"] = len(graph_ids)
+        views = {"graph": graph_ids}
+        if index is not None:
+            views["index"] = index.unit_ids()
+            counts["index_units"] = len(views["index"])
+        for name, ids in views.items():
+            if ids_checksum(ids) != checksum:
+                have = set(ids)
+                out.add(
+                    "derived",
+                    f"the derived {name} disagrees with the store on {{n}} memories "
+                    f"({len(have)} held, {len(units)} stored)",
+                    sorted(have.symmetric_difference(units)),
+                )
+    return BankReport(bank_id, counts, out.findings, checksum)

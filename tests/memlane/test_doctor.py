@@ -1,0 +1,173 @@
+"""The integrity checker (memlane/doctor.py) on a real engine over Milvus Lite: a bank written
+through the engine is clean, and each corruption written behind the engine's back is found by
+the check named for it, and by no other."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from memlane.errors import BankNotFound
+from memlane.model import Chunk, Entity, FactType, Link, LinkType, MemoryUnit
+
+ITEMS = [
+    {"content": "Ana adopted a beagle called Pixel in Porto.", "speaker": "Ana", "session_id": "s1"},
+    {"content": "Ben visited Ana in Porto in March.", "speaker": "Ben", "session_id": "s1"},
+    {"content": "Ana started a pottery class with Carla.", "speaker": "Ana", "session_id": "s2"},
+]
+
+
+def _bank(memory, bank_id: str) -> list[MemoryUnit]:
+    memory.create_bank(bank_id, name="")
+    memory.retain_items(bank_id, ITEMS, document_id="chat")
+    units = [u for batch in memory.store.iter_units(bank_id, with_embedding=True) for u in batch]
+    assert len(units) >= 3
+    return sorted(units, key=lambda u: u.id)
+
+
+def _errors(report) -> set[str]:
+    return {f.check for f in report.errors}
+
+
+def _copy(unit: MemoryUnit, uid: str, **changes) -> MemoryUnit:
+    return unit.model_copy(update={"id": uid, **changes})
+
+
+def test_a_bank_written_through_the_engine_is_clean(memory):
+    units = _bank(memory, "clean")
+    report = memory.doctor("clean")
+    assert report.ok and report.findings == [], [f.as_dict() for f in report.findings]
+    assert (
+        report.counts["units"] == len(units) == report.counts["index_units"] == report.counts["graph_units"]
+    )
+    # ...and stays clean through the engine's own deletes, invalidation and a re-retain
+    memory.invalidate("clean", units[0].id, superseded_by=units[1].id)
+    memory.delete_memory("clean", units[2].id)
+    memory.retain_items("clean", ITEMS, document_id="chat")  # idempotent re-retain
+    memory.retain_items("clean", [{"content": "Ben moved to Lyon.", "speaker": "Ben"}], document_id="d2")
+    memory.delete_document("clean", "d2")
+    again = memory.doctor("clean")
+    assert again.ok, [f.as_dict() for f in again.findings]
+    assert again.counts["units"] == memory.store.count_units("clean")
+
+
+def _dangling_chunk(m, b, u):
+    m.store.upsert_units(b, [_copy(u[0], "x1", chunk_id="no-such-chunk")])
+
+
+def _other_document(m, b, u):
+    # a memory whose chunk is in another (existing) document than the memory says
+    m.retain_items(b, [{"content": "Carla plays the oud.", "speaker": "Carla"}], document_id="elsewhere")
+    m.store.upsert_units(b, [_copy(u[0], "x1", document_id="elsewhere")])
+
+
+def _no_document(m, b, u):
+    m.store.upsert_units(b, [_copy(u[0], "x1", chunk_id="", document_id="ghost-doc")])
+
+
+def _dangling_link(m, b, u):
+    m.store.upsert_units(b, [_copy(u[0], "x1", links=[Link(target_id="gone", type=LinkType.semantic)])])
+
+
+def _dangling_entity(m, b, u):
+    m.store.upsert_units(b, [_copy(u[0], "x1", entity_ids=["ent-nobody"])])
+
+
+def _unnamed_entity(m, b, u):
+    m.store.upsert_entities(b, [Entity(entity_id="ent-lonely", bank_id=b, name="Lonely")])
+
+
+def _missing_source(m, b, u):
+    m.store.upsert_units(
+        b, [_copy(u[0], "x1", fact_type=FactType.observation, chunk_id="", source_fact_ids=[u[1].id, "gone"])]
+    )
+
+
+def _dangling_successor(m, b, u):
+    m.store.upsert_units(b, [u[0].model_copy(update={"superseded_by": "gone"})])
+
+
+def _cycle(m, b, u):
+    m.store.upsert_units(
+        b,
+        [
+            u[0].model_copy(update={"superseded_by": u[1].id}),
+            u[1].model_copy(update={"superseded_by": u[2].id}),
+            u[2].model_copy(update={"superseded_by": u[0].id}),
+        ],
+    )
+
+
+def _orphan_chunk(m, b, u):
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    m.store.upsert_chunks(
+        b,
+        [
+            Chunk(
+                chunk_id="c-orphan",
+                bank_id=b,
+                document_id="chat",
+                session_id="s9",
+                index=0,
+                text="hi",
+                started_at=at,
+            )
+        ],
+    )
+
+
+CASES: list[tuple[str, Callable, str, int]] = [
+    # (name, corruption, the check that must find it, ids it names)
+    ("dangling chunk", _dangling_chunk, "unit_chunk", 1),
+    ("chunk of another document", _other_document, "unit_chunk", 1),
+    ("document without chunks", _no_document, "unit_document", 1),
+    ("link to a deleted memory", _dangling_link, "links", 1),
+    ("entity that does not exist", _dangling_entity, "entities", 1),
+    ("entity nobody names", _unnamed_entity, "entities", 1),
+    ("observation with a lost source", _missing_source, "sources", 1),
+    ("successor that does not exist", _dangling_successor, "supersession", 1),
+    ("superseded_by cycle", _cycle, "supersession", 3),
+]
+
+
+@pytest.mark.parametrize("name, corrupt, check, n", CASES, ids=[c[0] for c in CASES])
+def test_each_corruption_is_found_by_its_check(memory, name, corrupt, check, n):
+    bank = "b-" + name.replace(" ", "-")
+    units = _bank(memory, bank)
+    assert memory.doctor(bank).ok
+    corrupt(memory, bank, units)
+    memory.store.bump_revision(bank)  # a writer that tells readers: the derived state reloads
+    report = memory.doctor(bank)
+    assert _errors(report) == {check}, [f.as_dict() for f in report.findings]
+    (finding,) = report.errors
+    assert finding.count == n and len(finding.ids) == n
+
+
+def test_a_write_that_skips_the_revision_leaves_the_derived_state_behind(memory):
+    units = _bank(memory, "stale")
+    memory.doctor("stale")  # the index and graph are now held in this process
+    memory.store.upsert_units("stale", [_copy(units[0], "x-unseen")])  # no revision bump
+    report = memory.doctor("stale")
+    assert _errors(report) == {"derived"}
+    assert all(f.ids == ["x-unseen"] for f in report.errors)
+    assert {f.message.split(" disagrees")[0] for f in report.errors} == {
+        "the derived graph",
+        "the derived index",
+    }
+
+
+def test_an_orphan_chunk_is_a_warning_not_an_error(memory):
+    units = _bank(memory, "orphan")
+    _orphan_chunk(memory, "orphan", units)
+    report = memory.doctor("orphan")
+    assert report.ok
+    assert [(f.check, f.severity, f.ids) for f in report.findings] == [
+        ("orphan_chunks", "warning", ["c-orphan"])
+    ]
+
+
+def test_an_unknown_bank_is_an_error(memory):
+    with pytest.raises(BankNotFound):
+        memory.doctor("nobody")
