@@ -19,6 +19,7 @@ from pathlib import Path
 import typer
 
 from cluster.common import fail
+from memlane.settings import is_secret
 
 FORMAT_CHOICES = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
 
@@ -185,9 +186,7 @@ def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result):
             logging_level="WARNING",
             runtime_env={
                 "env_vars": {
-                    k: v
-                    for k, v in os.environ.items()
-                    if k.startswith("MEMLANE_") and not _secret(k[len("MEMLANE_") :].lower())
+                    k: v for k, v in os.environ.items() if k.startswith("MEMLANE_") and not is_secret(k)
                 }
             },
         )
@@ -248,10 +247,6 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Call
             bar.update(task, description="retain", completed=sum(turns.values()))
 
 
-def _secret(key: str) -> bool:
-    return key.endswith("milvus_token") or key.endswith("api_key")
-
-
 def worker_settings(settings) -> dict:
     """The Settings sent to every worker (the extractor and the LLM endpoints included).
     Secrets are not: the Milvus token and the LLM API keys would land in Ray's object store
@@ -262,7 +257,7 @@ def worker_settings(settings) -> dict:
         return {
             k: public(v) if isinstance(v, dict) else v
             for k, v in tree.items()
-            if k not in ("data_dir", "milvus_uri") and not _secret(k)
+            if k not in ("data_dir", "milvus_uri") and not is_secret(k)
         }
 
     return public(settings.model_dump(mode="json"))

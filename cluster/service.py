@@ -49,9 +49,29 @@ def load_config(path: Path, port: int, env_vars: dict[str, str]):
     return ServeDeploySchema.model_validate(raw)
 
 
+SECRETS_FILE = "secrets.env"
+LOOPBACK_HOOK = "serve.loopback.bind_replicas_to_loopback"
+
+
 def _memlane_env(data_dir: Path, milvus_uri: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.startswith("MEMLANE_")}
+    """The MEMLANE_* variables every replica gets through the runtime_env, without secrets:
+    API keys, LLM keys and the Milvus token go to ``DATA_DIR/secrets.env`` (mode 0600, removed
+    at stop), after the lines of the user's own MEMLANE_SECRETS_FILE, and only that file's path
+    travels (see memlane.settings.is_secret)."""
+    from memlane.settings import SECRETS_FILE_VAR, split_secrets
+
+    env, secrets = split_secrets(os.environ)
     env.update(MEMLANE_STORE__MILVUS_URI=milvus_uri, MEMLANE_DATA_DIR=str(data_dir))
+    if secrets:
+        lines = []
+        if env.get(SECRETS_FILE_VAR):
+            lines.append(Path(env[SECRETS_FILE_VAR]).read_text())  # later lines win: ours
+        lines += [f"{name}={json.dumps(value, ensure_ascii=False)}\n" for name, value in secrets.items()]
+        path = data_dir / SECRETS_FILE
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("".join(lines))
+        env[SECRETS_FILE_VAR] = str(path)
     return env
 
 
@@ -77,7 +97,11 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
 
         # Fractional CPU requests (serve/config.yaml) fit six deployments and their
         # autoscaled replicas in 4 logical CPUs; on 2 cores most replicas wait on others.
-        ctx = start_local_ray(num_cpus or max(4, os.cpu_count() or 1), runtime_env={"env_vars": env})
+        ctx = start_local_ray(
+            num_cpus or max(4, os.cpu_count() or 1),
+            # serve/loopback.py: Serve binds each replica's gRPC server to all interfaces
+            runtime_env={"env_vars": env, "worker_process_setup_hook": LOOPBACK_HOOK},
+        )
         # ray.init installs Ray's own SIGTERM handler, which dies without cleanup: take the
         # signals back so a stop shuts Serve, Ray and Milvus down in order.
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -94,6 +118,7 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
                 "ray_address": ctx.address_info.get("gcs_address"),
                 "dashboard_url": f"http://{ctx.dashboard_url}" if ctx.dashboard_url else None,
                 "milvus_uri": server.uri,
+                "ray_session_dir": ctx.address_info.get("session_dir"),
                 "data_dir": str(data_dir),
                 "config": str(config_path),
             }
@@ -109,6 +134,7 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
     finally:
         server.stop()
         (data_dir / STATE_FILE).unlink(missing_ok=True)
+        (data_dir / SECRETS_FILE).unlink(missing_ok=True)
 
 
 def read_state(data_dir: Path) -> dict[str, Any] | None:

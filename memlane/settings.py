@@ -19,7 +19,12 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +108,23 @@ class RecallSettings(_Area):
     graph_decay: float = Field(0.5, gt=0.0, le=1.0)
 
 
+class KeyPolicy(_Area):
+    """One API key's banks and, optionally, its own request rate (else the service's)."""
+
+    banks: list[str] | Literal["*"]
+    rate_limit_per_s: float | None = Field(None, ge=0)
+    rate_limit_burst: int | None = Field(None, ge=1)
+
+
 class ServeSettings(_Area):
     """The online service (serve/)."""
 
-    # API keys: a JSON object mapping each key to the bank ids it may use, or "*" for all,
-    # e.g. MEMLANE_SERVE__API_KEYS='{"k1": ["alice", "bob"], "admin": "*"}'.
-    api_keys: dict[str, list[str] | Literal["*"]] = Field(default_factory=dict)
+    # API keys: a JSON object mapping each key to the bank ids it may use, or "*" for all, or
+    # to a KeyPolicy with its own rate limit, e.g.
+    # MEMLANE_SERVE__API_KEYS='{"k1": ["alice", "bob"], "admin": "*",
+    #                           "batch": {"banks": ["carol"], "rate_limit_per_s": 5}}'.
+    # Secrets: keep them in MEMLANE_SECRETS_FILE rather than the environment of shared hosts.
+    api_keys: dict[str, list[str] | Literal["*"] | KeyPolicy] = Field(default_factory=dict)
     # "off" only for local development: every request then acts with access to every bank.
     auth: Literal["on", "off"] = "on"
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
@@ -123,6 +139,11 @@ class ServeSettings(_Area):
     recall_warm_max_banks: int = Field(16, ge=0)
     # Async operations whose worker stopped heartbeating for this long are reported failed.
     operation_stale_s: float = Field(120.0, gt=0)
+    # Requests per second per API key and Ingress replica (0: no limit), with bursts up to
+    # rate_limit_burst; past it, 429 with Retry-After. The load benchmark's heaviest client
+    # makes ~17 recalls/s, far below the default.
+    rate_limit_per_s: float = Field(50.0, ge=0)
+    rate_limit_burst: int = Field(100, ge=1)
 
 
 class LLMRoleSettings(_Area):
@@ -235,6 +256,48 @@ class _LegacyEnv(PydanticBaseSettingsSource):
         return out
 
 
+SECRETS_FILE_VAR = ENV_PREFIX + "SECRETS_FILE"
+
+
+def is_secret(name: str) -> bool:
+    """True for a setting that is a credential, by environment variable or field name: API
+    keys (the service's and the LLMs') and the Milvus token. Such values never travel in a Ray
+    runtime_env: Ray logs its env vars (runtime_env_agent.log, at INFO) and shows them on the
+    dashboard, seen here with a canary key."""
+    return name.lower().endswith(("api_key", "api_keys", "milvus_token"))
+
+
+def split_secrets(environ: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The ``MEMLANE_*`` variables of ``environ`` as (public, secret); secret ones under their
+    current names (a first-release flat name such as MEMLANE_API_KEYS becomes
+    MEMLANE_SERVE__API_KEYS), ready for a secrets file."""
+    public: dict[str, str] = {}
+    secret: dict[str, str] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        if not is_secret(name):
+            public[name] = value
+            continue
+        legacy = LEGACY.get(name[len(ENV_PREFIX) :].lower())
+        current = env_name(legacy) if legacy else name
+        if legacy is None or current not in environ:  # the current name wins, as in Settings
+            secret[current] = value
+    return public, secret
+
+
+def _secrets_file_source(settings_cls) -> PydanticBaseSettingsSource | None:
+    """MEMLANE_SECRETS_FILE: a dotenv file of MEMLANE_* variables (e.g. the service's API keys,
+    LLM keys, the Milvus token), read below the environment in priority. A path that is not a
+    file is an error naming the variable, not silently no keys."""
+    path = os.environ.get(SECRETS_FILE_VAR)
+    if not path:
+        return None
+    if not Path(path).is_file():
+        raise ValueError(f"{SECRETS_FILE_VAR}={path}: no such file")
+    return DotEnvSettingsSource(settings_cls, env_file=path)
+
+
 class Settings(BaseSettings):
     """Engine configuration, one object nested by area. Defaults give the embedded,
     model-server-free setup."""
@@ -258,7 +321,19 @@ class Settings(BaseSettings):
         cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
     ):
         # Complex values of legacy variables (JSON objects) are parsed by the field validators.
-        return (init_settings, env_settings, _LegacyEnv(settings_cls), dotenv_settings, file_secret_settings)
+        from_file = _secrets_file_source(settings_cls)
+        return tuple(
+            source
+            for source in (
+                init_settings,
+                env_settings,
+                _LegacyEnv(settings_cls),
+                from_file,
+                dotenv_settings,
+                file_secret_settings,
+            )
+            if source is not None
+        )
 
     @model_validator(mode="before")
     @classmethod

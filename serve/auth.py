@@ -9,7 +9,9 @@ use every bank.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from serve.errors import APIError
 
@@ -18,10 +20,13 @@ _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the banks the key may use (None: all)."""
+    """Who is calling: the banks the key may use (None: all) and the key's own rate limit
+    (None: the service's)."""
 
     key_id: str
     banks: frozenset[str] | None
+    rate_limit_per_s: float | None = None
+    rate_limit_burst: int | None = None
 
     def can_use(self, bank_id: str) -> bool:
         return self.banks is None or bank_id in self.banks
@@ -34,12 +39,20 @@ class Principal:
 class Authenticator:
     """Resolves the Authorization header against the configured keys."""
 
-    def __init__(self, api_keys: dict[str, list[str] | str], enabled: bool = True) -> None:
+    def __init__(self, api_keys: Mapping[str, Any], enabled: bool = True) -> None:
+        """``api_keys``: key -> banks (a list or "*") or a KeyPolicy (banks and a rate)."""
         self.enabled = enabled
         self._keys: list[tuple[bytes, Principal]] = []
-        for i, (key, banks) in enumerate(api_keys.items()):
+        for i, (key, value) in enumerate(api_keys.items()):
+            banks = getattr(value, "banks", value)
             scope = None if banks == "*" else frozenset(banks)
-            self._keys.append((key.encode(), Principal(f"key{i}", scope)))
+            principal = Principal(
+                f"key{i}",
+                scope,
+                getattr(value, "rate_limit_per_s", None),
+                getattr(value, "rate_limit_burst", None),
+            )
+            self._keys.append((key.encode(), principal))
 
     def authenticate(self, header: str | None) -> Principal:
         if not self.enabled:

@@ -14,6 +14,7 @@ from ray import serve
 from memlane.model import BANK_ID_PATTERN, FactType
 from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
+from serve.ratelimit import RateLimiter, retry_after_header
 from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
 
 api = FastAPI(
@@ -35,7 +36,21 @@ def _ingress(request: Request) -> Ingress:
 
 
 def principal(request: Request, authorization: str | None = Header(None)) -> Principal:
-    return _ingress(request).auth.authenticate(authorization)
+    ingress = _ingress(request)
+    who = ingress.auth.authenticate(authorization)
+    limiter = ingress.limiter
+    wait = limiter.take(who.key_id, who.rate_limit_per_s, who.rate_limit_burst)
+    if wait is not None:
+        rate = limiter.rate if who.rate_limit_per_s is None else who.rate_limit_per_s
+        burst = limiter.burst if who.rate_limit_burst is None else who.rate_limit_burst
+        raise APIError(
+            429,
+            "rate_limited",
+            f"this API key made more than {rate:g} requests per second (bursts of {burst}); retry later",
+            "Authorization",
+            {"Retry-After": retry_after_header(wait)},
+        )
+    return who
 
 
 def bank_access(bank_id: str = BankId, who: Principal = Depends(principal)) -> str:
@@ -249,6 +264,7 @@ class Ingress:
         settings = Settings()
         self.memory, self.recall, self.reflect, self.reranker = memory, recall, reflect, reranker
         self.auth = Authenticator(settings.serve.api_keys, enabled=settings.serve.auth == "on")
+        self.limiter = RateLimiter(settings.serve.rate_limit_per_s, settings.serve.rate_limit_burst)
         self.max_body_bytes = settings.serve.max_body_bytes
         self._metrics = EndpointMetrics()
         self._log = logging.getLogger("memlane.serve")

@@ -109,10 +109,31 @@ def test_status_names_the_process_holding_the_store(tmp_path):
 
 @pytest.mark.slow
 def test_backfill_and_recall_keep_ray_and_model_logs_off_the_terminal(tmp_path):
-    """The demo's commands: progress and results on the terminal, Ray's lines in the log."""
+    """The demo's commands: progress and results on the terminal, Ray's lines in the log,
+    and every port they open on loopback."""
+    from listeners import is_loopback, listeners_of, process_tree
+
     data = tmp_path / "data"
-    r = _memlane("backfill", "samples/conversations.jsonl", "--data-dir", str(data), timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
+    exe = Path(sys.executable).with_name("memlane")
+    proc = subprocess.Popen(
+        [str(exe), "backfill", "samples/conversations.jsonl", "--data-dir", str(data)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    # While it runs: every listener of the command and what it started (Ray's daemons and
+    # workers, the Milvus Lite server) is on loopback.
+    seen: set[tuple[int, str, int]] = set()
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline:
+        seen.update(listeners_of(process_tree(proc.pid)))
+        time.sleep(0.5)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert len({port for _, _, port in seen}) >= 4  # GCS, raylet, Milvus, workers, ...
+    assert [x for x in seen if not is_loopback(x[1])] == []
+    r = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     out = r.stdout + r.stderr
     log = data.resolve() / "backfill.log"
     assert f"logs: {log}" in r.stderr

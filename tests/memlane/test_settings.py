@@ -89,3 +89,44 @@ def test_worker_settings_leave_secrets_and_location_out():
     # what is sent rebuilds the same settings, less the secrets
     rebuilt = Settings(**sent)
     assert rebuilt.llm.reflect.model == "m" and rebuilt.llm.api_key is None
+
+
+def test_secrets_file_supplies_keys_below_the_environment(tmp_path, monkeypatch):
+    from memlane.settings import SECRETS_FILE_VAR, Settings
+
+    path = tmp_path / "secrets.env"
+    path.write_text(
+        'MEMLANE_SERVE__API_KEYS="{\\"k-file\\": [\\"alice\\"], \\"k-lim\\": {\\"banks\\": \\"*\\", '
+        '\\"rate_limit_per_s\\": 3}}"\n'
+        'MEMLANE_LLM__API_KEY="sk-from-file"\n'
+    )
+    monkeypatch.setenv(SECRETS_FILE_VAR, str(path))
+    s = Settings()
+    assert s.serve.api_keys["k-file"] == ["alice"]
+    assert s.serve.api_keys["k-lim"].rate_limit_per_s == 3
+    assert s.llm.api_key.get_secret_value() == "sk-from-file"
+    monkeypatch.setenv("MEMLANE_LLM__API_KEY", "sk-from-env")  # the environment wins
+    assert Settings().llm.api_key.get_secret_value() == "sk-from-env"
+    monkeypatch.setenv(SECRETS_FILE_VAR, str(tmp_path / "missing.env"))
+    with pytest.raises(ValueError, match="MEMLANE_SECRETS_FILE=.*missing.env: no such file"):
+        Settings()
+
+
+def test_split_secrets_moves_every_credential_under_its_current_name():
+    from memlane.settings import split_secrets
+
+    public, secret = split_secrets(
+        {
+            "MEMLANE_API_KEYS": '{"k": "*"}',  # first-release flat name
+            "MEMLANE_LLM__REFLECT__API_KEY": "sk-r",
+            "MEMLANE_STORE__MILVUS_TOKEN": "root:pw",
+            "MEMLANE_RECALL__RRF_K": "60",
+            "HOME": "/root",
+        }
+    )
+    assert public == {"MEMLANE_RECALL__RRF_K": "60"}
+    assert secret == {
+        "MEMLANE_SERVE__API_KEYS": '{"k": "*"}',
+        "MEMLANE_LLM__REFLECT__API_KEY": "sk-r",
+        "MEMLANE_STORE__MILVUS_TOKEN": "root:pw",
+    }

@@ -18,7 +18,13 @@ import yaml
 from conftest import SHARED_LOCOMO
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = {"k-alice": ["alice", "shared"], "k-bob": ["bob"], "k-admin": "*"}
+KEYS = {
+    "k-alice": ["alice", "shared"],
+    "k-bob": ["bob"],
+    "k-admin": "*",
+    "k-burst-5c1e": {"banks": ["burst"], "rate_limit_per_s": 2, "rate_limit_burst": 5},
+}
+LLM_KEY = "sk-canary-llm-3f9d20"  # must appear in no log, trace, error or /docs
 BODY_LIMIT = 200_000
 CITIES = ["Lisbon", "Kyoto", "Nairobi", "Quito", "Oslo"]
 
@@ -47,6 +53,7 @@ def service(tmp_path_factory):
         "MEMLANE_API_KEYS": json.dumps(KEYS),
         "MEMLANE_AUTH": "on",
         "MEMLANE_MAX_BODY_BYTES": str(BODY_LIMIT),
+        "MEMLANE_LLM__API_KEY": LLM_KEY,
     }
     env.pop("MEMLANE_LLM_BASE_URL", None)
     started = _memlane(
@@ -431,3 +438,62 @@ def test_status_reports_the_running_service_and_its_banks(service):
     assert s["milvus"] == {**s["milvus"], "mode": "server", "uri": service["milvus_uri"]}
     rows = {b["bank_id"]: b for b in s["banks"]["banks"]}
     assert rows["status-probe"]["memories"] == units >= 1
+
+
+def test_every_listener_of_the_service_is_on_loopback(service):
+    from listeners import is_loopback, listeners_of, process_tree
+
+    # the supervisor, Ray's daemons, the Serve replicas and the Milvus Lite server
+    found = listeners_of(process_tree(service["pid"]))
+    ports = {port for _, _, port in found}
+    assert int(service["url"].rsplit(":", 1)[1]) in ports
+    assert int(service["milvus_uri"].rsplit(":", 1)[1]) in ports
+    assert len(found) >= 5  # HTTP proxy, Milvus, GCS, raylet, dashboard, ...
+    exposed = [x for x in found if not is_loopback(x[1])]
+    assert exposed == [], exposed
+
+
+def test_a_key_over_its_rate_gets_429_with_retry_after(service):
+    import asyncio
+
+    async def flood(n: int) -> list[httpx.Response]:
+        headers = {"Authorization": "Bearer k-burst-5c1e"}
+        async with httpx.AsyncClient(base_url=service["url"], headers=headers, timeout=60) as http:
+            # a bank outside the key's list: 403 once through auth and the limiter, no engine work
+            return await asyncio.gather(*(http.get("/v1/banks/not-mine/stats") for _ in range(n)))
+
+    answers = asyncio.run(flood(40))  # the key's own policy: bursts of 5, 2 per second
+    limited = [r for r in answers if r.status_code == 429]
+    assert limited and {r.status_code for r in answers} == {403, 429}
+    for r in limited:
+        assert int(r.headers["Retry-After"]) >= 1
+        assert r.json()["error"]["code"] == "rate_limited"
+    with _http(service, "k-admin") as http:  # other keys have buckets of their own
+        assert http.get("/v1/banks").status_code == 200
+    time.sleep(max(int(r.headers["Retry-After"]) for r in limited))
+    with _http(service, "k-burst-5c1e") as http:
+        assert http.get("/v1/banks/not-mine/stats").status_code == 403
+
+
+def test_keys_never_reach_logs_docs_or_errors(service):
+    """Runs last in the module: every test's requests and the service's logs are in."""
+    secrets = [*KEYS, LLM_KEY]
+    with _http(service, key=None) as http:
+        for path in ("/docs", "/openapi.json", "/v1/health"):
+            body = http.get(path).text
+            assert not [s for s in secrets if s in body], path
+        wrong = http.get("/v1/banks", headers={"Authorization": "Bearer sk-canary-wrong-77a1"})
+        assert wrong.status_code == 401 and "sk-canary-wrong-77a1" not in wrong.text
+    data = Path(service["data_dir"])
+    logs = [p for p in data.rglob("*") if p.is_file() and p.suffix in (".log", ".out", ".err", ".json")]
+    session = Path(service["ray_session_dir"])
+    logs += [p for p in (session / "logs").rglob("*") if p.is_file()]
+    assert len(logs) > 20 and any(p.name == "runtime_env_agent.log" for p in logs)
+    leaks = {
+        str(p): [s for s in secrets if s.encode() in p.read_bytes()]
+        for p in logs
+        if any(s.encode() in p.read_bytes() for s in secrets)
+    }
+    assert leaks == {}
+    secrets_file = data / "secrets.env"  # where the keys went instead: owner-only
+    assert secrets_file.stat().st_mode & 0o777 == 0o600
