@@ -302,7 +302,8 @@ class MemoryDeployment:
             "memories": [u.model_dump(mode="json", exclude={"embedding"}) for u in out["memories"]],
             "total": out["total"],
             "neighbours": [
-                {"entity": n["entity"].model_dump(mode="json"), "shared": n["shared"]} for n in out["neighbours"]
+                {"entity": n["entity"].model_dump(mode="json"), "shared": n["shared"]}
+                for n in out["neighbours"]
             ],
         }
 

@@ -20,7 +20,12 @@ def _retain(memory):
     memory.retain_items(
         "a",
         [
-            {"content": "Bob and I hiked near Lisbon.", "speaker": "Alice", "session_id": "s1", "timestamp": T0},
+            {
+                "content": "Bob and I hiked near Lisbon.",
+                "speaker": "Alice",
+                "session_id": "s1",
+                "timestamp": T0,
+            },
             {
                 "content": "Bob cooked dinner for Carla.",
                 "speaker": "Alice",
@@ -46,7 +51,13 @@ def _retain(memory):
     )
     memory.retain_items(
         "a",
-        [{"content": "I started learning the cello.", "speaker": "Alice", "timestamp": T0 + timedelta(days=30)}],
+        [
+            {
+                "content": "I started learning the cello.",
+                "speaker": "Alice",
+                "timestamp": T0 + timedelta(days=30),
+            }
+        ],
         document_id="chat-2",
     )
 
