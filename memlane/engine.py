@@ -329,8 +329,10 @@ class Memory(Components):
         try:
             check_filter(flt)
         except ValueError as exc:
-            field = "tags_match" if "tags_match" in str(exc) else "until"
-            raise InvalidInput(f"{field}: {exc}") from None
+            # the two rules check_filter can refuse here, named by the caller's parameter
+            if "tags_match" in str(exc):
+                raise InvalidInput(f"tags_match: {exc}") from None
+            raise InvalidInput(f"until: must be after since ({exc})") from None
         ids = self.store.list_unit_ids(bank_id, flt)
         page = self.store.get_units(bank_id, ids[offset : offset + limit])
         return page, len(ids)

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from memlane.model import BANK_ID_PATTERN, FactType, utc
+from memlane.model import BANK_ID_PATTERN, FactType
 from serve import explorer
 from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
@@ -190,11 +190,10 @@ async def list_memories(
     entity_id: str | None = Query(None, min_length=1, description="memories that name this entity"),
 ) -> dict:
     """A page of memories in id order, invalidated ones included, with the total that match.
-    The filters combine (and) and mean what they mean to recall (memlane/units.py)."""
+    The filters combine (and) and mean what they mean to recall; their rules, and the check of
+    an empty since/until window, are memlane/units.py's."""
     if tag is not None and any(not t.strip() for t in tag):
         raise APIError(422, "invalid_request", "tag: must not be empty", "tag")
-    if since is not None and until is not None and utc(since) >= utc(until):
-        raise APIError(422, "invalid_request", "until: must be after since", "until")
     filters = {
         "types": [t.value for t in type] if type else None,
         "document_id": document_id,
