@@ -336,14 +336,15 @@ VIEWS.timeline = async (root) => {
     const rows = sessions.map((s) => {
       const bar = h("div", { class: "tl-bar", title: `${fmtTime(s.start)} .. ${fmtTime(s.end)}` });
       // Element styles set through the DOM: the CSP allows no inline style attribute.
-      bar.style.left = `${((t(s.start) - lo) / span) * 100}%`;
-      bar.style.width = `${Math.max(((t(s.end) - t(s.start)) / span) * 100, 0.5)}%`;
+      const left = Math.min(((t(s.start) - lo) / span) * 100, 99.5); // the last bar stays on its track
+      bar.style.left = `${left}%`;
+      bar.style.width = `${Math.min(Math.max(((t(s.end) - t(s.start)) / span) * 100, 0.5), 100 - left)}%`;
       return h("div", { class: "tl-row", dataset: { document: s.document_id, session: s.session_id } },
         h("a", { class: "mono", href: "#", title: "this document's memories",
           onclick: (ev) => (ev.preventDefault(), show("memories", { filters: { document_id: s.document_id }, memOffset: 0 })) },
           `${s.document_id} / ${s.session_id}`),
         h("div", { class: "tl-track" }, bar),
-        h("div", { class: "muted" }, `${fmtTime(s.start)} · ${s.turns} turns`));
+        h("div", { class: "muted" }, `${fmtTime(s.start)} · ${s.turns} ${s.turns === 1 ? "turn" : "turns"}`));
     });
     parts.push(h("div", { class: "timeline", id: "timeline" },
       h("div", { class: "tl-axis" }, h("span", {}, fmtTime(new Date(lo).toISOString())), h("span", {}, fmtTime(new Date(hi).toISOString()))),
