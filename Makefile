@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean browser
 
 # pip's output goes to a log (its tail is shown when it fails): the terminal gets one line.
 $(STAMP): pyproject.toml
@@ -26,8 +26,18 @@ demo: $(STAMP)
 	$(BIN)/memlane recall --bank priya "What is the name of Priya's dog?" --max-tokens 200
 
 ## The test suite (unit + integration on real Milvus Lite, igraph and models).
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+## Headless Chromium for the memory explorer's browser test (tests/serving/test_explorer.py),
+## from Debian's packages: installed when missing and running as root (CI on a clean machine);
+## otherwise that test skips, naming the missing binary.
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver \
+		|| echo "warning: could not install chromium; the explorer's browser test will skip"; \
+	else echo "note: /usr/bin/chromium or /usr/bin/chromedriver missing and not root: the explorer's browser test will skip"; fi
 
 ## The habits that keep the tree so: lint + format check, types, import layering (CONTRIBUTING.md).
 lint: $(STAMP)

@@ -64,6 +64,11 @@ class UnitFilter:
     as_of: datetime | None = None  # only units mentioned by then and still valid then
     only_valid: bool = True  # hide invalidated (superseded) units when as_of is None
     document_id: str | None = None
+    # A window on when units were said (mentioned_at): since inclusive, until exclusive, so
+    # consecutive windows never share a unit. The explorer's time filter.
+    mentioned_since: datetime | None = None
+    mentioned_until: datetime | None = None
+    entity_id: str | None = None  # units that name this entity (the explorer's entity view)
 
 
 @dataclass(slots=True)

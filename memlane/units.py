@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -194,6 +194,9 @@ def fields_interval(fields: Mapping[str, Any]) -> tuple[float, float] | None:
 #   fact_types   the unit's type is one of them (None or empty: any type)
 #   tags         "any": shares a tag with them; "all": has every one of them (None/empty: any)
 #   document_id  the unit's document is exactly this one (None or "": any, as UnitFilter says)
+#   mentioned_since / mentioned_until
+#                a window on the mention time: since <= mentioned_at < until (either open)
+#   entity_id    the unit names this entity (entity_ids contains it; None or "": any)
 #   as_of        known by then (mentioned_at <= as_of), valid by then (valid_from, which
 #                defaults to the mention, <= as_of) and not yet invalidated then
 #                (invalid_at None or > as_of: invalidation is exclusive)
@@ -206,6 +209,20 @@ def check_filter(flt: UnitFilter | None) -> None:
     """Raise ValueError for a filter no implementation can apply."""
     if flt is not None and flt.tags and flt.tags_match not in ("any", "all"):
         raise ValueError(f"tags_match must be 'any' or 'all', got {flt.tags_match!r}")
+    if flt is not None and flt.mentioned_since and flt.mentioned_until:
+        if flt.mentioned_since >= flt.mentioned_until:
+            raise ValueError("mentioned_since must be before mentioned_until")
+
+
+def _window_pass(mentioned: float | None, flt: UnitFilter) -> bool:
+    """The mention window on epoch seconds; fields without a mention time pass no window."""
+    if flt.mentioned_since is None and flt.mentioned_until is None:
+        return True
+    if mentioned is None:
+        return False
+    if flt.mentioned_since is not None and mentioned < flt.mentioned_since.timestamp():
+        return False
+    return flt.mentioned_until is None or mentioned < flt.mentioned_until.timestamp()
 
 
 def _types(flt: UnitFilter) -> list[str]:
@@ -234,6 +251,10 @@ def matches(fields: Mapping[str, Any], flt: UnitFilter | None) -> bool:
     if flt.document_id and fields.get("document_id") != flt.document_id:
         return False
     if flt.tags and not _tags_pass(fields.get("tags") or (), flt):
+        return False
+    if flt.entity_id and flt.entity_id not in (fields.get("entity_ids") or ()):
+        return False
+    if not _window_pass(fields.get("mentioned_at"), flt):
         return False
     invalid_at = fields.get("invalid_at")
     if flt.as_of is not None:
@@ -281,6 +302,12 @@ def milvus_expr(flt: UnitFilter | None) -> str:
         parts.append(f"{fn}(tags, {str_list(flt.tags)})")
     if flt.document_id:
         parts.append(f"document_id == {escape_string(flt.document_id)}")
+    if flt.entity_id:
+        parts.append(f"array_contains(entity_ids, {escape_string(flt.entity_id)})")
+    if flt.mentioned_since is not None:
+        parts.append(f"mentioned_at >= {to_us(flt.mentioned_since)}")
+    if flt.mentioned_until is not None:
+        parts.append(f"mentioned_at < {to_us(flt.mentioned_until)}")
     if flt.as_of is not None:
         at = to_us(flt.as_of)
         parts.append(f"mentioned_at <= {at}")
@@ -300,10 +327,12 @@ def filter_mask(
     invalid_at: np.ndarray,
     document_ids: Sequence[str],
     tags: Sequence[frozenset[str]],
+    entity_ids: Callable[[], Sequence[Iterable[str]]] | None = None,
 ) -> np.ndarray:
     """The filter as a boolean mask over column arrays of equal length n: fact codes
     (:data:`FACT_CODES`), times in epoch seconds with NaN for None, and per-row documents and
-    tag sets."""
+    tag sets. ``entity_ids`` gives the rows' entity ids, asked for only when the filter names
+    an entity (few searches do, and building the column costs a pass over the rows)."""
     n = len(fact_code)
     mask = np.ones(n, dtype=bool)
     if flt is None:
@@ -319,6 +348,15 @@ def filter_mask(
             mask &= np.fromiter((wanted <= t for t in tags), bool, n)
         else:
             mask &= np.fromiter((not wanted.isdisjoint(t) for t in tags), bool, n)
+    if flt.entity_id:
+        if entity_ids is None:
+            raise ValueError("this filter names an entity: pass the rows' entity_ids")
+        mask &= np.fromiter((flt.entity_id in set(e) for e in entity_ids()), bool, n)
+    # NaN compares False, so a row without a mention time passes no window (as in matches).
+    if flt.mentioned_since is not None:
+        mask &= mentioned >= flt.mentioned_since.timestamp()
+    if flt.mentioned_until is not None:
+        mask &= mentioned < flt.mentioned_until.timestamp()
     if flt.as_of is not None:
         t = flt.as_of.timestamp()
         start = np.where(np.isnan(valid_from), mentioned, valid_from)

@@ -87,12 +87,17 @@ class _Requests:
         return "POST", f"/v1/banks/{bank_id}/reflect", {"json": _options(query=query, **options)}
 
     @staticmethod
-    def list_memories(bank_id, offset=0, limit=100, types=None, document_id=None):
-        return (
-            "GET",
-            f"/v1/banks/{bank_id}/memories",
-            {"params": _options(offset=offset, limit=limit, type=types, document_id=document_id)},
+    def list_memories(bank_id, offset=0, limit=100, types=None, document_id=None, **filters):
+        # filters: tags (sent as repeated `tag`), tags_match, since, until (datetimes or ISO
+        # strings), entity_id
+        tags = filters.pop("tags", None)
+        for key in ("since", "until"):
+            if hasattr(filters.get(key), "isoformat"):
+                filters[key] = filters[key].isoformat()
+        params = _options(
+            offset=offset, limit=limit, type=types, document_id=document_id, tag=tags, **filters
         )
+        return "GET", f"/v1/banks/{bank_id}/memories", {"params": params}
 
     @staticmethod
     def export_bank(bank_id, vectors=False):
@@ -184,8 +189,10 @@ class MemlaneClient:
         limit: int = 100,
         types: list[str] | None = None,
         document_id: str | None = None,
+        **filters: Any,
     ) -> dict:
-        return self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id))
+        """A page of memories; ``filters``: tags, tags_match, since, until, entity_id."""
+        return self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id, **filters))
 
     def get_memory(self, bank_id: str, memory_id: str) -> dict:
         return self._do("GET", f"/v1/banks/{bank_id}/memories/{memory_id}")
@@ -201,6 +208,14 @@ class MemlaneClient:
 
     def list_entities(self, bank_id: str) -> list[dict]:
         return self._do("GET", f"/v1/banks/{bank_id}/entities")["entities"]
+
+    def get_entity(self, bank_id: str, entity_id: str, *, limit: int = 50) -> dict:
+        """An entity with the memories that name it and its neighbours."""
+        return self._do("GET", f"/v1/banks/{bank_id}/entities/{entity_id}", {"params": {"limit": limit}})
+
+    def timeline(self, bank_id: str) -> list[dict]:
+        """The bank's sessions (document, session, start, end, chunks, turns) by start."""
+        return self._do("GET", f"/v1/banks/{bank_id}/timeline")["sessions"]
 
     def export_bank(self, bank_id: str, *, vectors: bool = False) -> str:
         """The bank as JSON Lines (memlane/transfer.py); ``vectors`` adds unit embeddings."""
@@ -295,8 +310,10 @@ class AsyncMemlaneClient:
         limit: int = 100,
         types: list[str] | None = None,
         document_id: str | None = None,
+        **filters: Any,
     ) -> dict:
-        return await self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id))
+        """A page of memories; ``filters``: tags, tags_match, since, until, entity_id."""
+        return await self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id, **filters))
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict:
         return await self._do("DELETE", f"/v1/banks/{bank_id}/documents/{document_id}")

@@ -269,12 +269,10 @@ class MemoryDeployment:
         return op
 
     # listing and deletion
-    def list_memories(
-        self, bank_id: str, offset: int, limit: int, types: list[str] | None, document_id: str | None
-    ) -> dict[str, Any]:
-        units, total = self.memory.list_memories(
-            bank_id, offset=offset, limit=limit, types=types, document_id=document_id
-        )
+    def list_memories(self, bank_id: str, offset: int, limit: int, filters: dict[str, Any]) -> dict[str, Any]:
+        """``filters``: the keyword filters of ``Memory.list_memories`` (types, document_id,
+        tags, tags_match, since, until, entity_id)."""
+        units, total = self.memory.list_memories(bank_id, offset=offset, limit=limit, **filters)
         return {
             "items": [u.model_dump(mode="json", exclude={"embedding"}) for u in units],
             "total": total,
@@ -296,6 +294,24 @@ class MemoryDeployment:
 
     def list_entities(self, bank_id: str) -> list[dict[str, Any]]:
         return [e.model_dump(mode="json") for e in self.memory.list_entities(bank_id)]
+
+    def entity(self, bank_id: str, entity_id: str, limit: int) -> dict[str, Any]:
+        out = self.memory.entity(bank_id, entity_id, limit=limit)
+        return {
+            "entity": out["entity"].model_dump(mode="json"),
+            "memories": [u.model_dump(mode="json", exclude={"embedding"}) for u in out["memories"]],
+            "total": out["total"],
+            "neighbours": [
+                {"entity": n["entity"].model_dump(mode="json"), "shared": n["shared"]}
+                for n in out["neighbours"]
+            ],
+        }
+
+    def timeline(self, bank_id: str) -> list[dict[str, Any]]:
+        return [
+            {**s, "start": s["start"].isoformat(), "end": s["end"].isoformat()}
+            for s in self.memory.timeline(bank_id)
+        ]
 
     def health(self) -> dict[str, Any]:
         self.memory.store.list_banks()  # raises when Milvus is unreachable

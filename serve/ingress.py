@@ -4,7 +4,8 @@ deployments behind it, called through DeploymentHandles."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -12,6 +13,7 @@ from fastapi.responses import JSONResponse
 from ray import serve
 
 from memlane.model import BANK_ID_PATTERN, FactType
+from serve import explorer
 from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
 from serve.ratelimit import RateLimiter, retry_after_header
@@ -25,6 +27,7 @@ api = FastAPI(
 )
 api.add_exception_handler(APIError, api_error_handler)
 api.add_exception_handler(RequestValidationError, validation_handler)
+api.include_router(explorer.router)  # the memory explorer's static pages at /ui
 
 BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
 
@@ -193,13 +196,29 @@ async def list_memories(
     bank_id: str = Depends(bank_access),
     offset: int = Query(0, ge=0),
     limit: int = Query(100, ge=1, le=1000),
-    type: list[FactType] | None = Query(None),  # noqa: A002
+    type: list[FactType] | None = Query(None, description="memory networks (fact types); any of them"),  # noqa: A002
     document_id: str | None = Query(None, min_length=1),
+    tag: list[str] | None = Query(None, description="tags (repeat the parameter); see tags_match"),
+    tags_match: Literal["any", "all"] = Query("any", description="any: shares a tag; all: has every tag"),
+    since: datetime | None = Query(None, description="mentioned at or after this time (ISO 8601)"),
+    until: datetime | None = Query(None, description="mentioned before this time (exclusive)"),
+    entity_id: str | None = Query(None, min_length=1, description="memories that name this entity"),
 ) -> dict:
-    types = [t.value for t in type] if type else None
-    return await _call(
-        _ingress(request).memory.list_memories.remote(bank_id, offset, limit, types, document_id)
-    )
+    """A page of memories in id order, invalidated ones included, with the total that match.
+    The filters combine (and) and mean what they mean to recall; their rules, and the check of
+    an empty since/until window, are memlane/units.py's."""
+    if tag is not None and any(not t.strip() for t in tag):
+        raise APIError(422, "invalid_request", "tag: must not be empty", "tag")
+    filters = {
+        "types": [t.value for t in type] if type else None,
+        "document_id": document_id,
+        "tags": tag,
+        "tags_match": tags_match,
+        "since": since,
+        "until": until,
+        "entity_id": entity_id,
+    }
+    return await _call(_ingress(request).memory.list_memories.remote(bank_id, offset, limit, filters))
 
 
 @api.get("/v1/banks/{bank_id}/memories/{memory_id}", tags=["memories"])
@@ -226,6 +245,25 @@ async def delete_document(request: Request, document_id: str, bank_id: str = Dep
 @api.get("/v1/banks/{bank_id}/entities", tags=["memories"])
 async def list_entities(request: Request, bank_id: str = Depends(bank_access)) -> dict:
     return {"entities": await _call(_ingress(request).memory.list_entities.remote(bank_id))}
+
+
+@api.get("/v1/banks/{bank_id}/entities/{entity_id}", tags=["memories"])
+async def get_entity(
+    request: Request,
+    entity_id: str,
+    bank_id: str = Depends(bank_access),
+    limit: int = Query(50, ge=1, le=1000, description="memories returned (the earliest mentioned)"),
+) -> dict:
+    """An entity, the memories that name it (``total`` counts all of them) and its neighbours:
+    the entities those memories also name, by how many memories they share."""
+    return await _call(_ingress(request).memory.entity.remote(bank_id, entity_id, limit))
+
+
+@api.get("/v1/banks/{bank_id}/timeline", tags=["documents"])
+async def timeline(request: Request, bank_id: str = Depends(bank_access)) -> dict:
+    """The bank's sessions over time: per document and session, the first and last chunk
+    start, chunk and turn counts, ordered by start."""
+    return {"sessions": await _call(_ingress(request).memory.timeline.remote(bank_id))}
 
 
 # recall, reflect, rerank ----------------------------------------------------------------------

@@ -210,6 +210,7 @@ class BankIndex:
             invalid_at=c["invalid"][:n],
             document_ids=self._docs[:n],
             tags=self._tags[:n],
+            entity_ids=lambda: [r.get("entity_ids") or () for r in self._rows[:n]],
         )
 
     def _top(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> list[Hit]:

@@ -45,7 +45,7 @@ def unit(bank: str, uid: str, seed: int, **kw) -> MemoryUnit:
 # A bank covering each rule: types, tags, documents, invalidation, validity after the mention,
 # and each shape of occurrence (end-only as the LLM extractor writes it, start-only, open, both).
 FILTER_BANK = [
-    unit("f", "w", 1, fact_type="world", tags=["x"], document_id="d1"),
+    unit("f", "w", 1, fact_type="world", tags=["x"], document_id="d1", entity_ids=["ent-a"]),
     unit(
         "f",
         "o",
@@ -58,9 +58,26 @@ FILTER_BANK = [
         superseded_by="n",
     ),
     unit(
-        "f", "n", 3, fact_type="opinion", tags=["y"], document_id="d2", mentioned_at=day(9), valid_from=day(9)
+        "f",
+        "n",
+        3,
+        fact_type="opinion",
+        tags=["y"],
+        document_id="d2",
+        mentioned_at=day(9),
+        valid_from=day(9),
+        entity_ids=["ent-a", "ent-b"],
     ),
-    unit("f", "e", 4, fact_type="experience", document_id="d1", mentioned_at=day(2), valid_from=day(4)),
+    unit(
+        "f",
+        "e",
+        4,
+        fact_type="experience",
+        document_id="d1",
+        mentioned_at=day(2),
+        valid_from=day(4),
+        entity_ids=["ent-b"],
+    ),
     unit("f", "end", 5, tags=["z"], document_id="d3", occurred_end=day(20), mentioned_at=day(25)),
     unit("f", "start", 6, document_id="d3", occurred_start=day(15), mentioned_at=day(25)),
     unit("f", "open", 7, document_id="d3", mentioned_at=day(12)),
@@ -97,6 +114,19 @@ FILTER_CASES = [
     ("as_of before an end-only unit's mention", UnitFilter(as_of=day(24)), {"w", "n", "e", "open"}),
     ("as_of ignores only_valid", UnitFilter(as_of=day(5), only_valid=False), {"w", "o", "e"}),
     ("as_of and type", UnitFilter(as_of=day(5), fact_types=[FactType.opinion]), {"o"}),
+    ("mention window", UnitFilter(mentioned_since=day(1), mentioned_until=day(12)), {"n", "e"}),
+    (
+        "mention window, invalidated too",
+        UnitFilter(mentioned_since=day(1), mentioned_until=day(12), only_valid=False),
+        {"o", "n", "e"},
+    ),
+    ("mention window: since only", UnitFilter(mentioned_since=day(25)), {"end", "start", "both"}),
+    ("mention window: until is exclusive", UnitFilter(mentioned_until=day(2), only_valid=False), {"w", "o"}),
+    ("mention window and as_of", UnitFilter(mentioned_since=day(1), as_of=day(5)), {"o", "e"}),
+    ("entity", UnitFilter(entity_id="ent-a"), {"w", "n"}),
+    ("entity and type", UnitFilter(entity_id="ent-b", fact_types=[FactType.experience]), {"e"}),
+    ("unknown entity", UnitFilter(entity_id="ent-zz"), set()),
+    ("empty entity: any", UnitFilter(entity_id=""), ALL - {"o"}),
 ]
 
 # (name, occurred_start, occurred_end, mentioned_at, expected interval); days.
@@ -173,6 +203,12 @@ def test_filter_table(milvus, impl, name, flt, expected):
 def test_bad_tags_match_is_refused_everywhere(milvus, impl):
     with pytest.raises(ValueError, match="tags_match"):
         FILTER_IMPLEMENTATIONS[impl](milvus, UnitFilter(tags=["x"], tags_match="some"))
+
+
+@pytest.mark.parametrize("impl", sorted(FILTER_IMPLEMENTATIONS))
+def test_empty_mention_window_is_refused_everywhere(milvus, impl):
+    with pytest.raises(ValueError, match="mentioned_since must be before mentioned_until"):
+        FILTER_IMPLEMENTATIONS[impl](milvus, UnitFilter(mentioned_since=day(3), mentioned_until=day(3)))
 
 
 def test_milvus_expression_text():
