@@ -185,6 +185,34 @@ def _driver_metrics():
         return None, None
 
 
+class _Progress:
+    """The driver's progress gauges: ``memlane_backfill_banks_planned`` (banks this run
+    retains, after resume skipped the finished ones) and ``memlane_backfill_progress`` (the
+    share of them finished, retained or failed, 0 to 1). Worker counters say how fast; only the
+    driver knows how much is left."""
+
+    def __init__(self) -> None:
+        self.planned = self.share = None
+        self.total = 0
+        try:
+            from ray.util.metrics import Gauge
+
+            self.planned = Gauge("memlane_backfill_banks_planned", "Banks this backfill run retains.")
+            self.share = Gauge("memlane_backfill_progress", "Share of this run's banks finished (0-1).")
+        except Exception:  # noqa: BLE001 - not connected to Ray
+            pass
+
+    def start(self, total: int) -> None:
+        self.total = total
+        if self.planned is not None and self.share is not None:
+            self.planned.set(total)
+            self.share.set(0.0 if total else 1.0)
+
+    def done(self, finished: int) -> None:
+        if self.share is not None and self.total:
+            self.share.set(min(1.0, finished / self.total))
+
+
 def plan_resources(
     cpus: float, gpus: float, workers: int | None, use_gpu: bool | None
 ) -> tuple[int, float, float, bool]:
@@ -362,6 +390,8 @@ def run_backfill(
 
     todo, skipped = _skip_done(cfg, plan)
     plan.banks = []
+    progress = _Progress()
+    progress.start(len(todo))
     for prev in skipped:
         summary.banks += 1
         summary.skipped_banks += 1
@@ -444,6 +474,7 @@ def run_backfill(
                         )
                         if rejects_metric is not None:
                             rejects_metric.inc(n, tags={"stage": "retain"})
+                    progress.done(summary.retained_banks + summary.failed_banks)
                     if on_result is not None:
                         on_result(rec)
                 ledger_file.flush()
