@@ -191,26 +191,26 @@ class _Progress:
     share of them finished, retained or failed, 0 to 1). Worker counters say how fast; only the
     driver knows how much is left."""
 
-    def __init__(self) -> None:
-        self.planned = self.share = None
-        self.total = 0
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.share = 0.0 if total else 1.0
         try:
             from ray.util.metrics import Gauge
 
-            self.planned = Gauge("memlane_backfill_banks_planned", "Banks this backfill run retains.")
-            self.share = Gauge("memlane_backfill_progress", "Share of this run's banks finished (0-1).")
+            from actors.gauges import keep
+
+            # Kept (re-set every few seconds) while the driver lives: a gauge set once is
+            # dropped by Ray's agent after two export intervals (actors/gauges.py).
+            planned = Gauge("memlane_backfill_banks_planned", "Banks this backfill run retains.")
+            share = Gauge("memlane_backfill_progress", "Share of this run's banks finished (0-1).")
+            keep("memlane_backfill_banks_planned", planned, lambda: self.total)
+            keep("memlane_backfill_progress", share, lambda: self.share)
         except Exception:  # noqa: BLE001 - not connected to Ray
             pass
 
-    def start(self, total: int) -> None:
-        self.total = total
-        if self.planned is not None and self.share is not None:
-            self.planned.set(total)
-            self.share.set(0.0 if total else 1.0)
-
     def done(self, finished: int) -> None:
-        if self.share is not None and self.total:
-            self.share.set(min(1.0, finished / self.total))
+        if self.total:
+            self.share = min(1.0, finished / self.total)
 
 
 def plan_resources(
@@ -390,8 +390,7 @@ def run_backfill(
 
     todo, skipped = _skip_done(cfg, plan)
     plan.banks = []
-    progress = _Progress()
-    progress.start(len(todo))
+    progress = _Progress(len(todo))
     for prev in skipped:
         summary.banks += 1
         summary.skipped_banks += 1

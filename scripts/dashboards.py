@@ -128,7 +128,8 @@ def service() -> Dashboard:
             stat(
                 "Error share (5 min)",
                 "percentunit",
-                "sum(rate(ray_memlane_http_errors_total[5m])) / sum(rate(ray_memlane_http_requests_total[5m]))",
+                "(sum(rate(ray_memlane_http_errors_total[5m])) or vector(0)) / "
+                "sum(rate(ray_memlane_http_requests_total[5m]))",
                 "errors",
                 w=8,
             )
@@ -350,11 +351,13 @@ def milvus() -> Dashboard:
                 "ops",
                 [
                     (
-                        f'sum by (operation) (rate(ray_memlane_store_latency_ms_count{{outcome="error"}}[{RATE}]))',
+                        f'sum by (operation) (rate(ray_memlane_store_latency_ms_count{{outcome="error"}}[{RATE}]))'
+                        f" or 0 * sum by (operation) (rate(ray_memlane_store_latency_ms_count[{RATE}]))",
                         "{{operation}}",
                     )
                 ],
-                description="Calls that raised (connection lost, timeouts, server errors).",
+                description="Calls that raised (connection lost, timeouts, server errors); 0 for "
+                "an operation called without errors.",
             )
         )
         .with_panel(

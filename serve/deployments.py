@@ -111,9 +111,8 @@ class RecallDeployment:
             embedder, reranker, local_embedder=Settings().serve.recall_embedder == "local"
         )
         self.replica = _replica_id()
-        self.metrics = RecallMetrics()
         self._warm()
-        self.metrics.warm_banks.set(self.memory.derived.held_banks())
+        self.metrics = RecallMetrics(self.memory.derived.held_banks)
 
     def _warm(self) -> None:
         # Serve routes to a replica once __init__ returns. A cold replica builds a bank's
@@ -137,7 +136,7 @@ class RecallDeployment:
         """The result as JSON bytes (pydantic-core serialises it; re-encoding a 100-memory
         dict in FastAPI cost more than the recall's search) and this replica's id."""
         result = self.memory.recall(bank_id, RecallRequest.model_validate(request))
-        self.metrics.record(result.timings_ms, self.memory.derived.held_banks())
+        self.metrics.record(result.timings_ms)
         return result.model_dump_json(exclude=_API_EXCLUDE).encode(), self.replica
 
 

@@ -5,6 +5,8 @@ appear on the Ray dashboard's Metrics view and its Prometheus endpoint as
 
 from __future__ import annotations
 
+from typing import Callable
+
 # Milliseconds; recall on this machine sits around 20-60 ms, retain batches take seconds.
 LATENCY_BOUNDARIES_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]
 
@@ -46,8 +48,12 @@ class RecallMetrics:
     metric classes add the deployment, replica and application tags, so the gauge is per
     replica: ``ray_memlane_recall_stage_ms`` and ``ray_memlane_recall_warm_banks``."""
 
-    def __init__(self) -> None:
+    def __init__(self, held_banks: Callable[[], int]) -> None:
+        """``held_banks``: how many banks the replica holds now (read every few seconds, see
+        actors/gauges.py)."""
         from ray.serve.metrics import Gauge, Histogram
+
+        from actors.gauges import keep
 
         self.stage = Histogram(
             "memlane_recall_stage_ms",
@@ -55,9 +61,9 @@ class RecallMetrics:
             boundaries=STAGE_BOUNDARIES_MS,
             tag_keys=("stage",),
         )
-        self.warm_banks = Gauge("memlane_recall_warm_banks", "Banks held in this replica's derived index")
+        warm_banks = Gauge("memlane_recall_warm_banks", "Banks held in this replica's derived index")
+        keep("memlane_recall_warm_banks", warm_banks, held_banks)
 
-    def record(self, timings_ms: dict[str, float], warm_banks: int) -> None:
+    def record(self, timings_ms: dict[str, float]) -> None:
         for stage, ms in timings_ms.items():
             self.stage.observe(float(ms), tags={"stage": stage})
-        self.warm_banks.set(warm_banks)

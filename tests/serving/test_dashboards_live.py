@@ -9,11 +9,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
-from dashboard_metrics import GRAFANA, queried, scrape, wait_for
+from dashboard_metrics import GAUGE_TTL_S, GRAFANA, queried, scrape, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -34,8 +35,6 @@ def service(tmp_path_factory):
     env = {
         **os.environ,
         "MEMLANE_SERVE__AUTH": "off",
-        # Ray's export interval (10 s by default) bounds how soon a metric is scraped.
-        "RAY_metrics_report_interval_ms": "2000",
     }
     started = _memlane(
         "serve", "--port", str(free_port()), "--data-dir", str(data), "--timeout", "420", "--json", env=env
@@ -77,6 +76,7 @@ def worked(service):
         assert recalled.status_code == 200 and "Biscuit" in recalled.text
         # An error: recall on a bank that does not exist (404 from the Recall replica).
         assert http.post("/v1/banks/nobody/recall", json={"query": "anything"}).status_code == 404
+    time.sleep(GAUGE_TTL_S)  # past the agent's gauge TTL: gauges must still be exported
     return service
 
 
