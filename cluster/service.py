@@ -5,9 +5,9 @@ is healthy, and stops it.
 ``memlane serve`` runs :func:`start_background`: it launches ``python -m cluster.service`` in
 its own session (logs in ``DATA_DIR/serve.log``), polls ``GET /v1/health`` and returns when it
 answers 200. The supervisor writes ``DATA_DIR/serve.json`` (its pid, the HTTP URL, the Ray
-address, dashboard URL and metrics port, the Milvus URI) and on SIGTERM or SIGINT shuts down Serve, then Ray,
-then the Milvus Lite server (which closes its data cleanly on SIGINT). ``memlane serve --stop``
-sends that SIGTERM.
+address, dashboard URL and metrics export port, the Milvus URI) and on SIGTERM or SIGINT shuts
+down Serve, then Ray, then the Milvus Lite server (which closes its data cleanly on SIGINT).
+``memlane serve --stop`` sends that SIGTERM.
 """
 
 from __future__ import annotations
