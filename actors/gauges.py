@@ -34,8 +34,12 @@ def keep(key: str, gauge: Any, read: Callable[[], float]) -> None:
 
 
 def _refresh() -> None:
+    import ray
+
     while True:
         time.sleep(REFRESH_S)
+        if not ray.is_initialized():  # a driver after ray.shutdown (a test session, a notebook)
+            continue
         with _lock:
             items = list(_kept.values())
         for gauge, read in items:
