@@ -111,6 +111,9 @@ class RetainWorker:
         self.memory = Memory(self.settings)
         # Load the models now, so the first batch's timing is the retain's, not the load's.
         _ = self.memory.embedder, self.memory.extractor, self.memory.store
+        from actors.store_metrics import install_store_metrics
+
+        install_store_metrics()  # this worker's Milvus calls, as ray_memlane_store_*
         try:
             self.metrics: _Metrics | None = _Metrics()
         except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker

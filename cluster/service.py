@@ -5,9 +5,9 @@ is healthy, and stops it.
 ``memlane serve`` runs :func:`start_background`: it launches ``python -m cluster.service`` in
 its own session (logs in ``DATA_DIR/serve.log``), polls ``GET /v1/health`` and returns when it
 answers 200. The supervisor writes ``DATA_DIR/serve.json`` (its pid, the HTTP URL, the Ray
-address and dashboard URL, the Milvus URI) and on SIGTERM or SIGINT shuts down Serve, then Ray,
-then the Milvus Lite server (which closes its data cleanly on SIGINT). ``memlane serve --stop``
-sends that SIGTERM.
+address, dashboard URL and metrics export port, the Milvus URI) and on SIGTERM or SIGINT shuts
+down Serve, then Ray, then the Milvus Lite server (which closes its data cleanly on SIGINT).
+``memlane serve --stop`` sends that SIGTERM.
 """
 
 from __future__ import annotations
@@ -117,6 +117,9 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
                 "url": f"http://127.0.0.1:{port}",
                 "ray_address": ctx.address_info.get("gcs_address"),
                 "dashboard_url": f"http://{ctx.dashboard_url}" if ctx.dashboard_url else None,
+                # This node's Prometheus endpoint (Ray's metrics agent): Ray's, Serve's and
+                # Memlane's metrics, for infra/prometheus/ and the dashboards' test.
+                "metrics_export_port": ctx.address_info.get("metrics_export_port"),
                 "milvus_uri": server.uri,
                 "ray_session_dir": ctx.address_info.get("session_dir"),
                 "data_dir": str(data_dir),

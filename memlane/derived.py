@@ -115,6 +115,10 @@ class DerivedState:
         if index is not None:
             index.revision = token if current == seen else "stale"
 
+    def held_banks(self) -> int:
+        """How many banks this process holds an index (and graph) for right now."""
+        return len(self._indexes)
+
     def drop(self, bank_id: str) -> None:
         self._indexes.pop(bank_id, None)
         self.graph.drop_bank(bank_id)

@@ -185,6 +185,34 @@ def _driver_metrics():
         return None, None
 
 
+class _Progress:
+    """The driver's progress gauges: ``memlane_backfill_banks_planned`` (banks this run
+    retains, after resume skipped the finished ones) and ``memlane_backfill_progress`` (the
+    share of them finished, retained or failed, 0 to 1). Worker counters say how fast; only the
+    driver knows how much is left."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.share = 0.0 if total else 1.0
+        try:
+            from ray.util.metrics import Gauge
+
+            from actors.gauges import keep
+
+            # Kept (re-set every few seconds) while the driver lives: a gauge set once is
+            # dropped by Ray's agent after two export intervals (actors/gauges.py).
+            planned = Gauge("memlane_backfill_banks_planned", "Banks this backfill run retains.")
+            share = Gauge("memlane_backfill_progress", "Share of this run's banks finished (0-1).")
+            keep("memlane_backfill_banks_planned", planned, lambda: self.total)
+            keep("memlane_backfill_progress", share, lambda: self.share)
+        except Exception:  # noqa: BLE001 - not connected to Ray
+            pass
+
+    def done(self, finished: int) -> None:
+        if self.total:
+            self.share = min(1.0, finished / self.total)
+
+
 def plan_resources(
     cpus: float, gpus: float, workers: int | None, use_gpu: bool | None
 ) -> tuple[int, float, float, bool]:
@@ -362,6 +390,7 @@ def run_backfill(
 
     todo, skipped = _skip_done(cfg, plan)
     plan.banks = []
+    progress = _Progress(len(todo))
     for prev in skipped:
         summary.banks += 1
         summary.skipped_banks += 1
@@ -444,6 +473,7 @@ def run_backfill(
                         )
                         if rejects_metric is not None:
                             rejects_metric.inc(n, tags={"stage": "retain"})
+                    progress.done(summary.retained_banks + summary.failed_banks)
                     if on_result is not None:
                         on_result(rec)
                 ledger_file.flush()

@@ -37,12 +37,14 @@ def _replica_id() -> str:
 def _remote_memory(embedder_handle, reranker_handle=None, local_embedder: bool = False):
     """An engine whose embedder (and, with a cross-encoder configured, reranker) are the
     Embedder and Rerank deployments."""
+    from actors.store_metrics import install_store_metrics
     from memlane.engine import Memory
     from memlane.models.embedder import resolve_model_path
     from memlane.models.tokens import TokenCounter
     from memlane.settings import Settings
     from serve.remote import RemoteEmbedder, RemoteReranker
 
+    install_store_metrics()  # this replica's Milvus calls, as ray_memlane_store_*
     settings = Settings()
     if local_embedder:
         from memlane.models.embedder import build_embedder
@@ -103,12 +105,14 @@ class RecallDeployment:
 
     def __init__(self, embedder, reranker) -> None:
         from memlane.settings import Settings
+        from serve.metrics import RecallMetrics
 
         self.memory = _remote_memory(
             embedder, reranker, local_embedder=Settings().serve.recall_embedder == "local"
         )
         self.replica = _replica_id()
         self._warm()
+        self.metrics = RecallMetrics(self.memory.derived.held_banks)
 
     def _warm(self) -> None:
         # Serve routes to a replica once __init__ returns. A cold replica builds a bank's
@@ -132,6 +136,7 @@ class RecallDeployment:
         """The result as JSON bytes (pydantic-core serialises it; re-encoding a 100-memory
         dict in FastAPI cost more than the recall's search) and this replica's id."""
         result = self.memory.recall(bank_id, RecallRequest.model_validate(request))
+        self.metrics.record(result.timings_ms)
         return result.model_dump_json(exclude=_API_EXCLUDE).encode(), self.replica
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar, cast
 
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
@@ -19,6 +19,7 @@ from memlane.stores.milvus.connection import (
     open_client,
     release_lite,
 )
+from memlane.stores.milvus.observe import ObservedClient
 from memlane.stores.milvus.schema import build_schema
 from memlane.units import str_list
 
@@ -43,7 +44,9 @@ class Collections:
         self.settings = settings
         self.dim = dim
         self.prefix = prefix
-        self._client, self._lite_path, lite = open_client(settings)
+        client, self._lite_path, lite = open_client(settings)
+        # Every call timed for the observers of memlane.stores.milvus.observe (metrics).
+        self._client = cast(MilvusClient, ObservedClient(client))
         #: True when the server is Milvus Lite (file or ``milvus-lite server``).
         self.is_lite = lite
         self.flush_writes = self.is_lite if flush_writes is None else bool(flush_writes)

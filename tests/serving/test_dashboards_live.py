@@ -1,0 +1,94 @@
+"""The dashboards cannot rot: every metric that a panel of the service and Milvus dashboards
+(infra/grafana/) queries is exported by the Ray metrics endpoint of a live `memlane serve`
+after a small workload (a retain, a recall, an error), with the labels the panel groups by.
+The backfill dashboard is checked against a live backfill in tests/pipelines/."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from dashboard_metrics import GAUGE_TTL_S, GRAFANA, queried, scrape, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _memlane(*args, env=None, timeout=600):
+    exe = Path(sys.executable).with_name("memlane")
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    from cluster.local import free_port
+
+    data = tmp_path_factory.mktemp("dashboards") / "data"
+    env = {
+        **os.environ,
+        "MEMLANE_SERVE__AUTH": "off",
+    }
+    started = _memlane(
+        "serve", "--port", str(free_port()), "--data-dir", str(data), "--timeout", "420", "--json", env=env
+    )
+    assert started.returncode == 0, started.stderr
+    state = json.loads(started.stdout.strip().splitlines()[-1])
+    try:
+        yield state
+    finally:
+        stopped = _memlane("serve", "--stop", "--data-dir", str(data), timeout=200)
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout
+
+
+@pytest.fixture(scope="module")
+def worked(service):
+    """The service after a small workload: a bank, a retain, a recall and an error."""
+    with httpx.Client(base_url=service["url"], timeout=120) as http:
+        assert http.put("/v1/banks/dash", json={"name": ""}).status_code == 201
+        retained = http.post(
+            "/v1/banks/dash/memories",
+            json={
+                "items": [
+                    {
+                        "content": "My dog is called Biscuit",
+                        "speaker": "Alice",
+                        "timestamp": "2024-05-01T10:00:00Z",
+                    },
+                    {
+                        "content": "We moved to Lisbon last May",
+                        "speaker": "Alice",
+                        "timestamp": "2024-06-01T10:00:00Z",
+                    },
+                ],
+                "document_id": "chat-1",
+            },
+        )
+        assert retained.status_code == 200, retained.text
+        recalled = http.post("/v1/banks/dash/recall", json={"query": "What is the dog called?"})
+        assert recalled.status_code == 200 and "Biscuit" in recalled.text
+        # An error: recall on a bank that does not exist (404 from the Recall replica).
+        assert http.post("/v1/banks/nobody/recall", json={"query": "anything"}).status_code == 404
+    time.sleep(GAUGE_TTL_S)  # past the agent's gauge TTL: gauges must still be exported
+    return service
+
+
+def test_metrics_port_is_in_the_state_file(service):
+    port = service["metrics_export_port"]
+    assert isinstance(port, int) and port > 0
+    assert "ray_node_cpu_utilization" in scrape(port)  # Ray's own node metrics, on this endpoint
+
+
+@pytest.mark.parametrize("dashboard", ["memlane-service.json", "memlane-milvus.json"])
+def test_every_queried_metric_is_exported_by_the_live_service(worked, dashboard):
+    wanted = queried(GRAFANA / dashboard)
+    assert len(wanted) >= 3
+    problems = wait_for(worked["metrics_export_port"], wanted, timeout_s=150)
+    assert not problems, f"{dashboard} queries metrics the live service does not export: {problems}"
