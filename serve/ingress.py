@@ -4,6 +4,8 @@ deployments behind it, called through DeploymentHandles."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request, Response
@@ -14,13 +16,25 @@ from ray import serve
 from memlane.model import BANK_ID_PATTERN, FactType
 from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
+from serve.mcp_http import MCPEndpoint
 from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # The MCP endpoint's session manager must run for the app's lifetime, and a routed ASGI
+    # app's own lifespan is never run: Serve runs this one on each replica, after the Ingress
+    # constructor built the MCP server.
+    async with _ingress(None).mcp.session_manager.run():
+        yield
+
 
 api = FastAPI(
     title="Memlane",
     version="1",
     description="Agent memory: retain, recall and reflect over per-user memory banks. "
-    "Authenticate with `Authorization: Bearer KEY`.",
+    "Authenticate with `Authorization: Bearer KEY`. MCP clients: Streamable HTTP at `/mcp`.",
+    lifespan=_lifespan,
 )
 api.add_exception_handler(APIError, api_error_handler)
 api.add_exception_handler(RequestValidationError, validation_handler)
@@ -28,7 +42,7 @@ api.add_exception_handler(RequestValidationError, validation_handler)
 BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
 
 
-def _ingress(request: Request) -> Ingress:
+def _ingress(request: Request | None) -> Ingress:
     # Serve ships the FastAPI app to the replica by value, so state set on the module's `api`
     # object is not the app that runs; the replica context holds the Ingress instance.
     return serve.get_replica_context().servable_object
@@ -85,6 +99,10 @@ async def limits_and_metrics(request: Request, call_next):
         (time.perf_counter() - start) * 1000,
     )
     return response
+
+
+# MCP (serve/mcp_http.py): the same keys and banks, Streamable HTTP, stateless ------------------
+api.add_route("/mcp", MCPEndpoint(), include_in_schema=False)
 
 
 # health and discovery ---------------------------------------------------------------------
@@ -250,6 +268,9 @@ class Ingress:
         self.memory, self.recall, self.reflect, self.reranker = memory, recall, reflect, reranker
         self.auth = Authenticator(settings.serve.api_keys, enabled=settings.serve.auth == "on")
         self.max_body_bytes = settings.serve.max_body_bytes
+        from serve.mcp_http import build_http_mcp
+
+        self.mcp = build_http_mcp(self, self.max_body_bytes)
         self._metrics = EndpointMetrics()
         self._log = logging.getLogger("memlane.serve")
 
