@@ -16,16 +16,16 @@ from ray import serve
 from memlane.model import BANK_ID_PATTERN, FactType
 from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
-from serve.mcp_http import MCPEndpoint
+from serve.mcp_http import MCPEndpoint, run_replica_mcp
 from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
 
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # The MCP endpoint's session manager must run for the app's lifetime, and a routed ASGI
-    # app's own lifespan is never run: Serve runs this one on each replica, after the Ingress
-    # constructor built the MCP server.
-    async with _ingress(None).mcp.session_manager.run():
+    # app's own lifespan is never run, so this one (which Serve runs on each replica, after
+    # the Ingress constructor built the MCP server) runs it.
+    async with run_replica_mcp():
         yield
 
 
@@ -42,7 +42,7 @@ api.add_exception_handler(RequestValidationError, validation_handler)
 BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
 
 
-def _ingress(request: Request | None) -> Ingress:
+def _ingress(request: Request) -> Ingress:
     # Serve ships the FastAPI app to the replica by value, so state set on the module's `api`
     # object is not the app that runs; the replica context holds the Ingress instance.
     return serve.get_replica_context().servable_object

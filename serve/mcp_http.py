@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -95,6 +95,21 @@ def _validate(model: Any, request: dict[str, Any]) -> None:
         raise InvalidInput.from_validation(exc) from None
 
 
+# The MCP server of this process's Ingress (a Serve replica is one process with one Ingress).
+# Kept here, not on the Ingress: Serve runs the app's lifespan after the Ingress constructor
+# but sets the replica context's servable_object only once start-up, lifespan included, is
+# over; and Serve ships the app (with its lifespan) by value, so the lifespan reads it through
+# this module's function at run time.
+_replica: dict[str, MCPServer] = {}
+
+
+def run_replica_mcp() -> AbstractAsyncContextManager[Any]:
+    """The session manager's ``run()`` of this replica's MCP server, for the app's lifespan
+    (nothing to run where no Ingress was built, e.g. the app imported outside Serve)."""
+    server = _replica.get("server")
+    return server.session_manager.run() if server is not None else nullcontext()
+
+
 def build_http_mcp(ingress: Any, max_body_bytes: int) -> MCPServer:
     """The MCP server of one Ingress replica (stateless Streamable HTTP, JSON responses)."""
 
@@ -120,6 +135,7 @@ def build_http_mcp(ingress: Any, max_body_bytes: int) -> MCPServer:
         max_request_body_size=max_body_bytes,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    _replica["server"] = server
     return server
 
 

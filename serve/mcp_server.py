@@ -15,6 +15,7 @@ e.g. ``bank_not_found: unknown bank 'alice'``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -176,6 +177,10 @@ def build_mcp_server(
     """The MCP server with Memlane's tools. ``lifespan`` opens whatever the backends need when
     the server starts (the engine, an HTTP client) and yields the resolver of each call's
     backend; ``default_bank`` answers tools whose ``bank`` is omitted."""
+    # The SDK's constructor calls logging.basicConfig with a Rich handler: where the root logger
+    # has no handler yet (a Serve replica) that would take over the process's log format.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     server: MCPServer = MCPServer(
         "memlane",
         title="Memlane",
@@ -187,6 +192,7 @@ def build_mcp_server(
         ),
         lifespan=lifespan,
     )
+    root.handlers[:], root.level = handlers, level
 
     def backend(ctx: Context) -> MemoryBackend:
         resolve: BackendResolver = ctx.request_context.lifespan_context
