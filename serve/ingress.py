@@ -102,7 +102,7 @@ async def limits_and_metrics(request: Request, call_next):
 
 
 # MCP (serve/mcp_http.py): the same keys and banks, Streamable HTTP, stateless ------------------
-api.add_route("/mcp", MCPEndpoint(), include_in_schema=False)
+api.add_route("/mcp", MCPEndpoint("/mcp"), include_in_schema=False)
 
 
 # health and discovery ---------------------------------------------------------------------

@@ -140,12 +140,19 @@ def build_http_mcp(ingress: Any, max_body_bytes: int) -> MCPServer:
 
 
 class MCPEndpoint:
-    """The ASGI app routed at ``/mcp``: the key check, then the SDK's session manager of the
-    replica's Ingress. Holds no state, so it travels with the FastAPI app Serve ships."""
+    """The ASGI app routed at ``path`` (``/mcp``): the key check, then the SDK's session
+    manager of the replica's Ingress. Holds only its path, so it travels with the FastAPI app
+    Serve ships."""
+
+    def __init__(self, path: str = "/mcp") -> None:
+        self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from ray import serve
 
+        # The ingress's metrics label a request by scope["route"].path, which FastAPI sets for
+        # its own routes only: without this, MCP requests would count as "unmatched".
+        scope["route"] = self
         ingress = serve.get_replica_context().servable_object
         try:
             ingress.auth.authenticate(Headers(scope=scope).get("authorization"))
