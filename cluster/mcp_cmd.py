@@ -67,4 +67,16 @@ def mcp_command(
 
         lifespan = engine_lifespan(lambda: open_memory(data_dir))
     server = build_mcp_server(lifespan, default_bank=bank)
-    server.run("stdio")
+    try:
+        server.run("stdio")
+    except Exception as exc:  # noqa: BLE001 - e.g. the data directory held by another process
+        logging.getLogger("memlane.mcp").exception("the MCP server stopped")
+        leaf = _first_leaf(exc)
+        fail(f"the MCP server stopped: {type(leaf).__name__}: {leaf}")
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    # anyio reports a failure in a task group as an exception group
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

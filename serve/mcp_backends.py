@@ -135,6 +135,13 @@ def engine_lifespan(
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[BackendResolver]:
         memory = await anyio.to_thread.run_sync(open_memory)
+        try:
+            # Open the store now (the engine opens it on first use): a data directory that
+            # cannot be used stops the server at start, not at the agent's first call.
+            await anyio.to_thread.run_sync(memory.list_banks)
+        except BaseException:
+            await anyio.to_thread.run_sync(memory.close)
+            raise
         backend = EngineBackend(memory)
         try:
             yield lambda _headers: backend

@@ -95,11 +95,12 @@ def _validate(model: Any, request: dict[str, Any]) -> None:
         raise InvalidInput.from_validation(exc) from None
 
 
-# The MCP server of this process's Ingress (a Serve replica is one process with one Ingress).
-# Kept here, not on the Ingress: Serve runs the app's lifespan after the Ingress constructor
-# but sets the replica context's servable_object only once start-up, lifespan included, is
-# over; and Serve ships the app (with its lifespan) by value, so the lifespan reads it through
-# this module's function at run time.
+# The MCP server of this process's Ingress (a Serve replica is one process with one Ingress),
+# for the app's lifespan: Serve runs the lifespan after the Ingress constructor, but sets the
+# replica context's servable_object only once start-up, lifespan included, is over. It lives in
+# this module because the Ingress class travels to the replica by value (serve.ingress.Ingress
+# names the Serve deployment, not the class), so a global its constructor set in serve/ingress.py
+# lands in cloudpickle's copy of that module's globals, where the lifespan never looks (tried).
 _replica: dict[str, MCPServer] = {}
 
 

@@ -280,7 +280,12 @@ def build_mcp_server(
         if session_id is not None:
             item["session_id"] = session_id
         body = {"items": [item], "document_id": document_id, "tags": list(tags)}
-        report = await _call(backend(ctx).retain(bank_id, body))
+        try:
+            report = await _call(backend(ctx).retain(bank_id, body))
+        except ToolFailure as exc:
+            if exc.code != "bank_not_found":
+                raise
+            raise ToolFailure(exc.code, f"{exc.message}; create it with the create_bank tool") from None
         keep = ("bank_id", "turns", "units", "chunks", "entities", "links")
         return {k: report[k] for k in keep if k in report}
 

@@ -131,7 +131,9 @@ def test_bad_arguments_unknown_bank_and_reflect_without_llm_are_tool_errors(tmp_
     assert "bank" in _text(out["bad_bank_id"]) and "pattern" in _text(out["bad_bank_id"])
     assert "content" in _text(out["missing_content"]) and "required" in _text(out["missing_content"]).lower()
     assert "bank_not_found: unknown bank 'nobody'" in _text(out["unknown_bank"])
-    assert "bank_not_found" in _text(out["retain_unknown_bank"])
+    assert "bank_not_found" in _text(out["retain_unknown_bank"]) and "create_bank" in _text(
+        out["retain_unknown_bank"]
+    )
     assert "no bank given" in _text(out["no_bank"])
     assert "llm_not_configured" in _text(out["reflect"]) and "MEMLANE_LLM__BASE_URL" in _text(out["reflect"])
     assert "not_found: document 'nope'" in _text(out["unknown_document"])
@@ -215,3 +217,33 @@ def test_bad_options_exit_2(tmp_path, args, message):
         stdin=subprocess.DEVNULL,
     )
     assert r.returncode == 2 and message in r.stderr and r.stdout == ""
+
+
+def test_an_unusable_data_directory_stops_the_server_at_start(tmp_path):
+    """The store opens before the first call: a data directory that is a file exits 2 with one
+    error line naming it, and nothing but protocol on stdout."""
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    exe = Path(sys.executable).with_name("memlane")
+    r = subprocess.run(
+        [str(exe), "mcp", "--data-dir", str(not_a_dir)],
+        input=json.dumps(hello) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert r.returncode == 2
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the MCP server stopped:") and str(not_a_dir) in last
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in r.stdout.splitlines() if line.strip())
