@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from serve.mcp_server import BackendResolver
+from serve.mcp_server import BackendResolver, ToolFailure
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -87,42 +87,57 @@ class EngineBackend:
 
 class ClientBackend:
     """A running Memlane service through :class:`memlane_client.AsyncMemlaneClient`; the
-    service enforces its key's bank permissions (403 becomes a ``forbidden`` tool error)."""
+    service enforces its key's bank permissions (403 becomes a ``forbidden`` tool error), and
+    a service that cannot be reached is a ``service_unreachable`` tool error naming the URL."""
 
-    def __init__(self, client: AsyncMemlaneClient) -> None:
-        self.client = client
+    def __init__(self, client: AsyncMemlaneClient, url: str) -> None:
+        self.client, self.url = client, url
+
+    async def _do(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        import httpx
+
+        try:
+            return await getattr(self.client, method)(*args, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ToolFailure(
+                "service_unreachable", f"cannot reach {self.url}: {type(exc).__name__}: {exc}"
+            ) from None
 
     async def list_banks(self) -> list[dict[str, Any]]:
-        return await self.client.list_banks()
+        return await self._do("list_banks")
 
     async def create_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         from memlane_client import MemlaneAPIError
 
         try:
-            await self.client.get_bank(bank_id)
+            await self._do("get_bank", bank_id)
             created = False
         except MemlaneAPIError as exc:
             if exc.status != 404:
                 raise
             created = True
-        bank = await self.client.put_bank(bank_id, **fields)
+        bank = await self._do("put_bank", bank_id, **fields)
         return {"bank": bank, "created": created}
 
     async def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.client.retain(
-            bank_id, body["items"], document_id=body.get("document_id"), tags=body.get("tags") or None
+        return await self._do(
+            "retain",
+            bank_id,
+            body["items"],
+            document_id=body.get("document_id"),
+            tags=body.get("tags") or None,
         )
 
     async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
         options = dict(request)
-        return await self.client.recall(bank_id, options.pop("query"), **options)
+        return await self._do("recall", bank_id, options.pop("query"), **options)
 
     async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
         options = dict(request)
-        return await self.client.reflect(bank_id, options.pop("query"), **options)
+        return await self._do("reflect", bank_id, options.pop("query"), **options)
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
-        return await self.client.delete_document(bank_id, document_id)
+        return await self._do("delete_document", bank_id, document_id)
 
 
 def engine_lifespan(
@@ -161,7 +176,7 @@ def client_lifespan(
         from memlane_client import AsyncMemlaneClient
 
         async with AsyncMemlaneClient(url, api_key, timeout=120.0) as client:
-            backend = ClientBackend(client)
+            backend = ClientBackend(client, url)
             yield lambda _headers: backend
 
     return lifespan

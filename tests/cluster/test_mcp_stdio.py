@@ -33,11 +33,15 @@ def _params(data_dir: Path, *args: str):
 
 def _session(data_dir: Path, *args: str, body):
     """Run ``body(client)`` against a fresh `memlane mcp` within LIMIT_S seconds."""
+    return _run(_params(data_dir, *args), body)
+
+
+def _run(params, body):
     from mcp import Client
 
     async def main():
         with anyio.fail_after(LIMIT_S):
-            async with Client(_params(data_dir, *args), read_timeout_seconds=LIMIT_S) as client:
+            async with Client(params, read_timeout_seconds=LIMIT_S) as client:
                 return await body(client)
 
     return anyio.run(main)
@@ -247,3 +251,23 @@ def test_an_unusable_data_directory_stops_the_server_at_start(tmp_path):
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("error: the MCP server stopped:") and str(not_a_dir) in last
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in r.stdout.splitlines() if line.strip())
+
+
+def test_url_without_a_service_is_a_tool_error_naming_it():
+    from mcp.client.stdio import StdioServerParameters
+
+    from cluster.local import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).with_name("memlane")),
+        args=["mcp", "--url", url, "--api-key", "k"],
+        env={"PYTHONPATH": str(ROOT)},
+        cwd=str(ROOT),
+    )
+
+    async def body(client):
+        return await client.call_tool("recall", {"query": "dog", "bank": "ana"})
+
+    result = _run(params, body)
+    assert result.is_error and f"service_unreachable: cannot reach {url}" in _text(result)
