@@ -292,6 +292,14 @@ def _register_serve() -> None:
     app.command("serve", help="Start the online service on 127.0.0.1 (or --stop it).")(serve_command)
 
 
+def _register_mcp() -> None:
+    from cluster.mcp_cmd import mcp_command
+
+    app.command("mcp", help="Serve the MCP tools over stdio (embedded engine, or --url a service).")(
+        mcp_command
+    )
+
+
 def _register_llm() -> None:
     from cluster.llm_cmd import register
 
@@ -318,6 +326,7 @@ def _register_eval() -> None:
 
 _register_backfill()
 _register_serve()
+_register_mcp()
 _register_llm()
 _register_eval()
 _register_status()

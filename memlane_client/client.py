@@ -266,6 +266,9 @@ class AsyncMemlaneClient:
     async def health(self) -> dict:
         return await self._do("GET", "/v1/health")
 
+    async def list_banks(self) -> list[dict]:
+        return (await self._do("GET", "/v1/banks"))["banks"]
+
     async def put_bank(
         self,
         bank_id: str,

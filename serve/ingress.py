@@ -4,6 +4,8 @@ deployments behind it, called through DeploymentHandles."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Literal
 
@@ -16,14 +18,26 @@ from memlane.model import BANK_ID_PATTERN, FactType
 from serve import explorer
 from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
+from serve.mcp_http import MCPEndpoint, run_replica_mcp
 from serve.ratelimit import RateLimiter, retry_after_header
 from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # The MCP endpoint's session manager must run for the app's lifetime, and a routed ASGI
+    # app's own lifespan is never run, so this one (which Serve runs on each replica, after
+    # the Ingress constructor built the MCP server) runs it.
+    async with run_replica_mcp():
+        yield
+
 
 api = FastAPI(
     title="Memlane",
     version="1",
     description="Agent memory: retain, recall and reflect over per-user memory banks. "
-    "Authenticate with `Authorization: Bearer KEY`.",
+    "Authenticate with `Authorization: Bearer KEY`. MCP clients: Streamable HTTP at `/mcp`.",
+    lifespan=_lifespan,
 )
 api.add_exception_handler(APIError, api_error_handler)
 api.add_exception_handler(RequestValidationError, validation_handler)
@@ -103,6 +117,10 @@ async def limits_and_metrics(request: Request, call_next):
         (time.perf_counter() - start) * 1000,
     )
     return response
+
+
+# MCP (serve/mcp_http.py): the same keys and banks, Streamable HTTP, stateless ------------------
+api.add_route("/mcp", MCPEndpoint("/mcp"), include_in_schema=False)
 
 
 # health and discovery ---------------------------------------------------------------------
@@ -304,6 +322,9 @@ class Ingress:
         self.auth = Authenticator(settings.serve.api_keys, enabled=settings.serve.auth == "on")
         self.limiter = RateLimiter(settings.serve.rate_limit_per_s, settings.serve.rate_limit_burst)
         self.max_body_bytes = settings.serve.max_body_bytes
+        from serve.mcp_http import build_http_mcp
+
+        self.mcp = build_http_mcp(self, self.max_body_bytes)
         self._metrics = EndpointMetrics()
         self._log = logging.getLogger("memlane.serve")
 

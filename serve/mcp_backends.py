@@ -1,0 +1,182 @@
+"""The MCP tools' backends for ``memlane mcp`` (stdio): the embedded engine over a data
+directory, and a running service through the HTTP SDK. Neither imports Ray, so the stdio
+server starts without it. The Serve backend of the ``/mcp`` endpoint is ``serve/mcp_http.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from serve.mcp_server import BackendResolver, ToolFailure
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from memlane.engine import Memory
+    from memlane_client import AsyncMemlaneClient
+
+# Same as the REST API's exclusions (serve/deployments.py): no vectors, no lexical context.
+_UNIT_EXCLUDE = {"embedding", "context"}
+
+
+class EngineBackend:
+    """The engine in this process (:class:`memlane.engine.Memory`). Its calls block, so they
+    run on a worker thread, one at a time: the engine is used as the CLI uses it, by one
+    caller, and concurrent tool calls from one desktop agent are rare enough to queue."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._one_at_a_time = anyio.CapacityLimiter(1)
+
+    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs), limiter=self._one_at_a_time)
+
+    async def list_banks(self) -> list[dict[str, Any]]:
+        banks = await self._run(self.memory.list_banks)
+        return [b.model_dump(mode="json") for b in banks]
+
+    async def create_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        def put() -> dict[str, Any]:
+            from memlane.errors import BankNotFound
+
+            try:
+                self.memory.get_bank(bank_id)
+                created = False
+            except BankNotFound:
+                created = True
+            bank = self.memory.create_bank(bank_id, **fields)
+            return {"bank": bank.model_dump(mode="json"), "created": created}
+
+        return await self._run(put)
+
+    async def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        report = await self._run(
+            self.memory.retain_items,
+            bank_id,
+            body["items"],
+            document_id=body.get("document_id"),
+            tags=body.get("tags") or (),
+            create_bank=False,  # as the REST API: retain needs an existing bank
+        )
+        return report.as_dict()
+
+    async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        options = dict(request)
+        result = await self._run(self.memory.recall, bank_id, options.pop("query"), **options)
+        return result.model_dump(mode="json", exclude={"memories": {"__all__": {"unit": _UNIT_EXCLUDE}}})
+
+    async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        options = dict(request)
+        result = await self._run(self.memory.reflect, bank_id, options.pop("query"), **options)
+        return result.model_dump(
+            mode="json",
+            exclude={
+                "memories": {"__all__": {"unit": _UNIT_EXCLUDE}},
+                "opinions": {"__all__": _UNIT_EXCLUDE},
+            },
+        )
+
+    async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
+        return await self._run(self.memory.delete_document, bank_id, document_id)
+
+
+class ClientBackend:
+    """A running Memlane service through :class:`memlane_client.AsyncMemlaneClient`; the
+    service enforces its key's bank permissions (403 becomes a ``forbidden`` tool error), and
+    a service that cannot be reached is a ``service_unreachable`` tool error naming the URL."""
+
+    def __init__(self, client: AsyncMemlaneClient, url: str) -> None:
+        self.client, self.url = client, url
+
+    async def _do(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        import httpx
+
+        try:
+            return await getattr(self.client, method)(*args, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ToolFailure(
+                "service_unreachable", f"cannot reach {self.url}: {type(exc).__name__}: {exc}"
+            ) from None
+
+    async def list_banks(self) -> list[dict[str, Any]]:
+        return await self._do("list_banks")
+
+    async def create_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        from memlane_client import MemlaneAPIError
+
+        try:
+            await self._do("get_bank", bank_id)
+            created = False
+        except MemlaneAPIError as exc:
+            if exc.status != 404:
+                raise
+            created = True
+        bank = await self._do("put_bank", bank_id, **fields)
+        return {"bank": bank, "created": created}
+
+    async def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._do(
+            "retain",
+            bank_id,
+            body["items"],
+            document_id=body.get("document_id"),
+            tags=body.get("tags") or None,
+        )
+
+    async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        options = dict(request)
+        return await self._do("recall", bank_id, options.pop("query"), **options)
+
+    async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        options = dict(request)
+        return await self._do("reflect", bank_id, options.pop("query"), **options)
+
+    async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
+        return await self._do("delete_document", bank_id, document_id)
+
+
+def engine_lifespan(
+    open_memory: Callable[[], Memory],
+) -> Callable[[MCPServer], AbstractAsyncContextManager[BackendResolver]]:
+    """The MCP server's lifespan over the embedded engine: opened when the server starts
+    (over stdio that is after the SDK has moved fd 1 off the wire, so nothing the engine or
+    Milvus Lite prints can reach the protocol stream) and closed when it stops."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[BackendResolver]:
+        memory = await anyio.to_thread.run_sync(open_memory)
+        try:
+            # Open the store now (the engine opens it on first use): a data directory that
+            # cannot be used stops the server at start, not at the agent's first call.
+            await anyio.to_thread.run_sync(memory.list_banks)
+        except BaseException:
+            await anyio.to_thread.run_sync(memory.close)
+            raise
+        backend = EngineBackend(memory)
+        try:
+            yield lambda _headers: backend
+        finally:
+            await anyio.to_thread.run_sync(memory.close)
+
+    return lifespan
+
+
+def client_lifespan(
+    url: str, api_key: str | None
+) -> Callable[[MCPServer], AbstractAsyncContextManager[BackendResolver]]:
+    """The MCP server's lifespan over a running service at ``url``."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[BackendResolver]:
+        from memlane_client import AsyncMemlaneClient
+
+        async with AsyncMemlaneClient(url, api_key, timeout=120.0) as client:
+            backend = ClientBackend(client, url)
+            yield lambda _headers: backend
+
+    return lifespan

@@ -1,0 +1,239 @@
+"""The MCP endpoint of the service: `memlane serve` on loopback (real Ray Serve, Milvus Lite
+server, MiniLM, spaCy), driven with the MCP SDK's own Streamable HTTP client at /mcp, with the
+REST API's keys. Two Ingress replicas: the endpoint is stateless, so any replica answers any
+request. Also `memlane mcp --url` (stdio) against the same service."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = {"k-alice": ["alice"], "k-bob": ["bob"], "k-admin": "*"}
+TOOLS = {"retain", "recall", "reflect", "list_banks", "create_bank", "delete_document"}
+LIMIT_S = 240  # one MCP session, including the first retain's model loads
+
+
+def _memlane(*args, env=None, timeout=600):
+    exe = Path(sys.executable).with_name("memlane")
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    from cluster.local import free_port
+
+    root = tmp_path_factory.mktemp("mcp-service")
+    config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
+    for dep in config["applications"][0]["deployments"]:
+        if dep["name"] == "Ingress":  # requests of one MCP client land on both replicas
+            dep["autoscaling_config"].update(min_replicas=2, max_replicas=2)
+    cfg = root / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_LLM")}
+    env.update(MEMLANE_SERVE__API_KEYS=json.dumps(KEYS), MEMLANE_SERVE__AUTH="on")
+    started = _memlane(
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(root / "data"),
+        "--config",
+        str(cfg),
+        "--timeout",
+        "420",
+        "--json",
+        env=env,
+        timeout=480,
+    )
+    assert started.returncode == 0, started.stderr
+    state = json.loads(started.stdout.strip().splitlines()[-1])
+    try:
+        yield state
+    finally:
+        stopped = _memlane("serve", "--stop", "--data-dir", str(root / "data"), timeout=200)
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout
+
+
+def _session(service, key: str | None, body, mode: str = "auto"):
+    """Run ``body(client)`` in one MCP client session at /mcp with ``key``, bounded in time."""
+    import httpx2  # the SDK's HTTP client
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def main():
+        with anyio.fail_after(LIMIT_S):
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=LIMIT_S))
+            transport = streamable_http_client(f"{service['url']}/mcp", http_client=http)
+            async with http, Client(transport, mode=mode, read_timeout_seconds=LIMIT_S) as client:
+                return await body(client)
+
+    return anyio.run(main)
+
+
+def _text(result) -> str:
+    assert result.content, result
+    return result.content[0].text
+
+
+def test_tools_are_listed_with_their_schemas(service):
+    async def body(client):
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in _session(service, "k-alice", body)}
+    assert set(tools) == TOOLS
+    assert tools["recall"].input_schema["required"] == ["query"]
+    assert tools["retain"].input_schema["required"] == ["content"]
+    assert tools["create_bank"].input_schema["required"] == ["bank"]
+    assert tools["reflect"].input_schema["properties"]["answer_max_tokens"]["maximum"] == 32_768
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_retain_then_recall_through_the_deployments(service, mode):
+    """Both protocol eras: a 2026-07-28 client (sessionless) and a handshake-era client, whose
+    requests reach two Ingress replicas and still work because the endpoint is stateless."""
+    fact = f"My dog is called Biscuit ({mode})."
+
+    async def body(client):
+        out = {"create": await client.call_tool("create_bank", {"bank": "alice", "name": "Alice"})}
+        out["retain"] = await client.call_tool(
+            "retain", {"bank": "alice", "content": fact, "speaker": "Alice", "document_id": mode}
+        )
+        out["recall"] = [
+            await client.call_tool("recall", {"bank": "alice", "query": f"What is the dog called ({mode})?"})
+            for _ in range(4)
+        ]
+        out["banks"] = await client.call_tool("list_banks", {})
+        return out
+
+    out = _session(service, "k-alice", body, mode=mode)
+    assert not out["create"].is_error, _text(out["create"])
+    assert not out["retain"].is_error, _text(out["retain"])
+    assert out["retain"].structured_content["units"] == 1
+    for result in out["recall"]:  # on either replica, right after the retain returned
+        assert not result.is_error, _text(result)
+        assert result.structured_content["memories"][0]["text"] == f"Alice: {fact}"
+    assert out["banks"].structured_content["banks"] == [{"bank_id": "alice", "name": "Alice"}]
+    with httpx.Client(base_url=service["url"], headers={"Authorization": "Bearer k-admin"}) as rest:
+        docs = {d["document_id"] for d in rest.get("/v1/banks/alice/documents").json()["documents"]}
+    assert mode in docs  # the same bank the REST API sees
+
+
+def test_a_key_without_the_bank_gets_a_tool_error_and_changes_nothing(service):
+    with httpx.Client(base_url=service["url"], headers={"Authorization": "Bearer k-bob"}) as rest:
+        assert rest.put("/v1/banks/bob", json={"name": "Bob"}).status_code in (200, 201)
+        rest.post("/v1/banks/bob/memories", json={"items": [{"content": "Bob's locker code is 4417."}]})
+
+    async def body(client):
+        return {
+            "recall": await client.call_tool("recall", {"bank": "bob", "query": "locker code"}),
+            "retain": await client.call_tool("retain", {"bank": "bob", "content": "hijack"}),
+            "create": await client.call_tool("create_bank", {"bank": "bob", "name": "hijack"}),
+            "delete": await client.call_tool("delete_document", {"bank": "bob", "document_id": "x"}),
+            "banks": await client.call_tool("list_banks", {}),
+        }
+
+    out = _session(service, "k-alice", body)
+    for key in ("recall", "retain", "create", "delete"):
+        assert out[key].is_error, key
+        assert "forbidden: this API key may not use bank 'bob'" in _text(out[key])
+    assert "bob" not in {b["bank_id"] for b in out["banks"].structured_content["banks"]}
+    with httpx.Client(base_url=service["url"], headers={"Authorization": "Bearer k-bob"}) as rest:
+        assert rest.get("/v1/banks/bob").json()["name"] == "Bob"
+        assert rest.get("/v1/banks/bob/memories").json()["total"] == 1
+
+
+@pytest.mark.parametrize("key", [None, "nope"])
+def test_a_missing_or_unknown_key_is_401(service, key):
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    r = httpx.post(f"{service['url']}/mcp", json=ping, headers=headers, timeout=60)
+    assert r.status_code == 401
+    assert r.json()["error"]["code"] == "unauthorized"
+    assert r.headers["WWW-Authenticate"] == "Bearer"
+
+    async def body(client):
+        return await client.list_tools()
+
+    from mcp import MCPError
+
+    with pytest.raises(BaseException) as failed:  # the SDK client cannot even connect
+        _session(service, key, body)
+    assert any(isinstance(e, MCPError) for e in _leaves(failed.value)), repr(failed.value)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def test_bad_arguments_and_reflect_without_an_llm_are_tool_errors(service):
+    async def body(client):
+        await client.call_tool("create_bank", {"bank": "alice"})
+        return {
+            "zero": await client.call_tool("recall", {"bank": "alice", "query": "dog", "max_tokens": 0}),
+            "budget": await client.call_tool("recall", {"bank": "alice", "query": "dog", "budget": "huge"}),
+            "no_query": await client.call_tool("recall", {"bank": "alice"}),
+            "no_bank": await client.call_tool("recall", {"query": "dog"}),
+            "unknown": await client.call_tool("recall", {"bank": "nobody", "query": "dog"}),
+            "reflect": await client.call_tool("reflect", {"bank": "alice", "query": "Should I get a cat?"}),
+        }
+
+    out = _session(service, "k-admin", body)
+    for key, result in out.items():
+        assert result.is_error, (key, result)
+    assert "max_tokens" in _text(out["zero"]) and "greater than 0" in _text(out["zero"])
+    assert "budget" in _text(out["budget"]) and "'low', 'mid' or 'high'" in _text(out["budget"])
+    assert "query" in _text(out["no_query"]) and "required" in _text(out["no_query"]).lower()
+    assert "no bank given" in _text(out["no_bank"])  # the HTTP endpoint has no default bank
+    assert "bank_not_found: unknown bank 'nobody'" in _text(out["unknown"])
+    assert "llm_not_configured" in _text(out["reflect"]) and "MEMLANE_LLM__BASE_URL" in _text(out["reflect"])
+
+
+def test_stdio_with_url_uses_the_service_and_its_key(service):
+    """`memlane mcp --url` (stdio, SDK client backend): the key's banks are enforced by the service."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).with_name("memlane")),
+        args=["mcp", "--url", service["url"], "--bank", "alice"],
+        env={"PYTHONPATH": str(ROOT), "MEMLANE_API_KEY": "k-alice"},
+        cwd=str(ROOT),
+    )
+
+    async def main():
+        with anyio.fail_after(LIMIT_S):
+            async with Client(params, read_timeout_seconds=LIMIT_S) as client:
+                await client.call_tool("create_bank", {"bank": "alice", "name": "Alice"})
+                return {
+                    "retain": await client.call_tool(
+                        "retain", {"content": "Alice's sister lives in Porto.", "document_id": "sister"}
+                    ),
+                    "recall": await client.call_tool("recall", {"query": "Where does the sister live?"}),
+                    "forbidden": await client.call_tool("recall", {"bank": "bob", "query": "locker"}),
+                    "reflect": await client.call_tool("reflect", {"query": "Should I visit?"}),
+                }
+
+    out = anyio.run(main)
+    assert not out["retain"].is_error, _text(out["retain"])
+    texts = [m["text"] for m in out["recall"].structured_content["memories"]]
+    assert "user: Alice's sister lives in Porto." in texts
+    assert out["forbidden"].is_error and "forbidden" in _text(out["forbidden"])
+    assert out["reflect"].is_error and "llm_not_configured" in _text(out["reflect"])
