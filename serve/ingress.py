@@ -19,7 +19,7 @@ from serve import explorer
 from serve.auth import Authenticator, Principal
 from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
 from serve.mcp_http import MCPEndpoint, run_replica_mcp
-from serve.ratelimit import RateLimiter, retry_after_header
+from serve.ratelimit import RateLimiter, admit
 from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
 
 
@@ -54,20 +54,7 @@ def _ingress(request: Request) -> Ingress:
 
 def principal(request: Request, authorization: str | None = Header(None)) -> Principal:
     ingress = _ingress(request)
-    who = ingress.auth.authenticate(authorization)
-    limiter = ingress.limiter
-    wait = limiter.take(who.key_id, who.rate_limit_per_s, who.rate_limit_burst)
-    if wait is not None:
-        rate = limiter.rate if who.rate_limit_per_s is None else who.rate_limit_per_s
-        burst = limiter.burst if who.rate_limit_burst is None else who.rate_limit_burst
-        raise APIError(
-            429,
-            "rate_limited",
-            f"this API key made more than {rate:g} requests per second (bursts of {burst}); retry later",
-            "Authorization",
-            {"Retry-After": retry_after_header(wait)},
-        )
-    return who
+    return admit(ingress.auth, ingress.limiter, authorization)
 
 
 def bank_access(bank_id: str = BankId, who: Principal = Depends(principal)) -> str:

@@ -34,6 +34,7 @@ from memlane.reflect.requests import ReflectRequest
 from serve.auth import Principal
 from serve.errors import APIError, error_response
 from serve.mcp_server import BackendResolver, ToolFailure, build_mcp_server
+from serve.ratelimit import admit
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -155,8 +156,8 @@ class MCPEndpoint:
         # its own routes only: without this, MCP requests would count as "unmatched".
         scope["route"] = self
         ingress = serve.get_replica_context().servable_object
-        try:
-            ingress.auth.authenticate(Headers(scope=scope).get("authorization"))
+        try:  # the key and its rate limit, as on /v1
+            admit(ingress.auth, ingress.limiter, Headers(scope=scope).get("authorization"))
         except APIError as exc:
             response = error_response(exc.status, exc.code, exc.message, exc.field, exc.headers)
             await response(scope, receive, send)

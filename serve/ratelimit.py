@@ -12,6 +12,9 @@ import math
 import time
 from collections.abc import Callable
 
+from serve.auth import Authenticator, Principal
+from serve.errors import APIError
+
 
 class RateLimiter:
     """Token buckets by key. ``rate`` <= 0 turns limiting off."""
@@ -53,3 +56,21 @@ class RateLimiter:
 def retry_after_header(wait_s: float) -> str:
     """``Retry-After`` in whole seconds, at least 1 (RFC 9110 allows no fractions)."""
     return str(max(1, math.ceil(wait_s)))
+
+
+def admit(auth: Authenticator, limiter: RateLimiter, authorization: str | None) -> Principal:
+    """Authenticate the Authorization header and spend one request of the key's rate: the
+    gate of every keyed route, /v1 and /mcp alike. Raises APIError 401 or 429."""
+    who = auth.authenticate(authorization)
+    wait = limiter.take(who.key_id, who.rate_limit_per_s, who.rate_limit_burst)
+    if wait is not None:
+        rate = limiter.rate if who.rate_limit_per_s is None else who.rate_limit_per_s
+        burst = limiter.burst if who.rate_limit_burst is None else who.rate_limit_burst
+        raise APIError(
+            429,
+            "rate_limited",
+            f"this API key made more than {rate:g} requests per second (bursts of {burst}); retry later",
+            "Authorization",
+            {"Retry-After": retry_after_header(wait)},
+        )
+    return who
