@@ -1,0 +1,98 @@
+"""The soak (benchmarks/soak.py): a bounded mixed workload (retain, recall, delete-document,
+reflect with the fake LLM, listing) through a live ``memlane serve`` for MEMLANE_SOAK_MINUTES
+(10 by default, as .ci/run runs it), then: no errors, every process's memory growth after
+warm-up bounded, ``memlane doctor --all`` clean. The figures go to test-artifacts/soak.json
+and soak.txt (the README's reliability table quotes them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from llm_fake import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "k-soak-2b71"
+MINUTES = float(os.environ.get("MEMLANE_SOAK_MINUTES", "10"))
+# Growth allowed per process between the end of warm-up and the end. Generous on purpose:
+# this catches a leak (memory that grows with requests served), not allocator noise; the
+# measured figures are in the report.
+GROWTH_MB = 200.0
+
+
+def _memlane(*args, env=None, timeout=600):
+    exe = Path(sys.executable).with_name("memlane")
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
+
+
+def _reply(body: dict):
+    if body["messages"][-1]["content"].startswith("Question:"):
+        return json.dumps({"answer": "They enjoyed the trips [M1].", "cited": ["M1"], "opinions": []})
+    return {"status": 400}
+
+
+@pytest.mark.slow
+def test_soak_mixed_workload_has_no_errors_bounded_memory_and_a_clean_doctor(tmp_path):
+    from listeners import process_tree
+
+    from benchmarks.soak import format_soak, run_soak
+    from cluster.local import free_port
+
+    data = tmp_path / "data"
+    with FakeLLMServer() as llm:
+        llm.responder = _reply
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_LLM")}
+        env.update(
+            MEMLANE_SERVE__API_KEYS=json.dumps({KEY: "*"}),
+            MEMLANE_SERVE__RATE_LIMIT_PER_S="0",
+            MEMLANE_LLM__REFLECT__BASE_URL=llm.base_url,
+            MEMLANE_LLM__REFLECT__MODEL="fake-model",
+        )
+        started = _memlane(
+            "serve",
+            "--port",
+            str(free_port()),
+            "--data-dir",
+            str(data),
+            "--timeout",
+            "420",
+            "--json",
+            env=env,
+        )
+        assert started.returncode == 0, started.stderr
+        state = json.loads(started.stdout.strip().splitlines()[-1])
+        try:
+            report = run_soak(
+                state["url"],
+                KEY,
+                seconds=MINUTES * 60,
+                concurrency=4,
+                pids=process_tree(state["pid"]),
+                warmup_s=min(60.0, MINUTES * 60 / 4),
+            )
+            doctor = _memlane("doctor", "--all", "--json", "--data-dir", str(data), timeout=300)
+        finally:
+            stopped = _memlane("serve", "--stop", "--data-dir", str(data), timeout=200)
+    assert stopped.returncode == 0
+    out = ROOT / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "soak.json").write_text(json.dumps({**report, "doctor": doctor.stdout[-4000:]}, indent=1))
+    (out / "soak.txt").write_text(format_soak(report) + "\n")
+
+    assert report["errors"] == 0, report["error_samples"]
+    assert report["seconds"] >= MINUTES * 60 * 0.95
+    assert all(f["count"] > 0 for f in report["by_operation"].values()), report["by_operation"]
+    asked = sum(1 for r in llm.requests if r["messages"][-1]["content"].startswith("Question:"))
+    assert 0 < asked <= report["by_operation"]["reflect"]["count"]  # reflect reached the LLM
+    assert len(report["processes"]) >= 8  # replicas, Ray's daemons, Milvus Lite
+    grown = [p for p in report["processes"] if p["growth_mb"] is not None and p["growth_mb"] > GROWTH_MB]
+    assert grown == [], grown
+    assert doctor.returncode == 0, doctor.stdout[-2000:] + doctor.stderr[-1000:]
+    banks = json.loads(doctor.stdout)["banks"]
+    assert {b["bank_id"] for b in banks} >= {f"soak-{i}" for i in range(4)} and all(b["ok"] for b in banks)
