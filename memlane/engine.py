@@ -69,6 +69,16 @@ class Memory(Components):
         self.writer.put_bank(bank)
         return bank
 
+    def put_bank(self, bank_id: str, **fields: Any) -> tuple[Bank, bool]:
+        """:meth:`create_bank`, and whether the bank was created (False: updated): what PUT
+        /v1/banks/{id} and the MCP create_bank tool answer."""
+        try:
+            self.get_bank(bank_id)
+            created = False
+        except BankNotFound:
+            created = True
+        return self.create_bank(bank_id, **fields), created
+
     def get_bank(self, bank_id: str) -> Bank:
         try:
             check_bank_id(bank_id)

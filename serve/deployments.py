@@ -173,14 +173,7 @@ class MemoryDeployment:
 
     # banks
     def put_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
-        from memlane.errors import BankNotFound
-
-        try:
-            self.memory.get_bank(bank_id)
-            created = False
-        except BankNotFound:
-            created = True
-        bank = self.memory.create_bank(bank_id, **fields)
+        bank, created = self.memory.put_bank(bank_id, **fields)
         return {"bank": bank.model_dump(mode="json"), "created": created}
 
     def get_bank(self, bank_id: str) -> dict[str, Any]:
