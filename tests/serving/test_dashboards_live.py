@@ -5,47 +5,22 @@ The backfill dashboard is checked against a live backfill in tests/pipelines/.""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 from dashboard_metrics import GAUGE_TTL_S, GRAFANA, queried, scrape, wait_for
+from live import live_service
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def _memlane(*args, env=None, timeout=600):
-    exe = Path(sys.executable).with_name("memlane")
-    return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
-    )
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    from cluster.local import free_port
-
-    data = tmp_path_factory.mktemp("dashboards") / "data"
-    env = {
-        **os.environ,
-        "MEMLANE_SERVE__AUTH": "off",
-    }
-    started = _memlane(
-        "serve", "--port", str(free_port()), "--data-dir", str(data), "--timeout", "420", "--json", env=env
-    )
-    assert started.returncode == 0, started.stderr
-    state = json.loads(started.stdout.strip().splitlines()[-1])
-    try:
+    with live_service(tmp_path_factory.mktemp("dashboards")) as state:
         yield state
-    finally:
-        stopped = _memlane("serve", "--stop", "--data-dir", str(data), timeout=200)
-        assert stopped.returncode == 0 and "stopped" in stopped.stdout
 
 
 @pytest.fixture(scope="module")

@@ -6,30 +6,21 @@ Screenshots of each page land in test-artifacts/explorer/ (gitignored)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from live import live_service
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "explorer"
 KEYS = {"k-alice": ["alice"], "k-admin": "*"}
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
-
-
-def _memlane(*args, env=None, timeout=600):
-    exe = Path(sys.executable).with_name("memlane")
-    return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
-    )
 
 
 def _seed(http: httpx.Client, bank: str) -> None:
@@ -61,39 +52,11 @@ def _seed(http: httpx.Client, bank: str) -> None:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    from cluster.local import free_port
-
-    root = tmp_path_factory.mktemp("explorer")
-    port = free_port()
-    env = {
-        **os.environ,
-        "MEMLANE_SERVE__API_KEYS": json.dumps(KEYS),
-        "MEMLANE_SERVE__AUTH": "on",
-    }
-    for name in ("MEMLANE_LLM_BASE_URL", "MEMLANE_LLM__BASE_URL"):
-        env.pop(name, None)
-    started = _memlane(
-        "serve",
-        "--port",
-        str(port),
-        "--data-dir",
-        str(root / "data"),
-        "--timeout",
-        "420",
-        "--json",
-        env=env,
-        timeout=480,
-    )
-    assert started.returncode == 0, started.stderr
-    state = json.loads(started.stdout.strip().splitlines()[-1])
-    try:
+    with live_service(tmp_path_factory.mktemp("explorer"), keys=KEYS) as state:
         with _http(state) as http:
             _seed(http, "alice")
             _seed(http, "api")
         yield state
-    finally:
-        stopped = _memlane("serve", "--stop", "--data-dir", str(root / "data"), timeout=200)
-        assert stopped.returncode == 0 and "stopped" in stopped.stdout
 
 
 def _http(service, key="k-admin"):

@@ -5,16 +5,13 @@ request. Also `memlane mcp --url` (stdio) against the same service."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
-import yaml
+from live import live_service
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"k-alice": ["alice"], "k-bob": ["bob"], "k-admin": "*"}
@@ -22,48 +19,11 @@ TOOLS = {"retain", "recall", "reflect", "list_banks", "create_bank", "delete_doc
 LIMIT_S = 240  # one MCP session, including the first retain's model loads
 
 
-def _memlane(*args, env=None, timeout=600):
-    exe = Path(sys.executable).with_name("memlane")
-    return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
-    )
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    from cluster.local import free_port
-
-    root = tmp_path_factory.mktemp("mcp-service")
-    config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
-    for dep in config["applications"][0]["deployments"]:
-        if dep["name"] == "Ingress":  # requests of one MCP client land on both replicas
-            dep["autoscaling_config"].update(min_replicas=2, max_replicas=2)
-    cfg = root / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_LLM")}
-    env.update(MEMLANE_SERVE__API_KEYS=json.dumps(KEYS), MEMLANE_SERVE__AUTH="on")
-    started = _memlane(
-        "serve",
-        "--port",
-        str(port),
-        "--data-dir",
-        str(root / "data"),
-        "--config",
-        str(cfg),
-        "--timeout",
-        "420",
-        "--json",
-        env=env,
-        timeout=480,
-    )
-    assert started.returncode == 0, started.stderr
-    state = json.loads(started.stdout.strip().splitlines()[-1])
-    try:
+    # two Ingress replicas: the requests of one MCP client land on both
+    with live_service(tmp_path_factory.mktemp("mcp-service"), keys=KEYS, replicas={"Ingress": 2}) as state:
         yield state
-    finally:
-        stopped = _memlane("serve", "--stop", "--data-dir", str(root / "data"), timeout=200)
-        assert stopped.returncode == 0 and "stopped" in stopped.stdout
 
 
 def _session(service, key: str | None, body, mode: str = "auto"):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from live import live_service, memlane
 from llm_fake import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,13 +21,6 @@ MINUTES = float(os.environ.get("MEMLANE_SOAK_MINUTES", "10"))
 # this catches a leak (memory that grows with requests served), not allocator noise; the
 # measured figures are in the report.
 GROWTH_MB = 200.0
-
-
-def _memlane(*args, env=None, timeout=600):
-    exe = Path(sys.executable).with_name("memlane")
-    return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
-    )
 
 
 def _reply(body: dict):
@@ -42,32 +34,16 @@ def test_soak_mixed_workload_has_no_errors_bounded_memory_and_a_clean_doctor(tmp
     from listeners import process_tree
 
     from benchmarks.soak import format_soak, run_soak
-    from cluster.local import free_port
 
     data = tmp_path / "data"
     with FakeLLMServer() as llm:
         llm.responder = _reply
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_LLM")}
-        env.update(
-            MEMLANE_SERVE__API_KEYS=json.dumps({KEY: "*"}),
-            MEMLANE_SERVE__RATE_LIMIT_PER_S="0",
-            MEMLANE_LLM__REFLECT__BASE_URL=llm.base_url,
-            MEMLANE_LLM__REFLECT__MODEL="fake-model",
-        )
-        started = _memlane(
-            "serve",
-            "--port",
-            str(free_port()),
-            "--data-dir",
-            str(data),
-            "--timeout",
-            "420",
-            "--json",
-            env=env,
-        )
-        assert started.returncode == 0, started.stderr
-        state = json.loads(started.stdout.strip().splitlines()[-1])
-        try:
+        env = {
+            "MEMLANE_SERVE__RATE_LIMIT_PER_S": "0",
+            "MEMLANE_LLM__REFLECT__BASE_URL": llm.base_url,
+            "MEMLANE_LLM__REFLECT__MODEL": "fake-model",
+        }
+        with live_service(tmp_path, keys={KEY: "*"}, env=env) as state:
             report = run_soak(
                 state["url"],
                 KEY,
@@ -76,10 +52,7 @@ def test_soak_mixed_workload_has_no_errors_bounded_memory_and_a_clean_doctor(tmp
                 pids=process_tree(state["pid"]),
                 warmup_s=min(60.0, MINUTES * 60 / 4),
             )
-            doctor = _memlane("doctor", "--all", "--json", "--data-dir", str(data), timeout=300)
-        finally:
-            stopped = _memlane("serve", "--stop", "--data-dir", str(data), timeout=200)
-    assert stopped.returncode == 0
+            doctor = memlane("doctor", "--all", "--json", "--data-dir", str(data), timeout=300)
     out = ROOT / "test-artifacts"
     out.mkdir(exist_ok=True)
     (out / "soak.json").write_text(json.dumps({**report, "doctor": doctor.stdout[-4000:]}, indent=1))
