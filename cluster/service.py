@@ -75,8 +75,34 @@ def _memlane_env(data_dir: Path, milvus_uri: str) -> dict[str, str]:
     return env
 
 
-def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | None) -> None:
-    """Run the service until SIGTERM or SIGINT (the body of ``python -m cluster.service``)."""
+def _wait_deployed(stop: threading.Event, app: str) -> str | None:
+    """Wait until the application runs (None), Serve gives up deploying it (its message: a
+    replica whose constructor keeps failing, e.g. a model path that does not exist), or stop."""
+    from ray import serve
+
+    while not stop.wait(2.0):
+        try:
+            status = serve.status().applications.get(app)
+        except Exception:  # noqa: BLE001 - the controller is still starting
+            continue
+        if status is None:
+            continue
+        if status.status == "RUNNING":
+            return None
+        if status.status == "DEPLOY_FAILED":
+            # the deployments' messages hold the replica's exception; the app's only names them
+            why = [
+                f"{name}: {dep.message}"
+                for name, dep in status.deployments.items()
+                if str(dep.status) != "HEALTHY" and dep.message
+            ]
+            return " ".join(" | ".join(why or [str(status.message)]).split())[:2000] or "DEPLOY_FAILED"
+    return None
+
+
+def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | None) -> int:
+    """Run the service until SIGTERM or SIGINT (the body of ``python -m cluster.service``);
+    the exit code: 1 when the application failed to deploy."""
     from cluster.local import MilvusLiteServer, start_local_ray
 
     data_dir = data_dir.resolve()
@@ -88,6 +114,7 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
     server = MilvusLiteServer(data_dir).start()
+    exit_code = 0
     try:
         env = _memlane_env(data_dir, server.uri)
         os.environ.update(env)
@@ -127,7 +154,14 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
             }
             (data_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
             print(f"memlane service supervisor: {json.dumps(state)}", flush=True)
-            stop.wait()
+            failure = _wait_deployed(stop, config.applications[0].name)
+            if failure is not None:
+                # memlane serve then reports this (the log's tail) instead of waiting out its
+                # health timeout while Serve retries nothing more.
+                print(f"memlane service supervisor: deploy failed: {failure}", flush=True)
+                exit_code = 1
+            else:
+                stop.wait()
             print("memlane service supervisor: stopping", flush=True)
             from ray import serve
 
@@ -138,6 +172,7 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
         server.stop()
         (data_dir / STATE_FILE).unlink(missing_ok=True)
         (data_dir / SECRETS_FILE).unlink(missing_ok=True)
+    return exit_code
 
 
 def read_state(data_dir: Path) -> dict[str, Any] | None:
@@ -209,10 +244,14 @@ def start_background(
     url = f"http://127.0.0.1:{port}"
     while True:
         if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-1500:]
+            text = log_path.read_text(errors="replace")
+            marker = "memlane service supervisor: deploy failed: "
+            if marker in text:  # the application's own failure, not the shutdown after it
+                why = text.rsplit(marker, 1)[1].splitlines()[0]
+                raise ServiceError(f"the application failed to deploy: {why[:800]} (log {log_path})")
             raise ServiceError(
                 f"the service exited with code {proc.returncode}; log "
-                f"{log_path}: ...{' '.join(tail.split())[-600:]}"
+                f"{log_path}: ...{' '.join(text[-1500:].split())[-600:]}"
             )
         state = read_state(data_dir)
         if state and _healthy(url):
@@ -255,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument("--num-cpus", type=float, default=None)
     args = parser.parse_args(argv)
-    supervise(args.data_dir, args.port, args.config, args.num_cpus)
+    sys.exit(supervise(args.data_dir, args.port, args.config, args.num_cpus))
 
 
 if __name__ == "__main__":
