@@ -38,11 +38,18 @@ _SUCCESS = {
 _NDJSON = {("get", _BANK + "/export")}
 # Links: where one operation's answer names what another takes (OpenAPI 3 links; clients and
 # schema-driven testers follow them to chain calls).
+_IN_BANK = {
+    "GetBank": ("get", _BANK, {}),
+    "RetainIntoBank": ("post", _BANK + "/memories", {}),
+    "ListMemories": ("get", _BANK + "/memories", {}),
+    "ListDocuments": ("get", _BANK + "/documents", {}),
+    "ListEntities": ("get", _BANK + "/entities", {}),
+    "Recall": ("post", _BANK + "/recall", {}),
+}
 _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] = {
-    ("put", _BANK, "201"): {
-        "GetBank": ("get", _BANK, {}),
-        "RetainIntoBank": ("post", _BANK + "/memories", {}),
-    },
+    ("put", _BANK, "201"): _IN_BANK,
+    ("put", _BANK, "200"): _IN_BANK,
+    ("post", _BANK + "/memories", "200"): {k: v for k, v in _IN_BANK.items() if k != "RetainIntoBank"},
     ("post", _BANK + "/memories", "202"): {
         "GetOperation": (
             "get",
