@@ -8,6 +8,8 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
 class APIError(Exception):
@@ -46,6 +48,39 @@ def _field(loc: tuple | list) -> str:
 
 async def api_error_handler(_: Request, exc: APIError) -> JSONResponse:
     return error_response(exc.status, exc.code, exc.message, exc.field, exc.headers)
+
+
+# Starlette's own answers (no route for the path, a method the path does not take) by code.
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+async def http_error_handler(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """Starlette's and FastAPI's own HTTP errors (404 for an unknown path, 405 with ``Allow``,
+    400 for a body FastAPI cannot read) in the service's error shape, not ``{"detail": ...}``."""
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    if exc.status_code == 404:
+        message, field = f"no route {request.url.path!r}", "path"
+    elif exc.status_code == 400:  # FastAPI could not read the body (e.g. not UTF-8)
+        code, message, field = "malformed_json", f"request body is not valid JSON: {exc.detail}", "body"
+    elif exc.status_code == 405:
+        message, field = f"method {request.method} is not allowed on {request.url.path!r}", "method"
+    else:
+        message, field = str(exc.detail), None
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:  # every method the path takes (Starlette names one route's only)
+        headers["Allow"] = ", ".join(_allowed(request))
+    return error_response(exc.status_code, code, message, field, headers or None)
+
+
+def _allowed(request: Request) -> list[str]:
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in request.app.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 async def validation_handler(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -91,3 +126,16 @@ def _text(exc: BaseException) -> str:
     if exc.args and isinstance(exc.args[0], str):
         return exc.args[0]
     return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="machine-readable: e.g. unauthorized, forbidden, bank_not_found")
+    message: str
+    field: str | None = Field(description="the request field at fault, when there is one")
+    details: list[dict[str, Any]] | None = Field(None, description="422: every invalid field")
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx and 5xx answer of the API."""
+
+    error: ErrorDetail

@@ -9,16 +9,26 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import Depends, FastAPI, Header, Path, Query, Request, Response
+from fastapi import Depends, FastAPI, Path, Query, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
 from ray import serve
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memlane.model import BANK_ID_PATTERN, FactType
 from serve import explorer
 from serve.auth import Authenticator, Principal
-from serve.errors import APIError, api_error_handler, engine_error, error_response, validation_handler
+from serve.errors import (
+    APIError,
+    api_error_handler,
+    engine_error,
+    error_response,
+    http_error_handler,
+    validation_handler,
+)
 from serve.mcp_http import MCPEndpoint, run_replica_mcp
+from serve.openapi import document_errors
 from serve.ratelimit import RateLimiter, admit
 from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
 
@@ -40,7 +50,7 @@ api = FastAPI(
     lifespan=_lifespan,
 )
 api.add_exception_handler(APIError, api_error_handler)
-api.add_exception_handler(RequestValidationError, validation_handler)
+document_errors(api)  # the error statuses of each operation, with the error body, in /openapi.json
 api.include_router(explorer.router)  # the memory explorer's static pages at /ui
 
 BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
@@ -52,14 +62,52 @@ def _ingress(request: Request) -> Ingress:
     return serve.get_replica_context().servable_object
 
 
-def principal(request: Request, authorization: str | None = Header(None)) -> Principal:
+# Documents the key as the schema's bearer security scheme; the Authenticator reads the header
+# itself (auto_error off), so a missing or malformed key gets its own 401 message.
+_bearer = HTTPBearer(auto_error=False, description="an API key of MEMLANE_SERVE__API_KEYS")
+
+
+def principal(request: Request, _: Any = Security(_bearer)) -> Principal:
     ingress = _ingress(request)
-    return admit(ingress.auth, ingress.limiter, authorization)
+    return admit(ingress.auth, ingress.limiter, request.headers.get("authorization"))
 
 
 def bank_access(bank_id: str = BankId, who: Principal = Depends(principal)) -> str:
     who.check(bank_id)
     return bank_id
+
+
+def _refusal(request: Request) -> APIError | None:
+    """The 401 or 403 a request gets for its key and bank, if any. FastAPI reads and parses a
+    JSON body before any dependency runs, so a malformed body would answer 400 before the key
+    is looked at; its handlers ask this first, so the key (and the bank's scope) are checked
+    first as on every other request (found by tests/serving/test_fuzz.py)."""
+    if request.url.path == "/v1/health":
+        return None
+    try:
+        who = _ingress(request).auth.authenticate(request.headers.get("authorization"))
+        if "bank_id" in request.path_params:
+            who.check(request.path_params["bank_id"])
+    except APIError as refused:
+        return refused
+    return None
+
+
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    if any(e.get("type") == "json_invalid" for e in exc.errors()) and (refused := _refusal(request)):
+        return await api_error_handler(request, refused)
+    return await validation_handler(request, exc)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    # 400: FastAPI could not read the body at all (e.g. not UTF-8)
+    if exc.status_code == 400 and (refused := _refusal(request)):
+        return await api_error_handler(request, refused)
+    return await http_error_handler(request, exc)
+
+
+api.add_exception_handler(RequestValidationError, _validation)
+api.add_exception_handler(StarletteHTTPException, _http_error)  # unknown path, method; unreadable body
 
 
 async def _call(response) -> Any:

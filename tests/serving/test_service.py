@@ -262,6 +262,50 @@ def test_bad_input_gets_a_4xx_naming_the_field_and_changes_nothing(service):
         assert http.get("/v1/banks/nobody").status_code == 404
 
 
+def test_unknown_paths_and_methods_get_the_error_body_with_every_allowed_method(service):
+    # Found by tests/serving/test_fuzz.py: Starlette's own 404 and 405 were {"detail": ...},
+    # and a 405's Allow named one route's methods, not every method the path takes.
+    with _http(service) as http:
+        r = http.get("/v1/nowhere")
+        assert r.status_code == 404
+        assert r.json() == {
+            "error": {"code": "not_found", "message": "no route '/v1/nowhere'", "field": "path"}
+        }
+        r = http.request("PATCH", "/v1/banks/carol")
+        assert r.status_code == 405
+        assert r.json()["error"]["code"] == "method_not_allowed" and r.json()["error"]["field"] == "method"
+        assert r.headers["allow"] == "DELETE, GET, PUT"
+        r = http.request("TRACE", "/v1/banks/carol/memories/m1")
+        assert r.status_code == 405 and r.headers["allow"] == "DELETE, GET"
+        assert http.post("/v1/health").json()["error"]["code"] == "method_not_allowed"
+    with _http(service, key=None) as anon:  # before any key is looked at
+        assert anon.put("/v1/banks/carol/stats").status_code == 405
+
+
+def test_a_malformed_body_is_refused_for_a_missing_key_or_a_foreign_bank_before_it_is_parsed(service):
+    # Found by tests/serving/test_fuzz.py: FastAPI parses the JSON body before the key
+    # dependency runs, so garbage without a key answered 400, not 401 (and 400, not 403, with
+    # a key lacking the bank).
+    garbage = {"content": b"\x00{not json", "headers": {"content-type": "application/json"}}
+    with _http(service, key=None) as anon:
+        r = anon.post("/v1/banks/bob/recall", **garbage)
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        assert anon.post("/v1/rerank", **garbage).status_code == 401
+    with _http(service, "k-alice") as alice:
+        r = alice.post("/v1/banks/bob/memories", **garbage)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
+        r = alice.post("/v1/banks/alice/recall", **garbage)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"
+        # a body that is not even UTF-8: FastAPI's own 400 was {"detail": ...}
+        latin = {"content": b"\xe9t\xe9", "headers": {"content-type": "application/json"}}
+        r = alice.post("/v1/banks/alice/recall", **latin)
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == "malformed_json" and r.json()["error"]["field"] == "body"
+        assert alice.put("/v1/banks/bob", **latin).status_code == 403
+    with _http(service, key=None) as anon:
+        assert anon.put("/v1/banks/bob", **latin).status_code == 401
+
+
 def test_reflect_without_an_llm_is_503_naming_the_setting(service):
     with _http(service) as http:
         http.put("/v1/banks/dave", json={})
