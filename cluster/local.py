@@ -177,7 +177,12 @@ class MilvusLiteServer:
         try:
             from pymilvus import MilvusClient
 
-            client = MilvusClient(uri=self.uri, timeout=5)
+            # dedicated: a connection of its own, closed with the client. A shared one stayed
+            # in pymilvus's pool; the driver's first store reused it after Ray's start had left
+            # it idle for over 30 s, pymilvus then "recovered" it, and the recovery failed on
+            # the server's GOAWAY "too_many_pings" (CONNECT_FAILED): the re-run after a kill in
+            # tests/pipelines/test_backfill_crash.py, 1 of its first 2 trials.
+            client = MilvusClient(uri=self.uri, timeout=5, dedicated=True)
             try:
                 client.list_collections()
             finally:

@@ -69,7 +69,14 @@ def bank_state(store, bank_id: str) -> dict:
         ),
         "chunks": store.count_chunks(bank_id),
         "entities": sorted(
-            (e.entity_id, e.name, tuple(sorted(e.aliases)), e.mention_count, str(e.first_seen), str(e.last_seen))
+            (
+                e.entity_id,
+                e.name,
+                tuple(sorted(e.aliases)),
+                e.mention_count,
+                str(e.first_seen),
+                str(e.last_seen),
+            )
             for e in store.list_entities(bank_id)
         ),
     }
@@ -81,7 +88,11 @@ def _diff(got: dict, want: dict) -> dict:
     for key in ("units", "entities"):
         g, w = set(got[key]), set(want[key])
         if g != w:
-            out[key] = {"only_concurrent": sorted(g - w)[:3], "only_sequential": sorted(w - g)[:3], "n": len(g ^ w)}
+            out[key] = {
+                "only_concurrent": sorted(g - w)[:3],
+                "only_sequential": sorted(w - g)[:3],
+                "n": len(g ^ w),
+            }
     if got["chunks"] != want["chunks"]:
         out["chunks"] = (got["chunks"], want["chunks"])
     return out
@@ -126,7 +137,7 @@ def test_two_threads_writing_one_bank_equal_the_sequential_result(settings, embe
         Memory(settings, embedder=embedder, extractor=extractor) as reader,
     ):
         for m in (a, b, reader):  # open the Lite file here, not from two threads at once
-            m.store
+            assert m.store is not None
         first = threading.Thread(target=run, args=(a, FIRST, "first"))
         first.start()
         _wait_for_units(reader.store, BANK)
@@ -162,14 +173,13 @@ WRITER = textwrap.dedent(
     while not (work / f"{name}.go").exists():
         time.sleep(0.02)
     t0 = time.time()
-    report = memory.retain_items("%s", json.loads(Path(items_path).read_text()))
+    report = memory.retain_items("BANK", json.loads(Path(items_path).read_text()))
     out = {"start": t0, "end": time.time(), "units": report.units,
            "waited_s": memory.writer.leases.waited_s}
     (work / f"{name}.json").write_text(json.dumps(out))
     memory.close()
     """
-    % BANK
-)
+).replace("BANK", BANK)
 
 
 @pytest.mark.slow
@@ -190,7 +200,14 @@ def test_two_processes_writing_one_bank_through_a_milvus_server_equal_the_sequen
     with MilvusLiteServer(tmp_path / "milvus") as server:
         procs = {
             name: subprocess.Popen(
-                [sys.executable, str(script), server.uri, str(tmp_path / f"{name}.items.json"), str(tmp_path), name],
+                [
+                    sys.executable,
+                    str(script),
+                    server.uri,
+                    str(tmp_path / f"{name}.items.json"),
+                    str(tmp_path),
+                    name,
+                ],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=open(tmp_path / f"{name}.log", "wb"),

@@ -233,7 +233,9 @@ def test_kill_9_the_driver_then_rerun_is_exact(clean, tmp_path, trial):
         tree.scan()
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        print(f"trial {trial}: killed the driver at {at:.1f}s; {len(tree.seen)} descendants, ledger {_ledger(data)} lines")
+        print(
+            f"trial {trial}: killed the driver at {at:.1f}s; {len(tree.seen)} descendants, ledger {_ledger(data)} lines"
+        )
         # Everything the command started goes with it (Ray's processes share the driver's fate;
         # the Milvus Lite server is told by the kernel: cluster/local.py).
         deadline = time.monotonic() + 30
@@ -295,7 +297,9 @@ def test_kill_9_the_milvus_server_then_rerun_is_exact(clean, tmp_path, trial):
         assert proc.poll() is None, "the run ended before the kill time"
         ledger = _ledger(data)
         os.kill(servers[0], signal.SIGKILL)
-        print(f"trial {trial}: killed the Milvus Lite server {after:.1f}s after the workers started; ledger {ledger}")
+        print(
+            f"trial {trial}: killed the Milvus Lite server {after:.1f}s after the workers started; ledger {ledger}"
+        )
         t0 = time.monotonic()
         rc = _wait(proc, tree, 300)
         print(f"trial {trial}: the killed run ended with {rc} after {time.monotonic() - t0:.1f}s")
