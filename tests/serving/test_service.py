@@ -222,10 +222,15 @@ def test_async_retain_on_a_killed_memory_replica_fails_and_its_retry_is_exact(se
             ]
             # Each replica reports its own pid (runs in the actor's process).
             pids = [
-                ray.get(ray.get_actor(n, namespace="serve").__ray_call__.remote(lambda self: os.getpid()), timeout=30)
+                ray.get(
+                    ray.get_actor(n, namespace="serve").__ray_call__.remote(lambda self: os.getpid()),
+                    timeout=30,
+                )
                 for n in names
             ]
-            op = http.post("/v1/banks/gina/memories", json={"items": items, "document_id": "log", "async": True})
+            op = http.post(
+                "/v1/banks/gina/memories", json={"items": items, "document_id": "log", "async": True}
+            )
             assert op.status_code in (200, 202), op.text
             op_id = op.json()["operation_id"]
             deadline = time.monotonic() + 120
