@@ -16,7 +16,7 @@ invalidation, a deletion, a batch of opinions) therefore does three things, in t
 Every write holds the bank's lease (memlane/leases.py) from before step 1's reads (the revision
 it starts from, the entities retain resolves against) to after step 3: two writers of one bank,
 in two processes or two threads, run one after the other, and the result is the sequential
-one (before leases, concurrent retains lost each other's links, entity aliases and mention
+one (before leases, concurrent retains lost each other's semantic links and entity mention
 counts: tests/memlane/test_concurrent_writers.py).
 
 Use it as ``with writer.write(bank_id) as w: w.units(...)``. A write that fails after writing

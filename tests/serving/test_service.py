@@ -201,6 +201,8 @@ def test_async_retain_on_a_killed_memory_replica_fails_and_its_retry_is_exact(se
 
     import ray
 
+    from memlane_client import MemlaneAPIError
+
     items = [
         {
             "content": f"Gina's logbook {i}: the ferry to Quito left pier {i % 9} at dawn.",
@@ -244,13 +246,25 @@ def test_async_retain_on_a_killed_memory_replica_fails_and_its_retry_is_exact(se
                 os.kill(pid, signal.SIGKILL)
             killed_at = time.monotonic()
             deadline = killed_at + 120
-            while (state := m.operation("gina", op_id))["status"] != "failed":
+            state = {"status": "running"}
+            while state["status"] != "failed":
                 assert state["status"] in ("queued", "running") and time.monotonic() < deadline, state
                 time.sleep(1)
+                try:
+                    state = m.operation("gina", op_id)
+                except (MemlaneAPIError, httpx.HTTPError):  # the replica is being replaced
+                    continue
             took = time.monotonic() - killed_at
             assert "retry" in state["error"]
-            partial = m.list_memories("gina", limit=1000)["total"]
-            retry = m.retain("gina", items, document_id="log")  # the client's retry, sync
+            deadline = time.monotonic() + 180
+            while True:  # the client's retry (sync), once the replaced replica answers
+                try:
+                    partial = m.list_memories("gina", limit=1000)["total"]
+                    retry = m.retain("gina", items, document_id="log")
+                    break
+                except (MemlaneAPIError, httpx.HTTPError):
+                    assert time.monotonic() < deadline, "no Memory replica answered within 180 s"
+                    time.sleep(1)
         finally:
             ray.shutdown()
         memory.retain_items("gina", items, document_id="log")  # the reference: one sync retain
