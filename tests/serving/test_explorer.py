@@ -212,7 +212,9 @@ def test_ui_assets_are_served_with_security_headers(service):
 def browser():
     for binary in (CHROMIUM, CHROMEDRIVER):
         if not binary.exists():
-            message = f"{binary} is missing: apt-get install chromium chromium-driver (make test does, as root)"
+            message = (
+                f"{binary} is missing: apt-get install chromium chromium-driver (make test does, as root)"
+            )
             if os.environ.get("MEMLANE_REQUIRE_BROWSER") == "1":  # .ci/run: the test must run
                 pytest.fail(message)
             pytest.skip(message)
