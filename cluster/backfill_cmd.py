@@ -69,6 +69,11 @@ def backfill(
     workers: int | None = typer.Option(
         None, "--workers", help="Retain actors (default: one per CPU, or per GPU)."
     ),
+    group_turns: int = typer.Option(
+        1024,
+        "--group-turns",
+        help="Turns per Ray Data row (whole banks are packed up to this; the ledger is written per row).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
     max_reject_share: float = typer.Option(
         0.01, "--max-reject-share", help="Fail (exit 2) when more than this share of records is rejected."
@@ -101,6 +106,8 @@ def backfill(
             raise ValueError(f"--max-reject-share must be in [0, 1], got {max_reject_share}")
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be >= 1, got {workers}")
+        if group_turns < 1:
+            raise ValueError(f"--group-turns must be >= 1, got {group_turns}")
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
         settings = Settings(data_dir=data_dir) if data_dir else Settings()
@@ -130,6 +137,7 @@ def backfill(
         data_dir=settings.data_dir,
         fmt=format,
         workers=workers,
+        group_turns=group_turns,
         max_reject_share=max_reject_share,
         progress=not json_out or sys.stderr.isatty(),
         settings=overrides,

@@ -68,6 +68,32 @@ def _milvus_lite_command() -> list[str]:
     return [sys.executable, "-m", "milvus_lite"]
 
 
+def _on_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _die_with_parent(sig: int = signal.SIGINT) -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to send ``sig`` to the child when its parent dies
+    (prctl PR_SET_PDEATHSIG); None elsewhere. The signal follows the parent *thread*, so it is
+    used only for children started from the main thread (which lives as long as the process)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    PR_SET_PDEATHSIG = 1
+
+    def preexec() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+    return preexec
+
+
 class MilvusLiteServer:
     """A ``milvus-lite server`` subprocess on loopback; a context manager.
 
@@ -111,8 +137,17 @@ class MilvusLiteServer:
         log = open(self.log_path, "ab")
         try:
             # start_new_session: a terminal Ctrl-C goes to the driver, which stops us in order.
+            # preexec_fn: when the driver dies without stopping us (kill -9), the kernel sends
+            # SIGINT, the clean close; an orphaned server kept the data directory's lock, and
+            # the re-run of `memlane backfill` could not start (tests/pipelines/
+            # test_backfill_crash.py).
             self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent() if _on_main_thread() else None,
             )
         finally:
             log.close()
@@ -142,7 +177,12 @@ class MilvusLiteServer:
         try:
             from pymilvus import MilvusClient
 
-            client = MilvusClient(uri=self.uri, timeout=5)
+            # dedicated: a connection of its own, closed with the client. A shared one stayed
+            # in pymilvus's pool; the driver's first store reused it after Ray's start had left
+            # it idle for over 30 s, pymilvus then "recovered" it, and the recovery failed on
+            # the server's GOAWAY "too_many_pings" (CONNECT_FAILED): the re-run after a kill in
+            # tests/pipelines/test_backfill_crash.py, 1 of its first 2 trials.
+            client = MilvusClient(uri=self.uri, timeout=5, dedicated=True)
             try:
                 client.list_collections()
             finally:

@@ -78,10 +78,13 @@ class Components:
     def writer(self) -> BankWriter:
         """The one write path to banks: store, derived state, revision (memlane/writes.py)."""
         if self._writer is None:
+            from memlane.leases import BankLeases
             from memlane.reflect.observations import prune_observations
             from memlane.writes import BankWriter
 
-            self._writer = BankWriter(self.store, self.derived, on_delete=[prune_observations])
+            store = self.settings.store
+            leases = BankLeases(self.store, ttl_s=store.write_lease_ttl_s, timeout_s=store.write_lease_wait_s)
+            self._writer = BankWriter(self.store, self.derived, on_delete=[prune_observations], leases=leases)
         return self._writer
 
     @property

@@ -50,6 +50,12 @@ class StoreSettings(_Area):
     # Where recall's channels search: "memory" (in-process index per bank, derived from Milvus;
     # needed for latency on Milvus Lite) or "milvus" (search a Milvus server directly).
     search_backend: Literal["memory", "milvus"] = "memory"
+    # Bank write leases (memlane/leases.py): a writer that died blocks its bank for at most
+    # write_lease_ttl_s (the holder's heartbeat renews it every third of that); a writer waits
+    # at most write_lease_wait_s for another writer of the same bank (a backfill bank of
+    # thousands of turns takes minutes) before failing with LeaseTimeout.
+    write_lease_ttl_s: float = Field(30.0, gt=0)
+    write_lease_wait_s: float = Field(600.0, gt=0)
 
 
 class ModelSettings(_Area):

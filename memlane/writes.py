@@ -13,6 +13,12 @@ invalidation, a deletion, a batch of opinions) therefore does three things, in t
    process's state is marked stale instead (it holds only its own half of the two writes)
    and reloads on its next use (:meth:`DerivedState.wrote`).
 
+Every write holds the bank's lease (memlane/leases.py) from before step 1's reads (the revision
+it starts from, the entities retain resolves against) to after step 3: two writers of one bank,
+in two processes or two threads, run one after the other, and the result is the sequential
+one (before leases, concurrent retains lost each other's semantic links and entity mention
+counts: tests/memlane/test_concurrent_writers.py).
+
 Use it as ``with writer.write(bank_id) as w: w.units(...)``. A write that fails after writing
 something still bumps the revision (other processes must see what did get written) and
 evicts this process's state, which may hold part of the write.
@@ -25,6 +31,7 @@ from typing import Callable, Iterator, Sequence
 
 from memlane.derived import DerivedState
 from memlane.interfaces import VectorStore
+from memlane.leases import BankLeases
 from memlane.model import Bank, Chunk, Entity, MemoryUnit
 
 # Called with (store, bank_id) after units were deleted and before the derived state reloads:
@@ -36,23 +43,30 @@ class BankWriter:
     """Writes to banks: the store, then the derived state, then one revision bump."""
 
     def __init__(
-        self, store: VectorStore, derived: DerivedState, on_delete: Sequence[DeleteHook] = ()
+        self,
+        store: VectorStore,
+        derived: DerivedState,
+        on_delete: Sequence[DeleteHook] = (),
+        leases: BankLeases | None = None,
     ) -> None:
         self.store = store
         self.derived = derived
         self.on_delete = list(on_delete)
+        self.leases = leases if leases is not None else BankLeases(store)
 
     @contextmanager
     def write(self, bank_id: str) -> Iterator[BankWrite]:
         """One logical write to ``bank_id``: the revision is bumped once when the block ends
-        (and only if the block wrote something)."""
-        w = BankWrite(self, bank_id, seen=self.derived.ensure(bank_id).revision)
-        try:
-            yield w
-        except BaseException:
-            w.finish(failed=True)
-            raise
-        w.finish(failed=False)
+        (and only if the block wrote something). Holds the bank's lease throughout: a
+        concurrent writer of the same bank waits."""
+        with self.leases.hold(bank_id):
+            w = BankWrite(self, bank_id, seen=self.derived.ensure(bank_id).revision)
+            try:
+                yield w
+            except BaseException:
+                w.finish(failed=True)
+                raise
+            w.finish(failed=False)
 
     # bank records: no revision bump, the profile is not derived state (every reader reads
     # it from the store), and a deleted bank's revision row goes with it.

@@ -6,6 +6,8 @@ tells the others."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 
 from memlane.engine import Memory
@@ -128,6 +130,10 @@ def test_own_writes_update_the_state_in_place_and_a_race_marks_it_stale(pair, mo
     [unit] = a.list_memories("ana", document_id="pets")[0]
     unit = a.store.get_units("ana", [unit.id], with_embedding=True)[0]
     unit.metadata = {"checked": True}
+    # Writers of one bank take turns (the bank lease, memlane/leases.py), so this race needs
+    # a writer without the lease: one whose lease expired while it was stalled. The stale
+    # marking is the second line of defence behind the lease.
+    monkeypatch.setattr(b.writer.leases, "hold", lambda bank_id: nullcontext())
     with a.writer.write("ana") as w:
         # Another process writes between this write's start and its end ...
         b.retain_items("ana", [_item("I bought a kayak for the lake.", "boat", 4)])

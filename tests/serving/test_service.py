@@ -54,6 +54,12 @@ def service(tmp_path_factory):
         "MEMLANE_AUTH": "on",
         "MEMLANE_MAX_BODY_BYTES": str(BODY_LIMIT),
         "MEMLANE_LLM__API_KEY": LLM_KEY,
+        # An async retain whose replica died is reported failed after this long without a
+        # heartbeat (default 120 s; replicas beat every stale_s / 4 = 2.5 s), and a dead
+        # writer's bank lease expires after this long (default 30 s): the kill test waits out
+        # both.
+        "MEMLANE_SERVE__OPERATION_STALE_S": "10",
+        "MEMLANE_STORE__WRITE_LEASE_TTL_S": "10",
     }
     env.pop("MEMLANE_LLM_BASE_URL", None)
     started = _memlane(
@@ -185,6 +191,94 @@ def test_async_retain_returns_an_operation_that_completes(service):
         with pytest.raises(MemlaneAPIError) as err:  # the operation belongs to bob's bank
             admin.operation("shared", op["operation_id"])
         assert err.value.status == 404
+
+
+@pytest.mark.slow  # ~50 s: waits out the stale window and the dead writer's lease
+def test_async_retain_on_a_killed_memory_replica_fails_and_its_retry_is_exact(service, memory):
+    """kill -9 of the Memory replica running an async retain: the operation ends ``failed``
+    (the operation log's stale detection, 10 s here) and retrying the request writes exactly
+    the ids a sync retain of the same items writes (a reference engine in this process).
+    Measured: killed with 256 of 400 units written (the first retain batch), reported failed
+    10.2 s later, the retry exact."""
+    import signal
+
+    import ray
+
+    from memlane_client import MemlaneAPIError
+
+    items = [
+        {
+            "content": f"Gina's logbook {i}: the ferry to Quito left pier {i % 9} at dawn.",
+            "speaker": "Gina",
+            "timestamp": f"2024-05-{1 + i // 40:02d}T09:{i % 60:02d}:00Z",
+        }
+        for i in range(400)  # ~10 s of retain on this machine: the kill lands mid-write
+    ]
+    from cluster.local import connect_local
+
+    with _client(service) as m, _http(service) as http:
+        m.put_bank("gina")
+        connect_local(service["ray_address"], logging_level="ERROR")
+        try:
+            names = [
+                a["name"]
+                for a in ray.util.list_named_actors(all_namespaces=True)
+                if a["name"].startswith("SERVE_REPLICA::memlane#Memory#")
+            ]
+            # Each replica reports its own pid (runs in the actor's process).
+            pids = [
+                ray.get(
+                    ray.get_actor(n, namespace="serve").__ray_call__.remote(lambda self: os.getpid()),
+                    timeout=30,
+                )
+                for n in names
+            ]
+            op = http.post(
+                "/v1/banks/gina/memories", json={"items": items, "document_id": "log", "async": True}
+            )
+            assert op.status_code in (200, 202), op.text
+            op_id = op.json()["operation_id"]
+            deadline = time.monotonic() + 120
+            while True:  # kill once the replica is writing (its first batch is stored)
+                state = m.operation("gina", op_id)
+                if state["status"] == "running" and m.list_memories("gina", limit=1)["total"] > 0:
+                    break
+                assert state["status"] in ("queued", "running") and time.monotonic() < deadline, state
+                time.sleep(0.2)
+            for pid in pids:  # every Memory replica: the one running the operation among them
+                os.kill(pid, signal.SIGKILL)
+            killed_at = time.monotonic()
+            deadline = killed_at + 120
+            state = {"status": "running"}
+            while state["status"] != "failed":
+                assert state["status"] in ("queued", "running") and time.monotonic() < deadline, state
+                time.sleep(1)
+                try:
+                    state = m.operation("gina", op_id)
+                except (MemlaneAPIError, httpx.HTTPError):  # the replica is being replaced
+                    continue
+            took = time.monotonic() - killed_at
+            assert "retry" in state["error"]
+            deadline = time.monotonic() + 180
+            while True:  # the client's retry (sync), once the replaced replica answers
+                try:
+                    partial = m.list_memories("gina", limit=1000)["total"]
+                    retry = m.retain("gina", items, document_id="log")
+                    break
+                except (MemlaneAPIError, httpx.HTTPError):
+                    assert time.monotonic() < deadline, "no Memory replica answered within 180 s"
+                    time.sleep(1)
+        finally:
+            ray.shutdown()
+        memory.retain_items("gina", items, document_id="log")  # the reference: one sync retain
+        want = memory.store.list_unit_ids("gina")
+        got = sorted(x["id"] for x in m.list_memories("gina", limit=1000)["items"])
+        print(f"async retain killed with {partial} of {len(want)} units written; failed after {took:.1f}s")
+        assert retry["units"] == len(want) == len(items)
+        assert got == sorted(want)  # exactly the sync retain's ids: no duplicate, no gap
+        assert len(m.list_documents("gina")) == 1
+        report = http.get("/v1/banks/gina/stats").json()
+        assert report["units"] == report["graph"]["units"] == len(want)
 
 
 def test_keys_only_reach_their_banks(service):

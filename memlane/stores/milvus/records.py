@@ -125,6 +125,31 @@ class Records(Collections):
         rows = self._get_rows(self._operations, [op_id], ["id", "record"])
         return json_value(rows[0]["record"]) if rows else None
 
+    # ------------------------------------------------------------------------------- leases
+    # Bank write leases (memlane/leases.py) live in the operations collection, keyed
+    # "lease:<bank>:<owner>": global, created with the store, and never flushed (Strong
+    # consistency makes an unflushed write visible to every later query; a lease need not
+    # survive a restart of the server).
+    def put_lease(self, bank_id: str, owner: str, record: dict[str, Any]) -> None:
+        """Insert or replace one writer's lease record on ``bank_id``."""
+        key = f"lease:{check_bank_id(bank_id)}:{owner}"
+        self._upsert_rows(
+            self._operations,
+            [{"id": key, "record": check_json("lease", record), "_v": PLACEHOLDER}],
+            flush=False,
+        )
+
+    def list_leases(self, bank_id: str) -> list[dict[str, Any]]:
+        """Every writer's lease record on ``bank_id`` (live or expired)."""
+        prefix = f"lease:{check_bank_id(bank_id)}:"
+        rows = self._query_all(self._operations, f'id like "{prefix}%"', ["id", "record"])
+        # LIKE may treat "_" in a bank id as a wildcard: keep the exact prefix only.
+        return [json_value(r["record"]) for r in rows if r["id"].startswith(prefix)]
+
+    def delete_lease(self, bank_id: str, owner: str) -> None:
+        """Remove one writer's lease record (a no-op when it is gone)."""
+        self._delete_ids(self._operations, [f"lease:{check_bank_id(bank_id)}:{owner}"])
+
     # ------------------------------------------------------------------------------- chunks
 
     def upsert_chunks(self, bank_id: str, chunks: Sequence[Chunk]) -> None:
