@@ -75,6 +75,13 @@ def _memlane_env(data_dir: Path, milvus_uri: str) -> dict[str, str]:
     return env
 
 
+def _gist(message: str) -> str:
+    """A Serve failure message on one line: its first sentence and its end, where the
+    replica's own exception is (the traceback between them runs to thousands of characters)."""
+    text = " ".join(message.split())
+    return text if len(text) <= 700 else f"{text[:200]} ... {text[-500:]}"
+
+
 def _wait_deployed(stop: threading.Event, app: str) -> str | None:
     """Wait until the application runs (None), Serve gives up deploying it (its message: a
     replica whose constructor keeps failing, e.g. a model path that does not exist), or stop."""
@@ -92,11 +99,11 @@ def _wait_deployed(stop: threading.Event, app: str) -> str | None:
         if status.status == "DEPLOY_FAILED":
             # the deployments' messages hold the replica's exception; the app's only names them
             why = [
-                f"{name}: {dep.message}"
+                f"{name}: {_gist(dep.message)}"
                 for name, dep in status.deployments.items()
                 if str(dep.status) != "HEALTHY" and dep.message
             ]
-            return " ".join(" | ".join(why or [str(status.message)]).split())[:2000] or "DEPLOY_FAILED"
+            return " | ".join(why) or _gist(str(status.message)) or "DEPLOY_FAILED"
     return None
 
 
