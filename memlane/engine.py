@@ -363,7 +363,8 @@ class Memory(Components):
         self.get_bank(bank_id)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit: must be in 1..1000")
-        found = [e for e in self.store.list_entities(bank_id) if e.entity_id == entity_id]
+        entities = {e.entity_id: e for e in self.store.list_entities(bank_id)}
+        found = [entities[entity_id]] if entity_id in entities else []
         if not found:
             raise NotFound(f"entity {entity_id!r} is not in bank {bank_id!r}", "entity_id")
         ids = self.store.list_unit_ids(bank_id, UnitFilter(entity_id=entity_id, only_valid=False))
@@ -376,7 +377,7 @@ class Memory(Components):
                 shared[other] = shared.get(other, 0) + 1
         first = sorted(ids, key=lambda i: (fields.get(i, {}).get("mentioned_at") or 0, i))[:limit]
         units = {u.id: u for u in self.store.get_units(bank_id, first)}
-        by_id = {e.entity_id: e for e in self.store.list_entities(bank_id) if e.entity_id in shared}
+        by_id = {k: e for k, e in entities.items() if k in shared}
         neighbours = sorted(
             ({"entity": by_id[k], "shared": n} for k, n in shared.items() if k in by_id),
             key=lambda x: (-x["shared"], x["entity"].name),
