@@ -39,6 +39,8 @@ class Components:
         self._derived: DerivedState | None = None
         self._writer: BankWriter | None = None
         self._cara: CARA | None = None  # reflect and consolidation (memlane/reflect)
+        self._tree_llm: list = []  # [llm or None] once built: the consolidation role's model
+        self._tree_worker = None  # background tree consolidation (memlane/tree)
 
     # backends -----------------------------------------------------------------------------
     @property
@@ -80,11 +82,14 @@ class Components:
         if self._writer is None:
             from memlane.leases import BankLeases
             from memlane.reflect.observations import prune_observations
+            from memlane.tree.invariants import prune_tree
             from memlane.writes import BankWriter
 
             store = self.settings.store
             leases = BankLeases(self.store, ttl_s=store.write_lease_ttl_s, timeout_s=store.write_lease_wait_s)
-            self._writer = BankWriter(self.store, self.derived, on_delete=[prune_observations], leases=leases)
+            self._writer = BankWriter(
+                self.store, self.derived, on_delete=[prune_observations, prune_tree], leases=leases
+            )
         return self._writer
 
     @property
@@ -120,6 +125,7 @@ class Components:
     def recaller(self):
         if self._recaller is None:
             from memlane.recall.pipeline import Recaller
+            from memlane.tree.recall import TreeRecall
 
             derived = self.derived
             self._recaller = Recaller(
@@ -129,11 +135,39 @@ class Components:
                 self.embedder,
                 self.reranker,
                 derived if derived.with_index else None,
+                tree=TreeRecall(self.store, self.embedder, self.settings, self.tree_llm),
             )
         return self._recaller
 
+    def tree_llm(self):
+        """The consolidation role's LLM (the tree's consolidator and planner), or None."""
+        if not self._tree_llm:
+            from memlane.llm import build_llm
+
+            self._tree_llm.append(build_llm(self.settings, "consolidation"))
+        return self._tree_llm[0]
+
+    def consolidator(self, kind: str | None = None):
+        """The tree consolidator ``kind`` ("auto", "rules", "llm"; default: the settings'):
+        the LLM one needs the consolidation role's model (ConfigError naming it otherwise)."""
+        from memlane.tree.consolidators import ExtractiveConsolidator, LLMConsolidator
+
+        kind = kind or self.settings.tree.consolidator
+        if kind not in ("auto", "rules", "llm"):
+            raise ConfigError(f"tree consolidator must be auto, rules or llm, got {kind!r}")
+        llm = self.tree_llm() if kind != "rules" else None
+        if llm is None:
+            if kind == "llm":
+                from memlane.llm import not_configured
+
+                raise not_configured("consolidation", "LLM tree consolidation")
+            return ExtractiveConsolidator()
+        return LLMConsolidator(llm, getattr(llm, "model", "llm"))
+
     def close(self) -> None:
         """Flush CARA's queued jobs, stop the recall pool and close the store."""
+        if self._tree_worker is not None:
+            self._tree_worker.close()  # runs queued consolidations first: they write too
         if self._cara is not None:
             self._cara.close()  # runs the queued jobs first: they write to the store
         if self._recaller is not None:

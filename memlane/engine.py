@@ -27,6 +27,7 @@ from memlane.model import (
     utc,
 )
 from memlane.retain.items import DocumentPlan, check_tags
+from memlane.tree.facade import TreeMethods
 
 if TYPE_CHECKING:
     from memlane.reflect import CARA
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from memlane.retain.pipeline import RetainReport
 
 
-class Memory(Components):
+class Memory(TreeMethods, Components):
     """A Memlane memory engine: banks, retain, recall, reflect, invalidation and deletion.
     Backends are built lazily from ``settings`` unless given (memlane/components.py)."""
 
@@ -213,6 +214,7 @@ class Memory(Components):
     def _retained(self, bank_id: str) -> None:
         if self._retainer is not None and self._retainer.on_units is not None:
             self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/
+        self._tree_after_write(bank_id)  # the temporal tree: see memlane/tree/
 
     # recall -------------------------------------------------------------------------------
     def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
@@ -222,8 +224,8 @@ class Memory(Components):
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc) from None
         self.get_bank(bank_id)
-        self.derived.ensure(bank_id)
-        return self.recaller.recall(bank_id, req)
+        revision = self.derived.ensure(bank_id).revision
+        return self.recaller.recall(bank_id, req, revision)
 
     # reflect ------------------------------------------------------------------------------
     @property
@@ -262,9 +264,11 @@ class Memory(Components):
         return self.cara.merge_background(bank_id, snippet)
 
     def wait_background(self) -> None:
-        """Wait for the consolidation jobs retain queued (observations, opinion updates)."""
+        """Wait for the consolidation jobs retain queued (observations, opinion updates, the
+        temporal tree)."""
         if self._cara is not None:
             self._cara.wait()
+        self.wait_tree()
 
     # invalidation and deletion --------------------------------------------------------------
     def invalidate(
@@ -292,6 +296,7 @@ class Memory(Components):
             counts = w.delete_document(document_id)
         if not counts["units"] and not counts["chunks"]:
             raise NotFound(f"document {document_id!r} is not in bank {bank_id!r}", "document_id")
+        self._tree_after_write(bank_id)  # the windows it was under are written again
         return counts
 
     def delete_memory(self, bank_id: str, unit_id: str) -> dict[str, int]:
@@ -302,6 +307,7 @@ class Memory(Components):
             deleted, entities = w.delete_units([unit_id])
         if not deleted:
             raise NotFound(f"memory {unit_id!r} is not in bank {bank_id!r}", "memory_id")
+        self._tree_after_write(bank_id)
         return {"units": deleted, "entities": entities}
 
     # listing ------------------------------------------------------------------------------

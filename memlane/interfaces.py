@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkabl
 
 import numpy as np
 
-from memlane.model import Bank, Chunk, Entity, FactType, Link, MemoryUnit
+from memlane.model import Bank, Chunk, Entity, FactType, Link, MemoryUnit, TreeNode
 
 
 @runtime_checkable
@@ -193,6 +193,14 @@ class VectorStore(SearchBackend, Protocol):
     def upsert_entities(self, bank_id: str, entities: Sequence[Entity]) -> None: ...
     def list_entities(self, bank_id: str) -> list[Entity]: ...
     def delete_entities(self, bank_id: str, ids: Sequence[str]) -> int: ...
+
+    # temporal tree nodes (memlane/tree): levels 2-5, few per bank, read whole
+    def upsert_tree_nodes(self, bank_id: str, nodes: Sequence[TreeNode]) -> None: ...
+    def list_tree_nodes(self, bank_id: str, *, with_embedding: bool = False) -> list[TreeNode]:
+        """Every node of the bank's tree by level then start ([] before consolidation)."""
+        ...
+
+    def delete_tree_nodes(self, bank_id: str, ids: Sequence[str]) -> int: ...
 
     # background operations (async retain): JSON records any process can read
     def put_operation(self, op_id: str, record: dict[str, Any]) -> None: ...

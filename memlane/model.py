@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from enum import Enum
-from typing import Any, Literal
+from enum import Enum, IntEnum
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -200,6 +200,66 @@ class MemoryUnit(_Strict):
         return valid_at(self.mentioned_at, self.valid_from, self.invalid_at, utc(when))
 
 
+class Level(IntEnum):
+    """The tree's levels, bottom up."""
+
+    unit = 1
+    session = 2
+    day = 3
+    week = 4
+    profile = 5
+
+
+LEVEL_NAMES = {lv.value: lv.name for lv in Level}
+
+
+class TreeNode(BaseModel):
+    """One consolidated node (levels 2-5).
+
+    ``children`` are ids one level down (memory unit ids for a session). ``source_turns`` is the
+    union of the turns under the node; ``cited`` the children whose words the text carries (all
+    of them for an LLM summary, the chosen ones for the extractive consolidator) and
+    ``cited_turns`` the turns those come from: what an evaluation may credit the node with.
+    ``signature`` hashes what the node was written from, so an unchanged window is skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    bank_id: str
+    level: Level
+    key: str  # the window: "doc|session", "2023-05-08", "2023-W19", "profile"
+    start: datetime
+    end: datetime
+    text: str = Field(min_length=1)
+    embedding: list[float] | None = None
+    children: list[str] = Field(min_length=1)
+    cited: list[str] = Field(default_factory=list)
+    source_turns: list[str] = Field(default_factory=list)
+    cited_turns: list[str] = Field(default_factory=list)
+    entity_ids: list[str] = Field(default_factory=list)
+    consolidator: str
+    signature: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return utc(v)
+
+    @field_validator("level")
+    @classmethod
+    def _node_level(cls, v: Level) -> Level:
+        if v == Level.unit:
+            raise ValueError("level 1 is the memory units; tree nodes are levels 2-5")
+        return v
+
+    def public(self) -> dict[str, Any]:
+        """The node as the API and CLI show it (no vector; the level's name beside its number)."""
+        out = self.model_dump(mode="json", exclude={"embedding", "signature"})
+        out["level_name"] = LEVEL_NAMES[int(self.level)]
+        return out
+
+
 class RetainItem(_Strict):
     """One piece of content to retain through the API: a chat turn or any text.
 
@@ -260,6 +320,13 @@ class RecallRequest(_Strict):
     max_chunk_tokens: int = Field(2048, gt=0, le=1_000_000)
     trace: bool = False
     channels: list[Literal["semantic", "lexical", "graph", "temporal"]] | None = None
+    # The temporal tree (memlane/tree): which levels recall climbs to (1 = memory units only,
+    # flat recall; 2-5 session, day, week, profile). None: the planner's choice for the
+    # query's complexity when the bank has a tree.
+    levels: list[Annotated[int, Field(ge=1, le=5)]] | None = Field(None, min_length=1)
+    # Who plans: "auto", "rules", "llm" or "off" (flat recall); None: the settings'
+    # tree.planner (memlane/settings.py TreeSettings).
+    planner: Literal["auto", "rules", "llm", "off"] | None = None
 
     @field_validator("query")
     @classmethod
@@ -286,8 +353,24 @@ class RecalledMemory(BaseModel):
     trace: dict[str, Any] | None = None
 
 
+class RecalledNode(BaseModel):
+    """A tree node recall returned: the node (without its vector), its similarity to the query,
+    its tokens and ``rank``, its place in the one ranking of memories and nodes (0 = first):
+    a node is placed just before the best-ranked memory under it."""
+
+    node: TreeNode
+    score: float
+    tokens: int
+    rank: int
+
+
 class RecallResult(BaseModel):
     memories: list[RecalledMemory]
+    # Tree nodes (levels 2-5), ordered by level then by distance in time to the query; empty
+    # for flat recall or a bank without a tree.
+    nodes: list[RecalledNode] = Field(default_factory=list)
+    # The planner's decision and what the tree stage did, when it ran (see memlane/tree/recall).
+    plan: dict[str, Any] | None = None
     chunks: list[Chunk] = Field(default_factory=list)
     tokens: int = 0
     chunk_tokens: int = 0

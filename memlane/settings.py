@@ -193,6 +193,28 @@ class ReflectSettings(_Area):
     observation_max_facts: int = Field(40, gt=0)  # newest facts an observation is written from
 
 
+class TreeSettings(_Area):
+    """The temporal memory tree (memlane/tree): consolidation and hierarchical recall."""
+
+    # "auto": the LLM consolidator when the consolidation role has a model, else the
+    # extractive one; "rules" or "llm" force one ("llm" without a model is a config error).
+    consolidator: Literal["auto", "rules", "llm"] = "auto"
+    # After a retain or a deletion: consolidate the bank on the background worker
+    # ("background", never blocking the write), at the end of the write ("sync") or only when
+    # asked (`memlane consolidate`, POST .../consolidate: "off").
+    online: Literal["background", "sync", "off"] = "background"
+    # A session closes when the bank's next session starts or after this long without a turn.
+    session_idle_s: float = Field(1800.0, gt=0)
+    # Recall: who plans a query's complexity: "auto" (the LLM when the consolidation role has
+    # a model, else rules), "rules", "llm" (rules when its call fails) or "off" (flat recall,
+    # the tree is never read).
+    planner: Literal["auto", "rules", "llm", "off"] = "auto"
+    # The best-ranked memories whose ancestors recall considers.
+    leaves: int = Field(10, gt=0, le=1000)
+    # Gating without an LLM: a node whose cosine to the query is below this is dropped.
+    min_similarity: float = Field(0.35, ge=-1.0, le=1.0)
+
+
 def _legacy_map() -> dict[str, tuple[str, ...]]:
     """Every flat name of the first release -> its path in the nested object."""
     out: dict[str, tuple[str, ...]] = {}
@@ -321,6 +343,7 @@ class Settings(BaseSettings):
     serve: ServeSettings = Field(default_factory=ServeSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     reflect: ReflectSettings = Field(default_factory=ReflectSettings)
+    tree: TreeSettings = Field(default_factory=TreeSettings)
 
     @classmethod
     def settings_customise_sources(

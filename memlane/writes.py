@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Sequence
 from memlane.derived import DerivedState
 from memlane.interfaces import VectorStore
 from memlane.leases import BankLeases
-from memlane.model import Bank, Chunk, Entity, MemoryUnit
+from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode
 
 # Called with (store, bank_id) after units were deleted and before the derived state reloads:
 # a rule that keeps summaries consistent with their sources (observations, memlane/reflect).
@@ -112,6 +112,16 @@ class BankWrite:
         if entities:
             self.changed = True
             self.store.upsert_entities(self.bank_id, entities)
+
+    def tree(self, upserts: Sequence[TreeNode], deletes: Sequence[str] = ()) -> None:
+        """Write and remove temporal tree nodes (read by recall per revision: the bump at the
+        end of the write is all other processes need)."""
+        if upserts or deletes:
+            self.changed = True
+            if deletes:
+                self.store.delete_tree_nodes(self.bank_id, deletes)
+            if upserts:
+                self.store.upsert_tree_nodes(self.bank_id, upserts)
 
     def delete_document(self, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks, then clean up after them (see

@@ -22,11 +22,12 @@ from memlane.interfaces import (
     UnitFilter,
     VectorStore,
 )
-from memlane.model import Chunk, RecalledMemory, RecallRequest, RecallResult, now_utc
+from memlane.model import Chunk, RecalledMemory, RecalledNode, RecallRequest, RecallResult, now_utc
 from memlane.recall import boosts
 from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
 from memlane.settings import BUDGET_DEPTH, Settings
+from memlane.tree.recall import TreeRecall
 from memlane.units import fields_interval, unit_from_fields
 
 CHANNELS = ("semantic", "lexical", "graph", "temporal")
@@ -44,6 +45,7 @@ class Recaller:
         embedder: Embedder,
         reranker: Reranker,
         search: SearchBackend | None = None,
+        tree: TreeRecall | None = None,
     ) -> None:
         """``search`` serves the channels: the in-process DerivedState, or the store itself
         (``search_backend="milvus"``) when None."""
@@ -53,12 +55,15 @@ class Recaller:
         self.graph = graph
         self.embedder = embedder
         self.reranker = reranker
+        self.tree = tree  # the hierarchical stage (memlane/tree/recall.py); None: flat only
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memlane-recall")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def recall(self, bank_id: str, req: RecallRequest) -> RecallResult:
+    def recall(self, bank_id: str, req: RecallRequest, revision: str = "") -> RecallResult:
+        """Recall for ``req``; ``revision`` is the bank's revision the caller's derived state
+        is at (the tree stage caches the bank's tree by it)."""
         from memlane.temporal import proximity, query_interval
 
         s = self.settings
@@ -172,8 +177,22 @@ class Recaller:
                     unit=unit_from_fields(bank_id, c, fields[c]), score=final, tokens=counts[k], trace=trace
                 )
             )
+        nodes: list[RecalledNode] = []
+        plan = None
+        if self.tree is not None:
+            start = time.perf_counter()
+            staged = self.tree.apply(
+                bank_id, revision, req, memories, self.embedder.count_tokens, vector, interval, reference
+            )
+            if staged is not None:
+                memories, nodes, plan = staged
+                timings["tree"] = _ms(start)
         result = RecallResult(
-            memories=memories, tokens=sum(m.tokens for m in memories), query_interval=interval
+            memories=memories,
+            nodes=nodes,
+            plan=plan,
+            tokens=sum(m.tokens for m in memories) + sum(n.tokens for n in nodes),
+            query_interval=interval,
         )
         if req.include_chunks:
             result.chunks, result.chunk_tokens = self._chunks(bank_id, memories, req.max_chunk_tokens)

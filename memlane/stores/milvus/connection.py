@@ -30,14 +30,21 @@ def _bank_slug(bank_id: str) -> str:
 
 
 def collection_names(prefix: str, bank_id: str) -> dict[str, str]:
-    """The collection names of one bank: ``{"units": ..., "chunks": ..., "entities": ...}``.
+    """The collection names of one bank: ``{"units": ..., "chunks": ..., "entities": ...,
+    "tree": ...}`` (the tree's collection is created by the first consolidation, not with the
+    bank: most banks written by a retain never need it).
 
     Valid Milvus names (letters, digits, underscores; under 255 chars) derived from any valid
     bank id, deterministic and collision-free (sanitised prefix of the id plus a 48-bit hash
     of it)."""
     check_bank_id(bank_id)
     slug = _bank_slug(bank_id)
-    return {"units": f"{prefix}_u_{slug}", "chunks": f"{prefix}_c_{slug}", "entities": f"{prefix}_e_{slug}"}
+    return {
+        "units": f"{prefix}_u_{slug}",
+        "chunks": f"{prefix}_c_{slug}",
+        "entities": f"{prefix}_e_{slug}",
+        "tree": f"{prefix}_t_{slug}",
+    }
 
 
 def is_missing(exc: Exception) -> bool:

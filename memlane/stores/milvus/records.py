@@ -28,6 +28,9 @@ from memlane.stores.milvus.collections import Collections
 from memlane.stores.milvus.connection import is_missing
 from memlane.units import json_value
 
+# The collections every bank gets with its first write (the tree's comes with consolidation).
+BANK_KINDS = ("units", "chunks", "entities")
+
 
 class Records(Collections):
     """Record methods of :class:`MilvusStore` (all but units and search)."""
@@ -36,11 +39,11 @@ class Records(Collections):
         """Create the bank's collections for writing; register a default Bank record if the
         bank has none, so list_banks and delete_bank always see banks that hold data."""
         names = self._names(bank_id)
-        if all(n in self._ready for n in names.values()):
+        if all(names[k] in self._ready for k in BANK_KINDS):
             return names
         with self._write_lock:
-            for kind, name in names.items():
-                self._ensure(name, kind)
+            for kind in BANK_KINDS:
+                self._ensure(names[kind], kind)
             if self.get_bank(bank_id) is None:
                 self._upsert_rows(self._banks, [bank_row(Bank(bank_id=bank_id, name=bank_id))])
         return names
@@ -79,7 +82,8 @@ class Records(Collections):
         return sorted((row_bank(r) for r in rows), key=lambda b: b.bank_id)
 
     def delete_bank(self, bank_id: str) -> None:
-        """Remove the bank and everything in it (its three collections and its profile). A no-op
+        """Remove the bank and everything in it (its collections, the tree's too, and its
+        profile). A no-op
         for an unknown bank."""
         names = self._names(check_bank_id(bank_id))
         with self._write_lock:

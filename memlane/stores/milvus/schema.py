@@ -77,6 +77,20 @@ def build_schema(c: MilvusClient, kind: str, dim: int) -> tuple[Any, Any]:
         s.add_field("mention_count", DataType.INT64)
         s.add_field("first_seen", DataType.INT64)
         s.add_field("last_seen", DataType.INT64)
+    elif kind == "tree":
+        # Temporal tree nodes (memlane/tree): few per bank (sessions, days, weeks, one
+        # profile), always read whole, so a FLAT index and JSON for the lists (a profile's
+        # children can outgrow an ARRAY's 4096 capacity on a long-lived bank).
+        s.add_field("bank_id", DataType.VARCHAR, max_length=128)
+        s.add_field("level", DataType.INT64)
+        s.add_field("key", DataType.VARCHAR, max_length=MAX_ID_BYTES)
+        s.add_field("start", DataType.INT64)
+        s.add_field("end", DataType.INT64)
+        s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+        s.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
+        s.add_field("payload", DataType.JSON)
+        ip.add_index("embedding", index_type="FLAT", metric_type="COSINE")
+        return s, ip
     elif kind == "revisions":
         s.add_field("revision", DataType.VARCHAR, max_length=64)
     elif kind == "operations":

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from memlane.stores.milvus.search import Search
+from memlane.stores.milvus.tree_records import TreeRecords
 from memlane.stores.milvus.unit_records import UnitRecords
 
 
-class MilvusStore(Search, UnitRecords):
+class MilvusStore(Search, UnitRecords, TreeRecords):
     """The VectorStore on Milvus (Lite file, Lite server or a Milvus server).
 
     ``MilvusStore(settings, dim)`` opens ``settings.milvus_target()``: Milvus Lite under

@@ -1,0 +1,72 @@
+"""The tree's invariants, checked in one place (tests, the doctor): every node's children exist
+one level down (a session's are memory units of the bank), a parent's interval covers its
+children's (temporal containment), and no level holds more nodes than the one below
+(progressive consolidation). And the rule that keeps them after a deletion."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Iterable
+
+from memlane.interfaces import VectorStore
+from memlane.tree.model import Level, TreeNode
+
+
+def tree_problems(nodes: Iterable[TreeNode], units: dict[str, datetime]) -> list[str]:
+    """Every broken invariant of a bank's tree, one line each ([] when sound). ``units`` maps
+    the bank's memory unit ids to when each was said (its time in the tree)."""
+    nodes = list(nodes)
+    by_id = {n.id: n for n in nodes}
+    problems: list[str] = []
+    for n in nodes:
+        if n.start > n.end:
+            problems.append(f"{n.id}: starts after it ends")
+        for c in n.children:
+            if n.level == Level.session:
+                if c not in units:
+                    problems.append(f"{n.id}: child {c} is not a memory unit of the bank")
+                    continue
+                c_start = c_end = units[c]
+            else:
+                child = by_id.get(c)
+                if child is None:
+                    problems.append(f"{n.id}: child {c} does not exist")
+                    continue
+                if int(child.level) != int(n.level) - 1:
+                    problems.append(f"{n.id}: child {c} is level {int(child.level)}, not {int(n.level) - 1}")
+                c_start, c_end = child.start, child.end
+            if c_start < n.start or c_end > n.end:
+                problems.append(f"{n.id}: interval does not cover child {c}")
+    counts = {lv: sum(1 for n in nodes if n.level == lv) for lv in Level if lv != Level.unit}
+    below = len(units)
+    for lv in (Level.session, Level.day, Level.week, Level.profile):
+        if counts[lv] > below:
+            problems.append(f"level {lv.name} holds {counts[lv]} nodes, more than the {below} below it")
+        below = counts[lv]
+    if counts[Level.profile] > 1:
+        problems.append(f"{counts[Level.profile]} profile nodes, expected at most one")
+    return problems
+
+
+def prune_tree(store: VectorStore, bank_id: str) -> None:
+    """After memory units were deleted: remove every node with a child that no longer exists,
+    and its ancestors (their children lists name it), so the tree never points at nothing. The
+    next consolidation writes the removed windows again from what remains."""
+    nodes = store.list_tree_nodes(bank_id)
+    if not nodes:
+        return
+    units = set(store.list_unit_ids(bank_id))
+    by_id = {n.id: n for n in nodes}
+    gone: set[str] = set()
+    for lv in (Level.session, Level.day, Level.week, Level.profile):
+        for n in nodes:
+            if n.level != lv:
+                continue
+            if lv == Level.session:
+                broken = any(c not in units for c in n.children)
+            else:
+                broken = any(c in gone or c not in by_id for c in n.children)
+            if broken:
+                gone.add(n.id)
+    if gone:
+        store.delete_tree_nodes(bank_id, sorted(gone))

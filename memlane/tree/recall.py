@@ -1,0 +1,204 @@
+"""Hierarchical recall (TiMem): after the channels, fusion, rerank and boosts have ranked the
+memory units (L1), climb from the best of them to their ancestors at the levels the plan
+selects, gate them, and pack nodes and units together to the token budget.
+
+* **Candidates**: the ancestors (session, day, week, profile) of the ``tree.leaves``
+  best-ranked units, at the selected levels.
+* **Gating** without an LLM: a node whose cosine to the query is under ``tree.min_similarity``
+  is dropped, and so is a node that quotes nothing the units above it have not already said
+  (redundancy); a unit whose text a kept node above it quotes is dropped too (it would be said
+  twice).
+* **Place**: a node goes just before the best-ranked unit under it (the unit and its context
+  stay together, and a node never outranks the evidence that brought it in); several nodes at
+  one place go session first. Then greedy packing over the joint ranking.
+* **Order** of ``RecallResult.nodes``: by level, then by distance in time to the query.
+
+The bank's tree is read whole (a few nodes per session) and cached per bank revision.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from memlane.interfaces import Embedder, VectorStore
+from memlane.model import Level, RecalledMemory, RecalledNode, RecallRequest, TreeNode
+from memlane.recall.packing import pack
+from memlane.tree.planner import Plan, plan_llm, plan_rules
+
+CACHE_BANKS = 64  # banks whose tree one process keeps
+
+
+@dataclass(slots=True)
+class TreeIndex:
+    """One bank's tree in memory: nodes, their vectors (rows of ``vectors``) and parents."""
+
+    nodes: list[TreeNode]
+    vectors: np.ndarray
+    parent: dict[str, str]  # child id (unit or node) -> parent node id
+    row: dict[str, int]
+
+    @classmethod
+    def of(cls, nodes: list[TreeNode], dim: int) -> TreeIndex:
+        vectors = np.zeros((len(nodes), dim), dtype=np.float32)
+        for i, n in enumerate(nodes):
+            if n.embedding is not None:
+                vectors[i] = n.embedding
+            n.embedding = None  # the matrix holds it; results never carry vectors
+        parent = {c: n.id for n in nodes for c in n.children}
+        return cls(nodes, vectors, parent, {n.id: i for i, n in enumerate(nodes)})
+
+
+class TreeRecall:
+    """The tree stage of recall (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        settings,
+        llm: Callable[[], object | None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.llm = llm  # the planner's model (the consolidation role), built on first use
+        self._cache: OrderedDict[str, tuple[str, TreeIndex]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def index(self, bank_id: str, revision: str) -> TreeIndex:
+        """The bank's tree at ``revision`` (read from the store on a miss)."""
+        with self._lock:
+            hit = self._cache.get(bank_id)
+            if hit is not None and hit[0] == revision:
+                self._cache.move_to_end(bank_id)
+                return hit[1]
+        nodes = self.store.list_tree_nodes(bank_id, with_embedding=True)
+        index = TreeIndex.of(nodes, self.embedder.dim)
+        with self._lock:
+            self._cache[bank_id] = (revision, index)
+            self._cache.move_to_end(bank_id)
+            while len(self._cache) > CACHE_BANKS:
+                self._cache.popitem(last=False)
+        return index
+
+    def plan(self, req: RecallRequest, interval) -> Plan | None:
+        """The plan for ``req`` (None: flat recall, the planner is off)."""
+        who = req.planner or self.settings.tree.planner
+        if who == "off":
+            return None
+        llm = self.llm() if who in ("auto", "llm") else None
+        plan = plan_llm(llm, req.query, interval) if llm is not None else plan_rules(req.query, interval)
+        if req.levels is not None:
+            plan.levels = tuple(sorted(set(req.levels)))
+            plan.reasons.append("levels given by the request")
+        return plan
+
+    def apply(
+        self,
+        bank_id: str,
+        revision: str,
+        req: RecallRequest,
+        ranked: list[RecalledMemory],
+        counts: Callable[[Sequence[str]], list[int]],
+        query_vector: np.ndarray | None,
+        interval: tuple[datetime, datetime] | None,
+        reference: datetime,
+    ) -> tuple[list[RecalledMemory], list[RecalledNode], dict] | None:
+        """The units kept, the nodes recalled and the plan's trace; None when the tree stage
+        does not run (planner off and no levels asked, or only level 1)."""
+        if req.levels is None and (req.planner or self.settings.tree.planner) == "off":
+            return None
+        plan = self.plan(req, interval) if (req.planner or "") != "off" else None
+        levels = set(req.levels) if req.levels is not None else set(plan.levels if plan else (1,))
+        trace: dict[str, Any] = {"plan": plan.as_dict() if plan else None, "levels": sorted(levels)}
+        if not levels - {1}:
+            trace["nodes"] = 0
+            return ranked, [], trace
+        index = self.index(bank_id, revision)
+        if not index.nodes:
+            trace["nodes"] = 0
+            trace["note"] = "the bank has no tree yet (memlane consolidate)"
+            return ranked, [], trace
+        if query_vector is None:
+            query_vector = self.embedder.embed([req.query])
+        sims = index.vectors @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
+
+        # Candidates: ancestors of the best units at the selected levels, placed at their best
+        # unit's rank.
+        place: dict[str, int] = {}
+        for pos, m in enumerate(ranked[: self.settings.tree.leaves]):
+            nid = index.parent.get(m.unit.id)
+            while nid is not None:
+                node = index.nodes[index.row[nid]]
+                if int(node.level) in levels and nid not in place:
+                    place[nid] = pos
+                nid = index.parent.get(nid)
+        floor = self.settings.tree.min_similarity
+        gated_low = [n for n in place if sims[index.row[n]] < floor]
+        for n in gated_low:
+            del place[n]
+
+        # Joint ranking: at each unit's place, its nodes (session first), then the unit.
+        at: dict[int, list[str]] = {}
+        for nid, pos in place.items():
+            at.setdefault(pos, []).append(nid)
+        said: set[str] = set()  # unit texts already in the ranking
+        joint: list[tuple[str, object]] = []
+        redundant = deduped = 0
+        for pos, m in enumerate(ranked):
+            for nid in sorted(at.get(pos, ()), key=lambda i: (int(index.nodes[index.row[i]].level), i)):
+                node = index.nodes[index.row[nid]]
+                quoted = [str(t) for t, _ in node.metadata.get("points") or []]
+                if quoted and all(q in said for q in quoted):
+                    redundant += 1
+                    continue
+                joint.append(("node", node))
+                said.update(quoted)
+            if m.unit.text in said:
+                deduped += 1
+                continue
+            joint.append(("unit", m))
+            said.add(m.unit.text)
+
+        node_tokens = iter(counts([x.text for kind, x in joint if kind == "node"]))  # type: ignore[attr-defined]
+        tokens = [next(node_tokens) if kind == "node" else x.tokens for kind, x in joint]  # type: ignore[attr-defined]
+        kept = pack(tokens, req.max_tokens)
+        units: list[RecalledMemory] = []
+        nodes: list[RecalledNode] = []
+        for rank, k in enumerate(kept):
+            kind, x = joint[k]
+            if kind == "unit":
+                units.append(x)  # type: ignore[arg-type]
+            else:
+                node = x  # type: ignore[assignment]
+                nodes.append(
+                    RecalledNode(
+                        node=node, score=float(sims[index.row[node.id]]), tokens=tokens[k], rank=rank
+                    )
+                )
+        ref = (
+            reference.timestamp()
+            if interval is None
+            else ((interval[0].timestamp() + interval[1].timestamp()) / 2)
+        )
+        nodes.sort(key=lambda r: (int(r.node.level), _distance(r.node, ref), r.rank))
+        trace.update(
+            nodes=len(nodes),
+            gated={"below_similarity": len(gated_low), "redundant": redundant, "units_quoted": deduped},
+            by_level={
+                Level(lv).name: sum(1 for r in nodes if int(r.node.level) == lv)
+                for lv in sorted(levels - {1})
+            },
+        )
+        return units, nodes, trace
+
+
+def _distance(node: TreeNode, ref: float) -> float:
+    s, e = node.start.timestamp(), node.end.timestamp()
+    return 0.0 if s <= ref <= e else min(abs(ref - s), abs(ref - e))
