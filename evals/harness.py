@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from evals.metrics import ranked_turns
-from evals.systems import DEFAULT_SYSTEMS, MEMLANE, channels_of
+from evals.systems import DEFAULT_SYSTEMS, FLAT, MEMLANE, channels_of
 
 SYSTEMS = DEFAULT_SYSTEMS
 QA_SYSTEMS = ("memlane", "full-context")
@@ -29,6 +29,24 @@ QA_TOKENS = 4096
 
 def _turns_of(hits) -> list[str]:
     return ranked_turns([list(h.fields.get("source_turns") or ()) for h in hits])
+
+
+def result_turns(result) -> list[str]:
+    """The turn ranking of a recall result: memories and tree nodes in their one ranking
+    (:meth:`~memlane.model.RecallResult.ranked`); a memory counts its source turns, a node only
+    the turns its text quotes (``cited_turns``), never everything under it."""
+    return ranked_turns(
+        [x.unit.source_turns if hasattr(x, "unit") else x.node.cited_turns for x in result.ranked()]
+    )
+
+
+def consolidate(memory, bank_id: str) -> float:
+    """Build the bank's temporal tree before its questions (what the service does in the
+    background after a retain; a bank already consolidated is left as it is). Seconds taken."""
+    start = time.perf_counter()
+    memory.wait_tree()  # a background consolidation the retain queued writes the same nodes
+    memory.consolidate(bank_id)
+    return time.perf_counter() - start
 
 
 def rank_all(
@@ -46,16 +64,23 @@ def rank_all(
     :mod:`evals.systems`; Memlane's recall always runs). ``reference_time`` is recall's "now"
     for relative time expressions and recency (no filter); ``as_of`` is recall's validity filter.
 
-    Returns ``(rankings, result, latency_ms)``: turn rankings by system name (only the systems
-    asked for), Memlane's :class:`~memlane.model.RecallResult` (for QA) and its recall latency."""
+    Returns ``(rankings, result, latency_ms, tokens)``: turn rankings by system name (only the
+    systems asked for), Memlane's :class:`~memlane.model.RecallResult` (for QA), its recall
+    latency and the tokens each recall-based system returned (memlane, flat, ablations)."""
     options: dict[str, Any] = {"max_tokens": recall_tokens, "as_of": as_of, "reference_time": reference_time}
     start = time.perf_counter()
     result = memory.recall(bank_id, query, **options)
     latency_ms = (time.perf_counter() - start) * 1000
     rankings: dict[str, list[str]] = {}
+    tokens: dict[str, int] = {}
     for system in systems:
         if system == MEMLANE:
-            rankings[system] = ranked_turns([m.unit.source_turns for m in result.memories])
+            rankings[system] = result_turns(result)
+            tokens[system] = result.tokens
+        elif system == FLAT:
+            flat = memory.recall(bank_id, query, planner="off", **options)
+            rankings[system] = result_turns(flat)
+            tokens[system] = flat.tokens
         elif system == "bm25":
             hits = memory.store.search_lexical(bank_id, query, depth, fields=["source_turns"])
             rankings[system] = _turns_of(hits)
@@ -68,8 +93,9 @@ def rank_all(
             if channels is None:
                 raise ValueError(f"unknown system {system!r}")
             ablated = memory.recall(bank_id, query, channels=channels, **options)
-            rankings[system] = ranked_turns([m.unit.source_turns for m in ablated.memories])
-    return rankings, result, latency_ms
+            rankings[system] = result_turns(ablated)
+            tokens[system] = ablated.tokens
+    return rankings, result, latency_ms, tokens
 
 
 def qa_for(
@@ -91,7 +117,7 @@ def qa_for(
     harness cannot know), the same way for both systems."""
     from evals.qa import answer_and_grade, history_context, memory_context, pack
 
-    packed = pack(result.memories, qa_tokens)
+    packed = pack(result.ranked(), qa_tokens)
     out = {
         "memlane": answer_and_grade(
             llm,

@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from evals.ablation import ablation_lines
 from evals.compare import comparison_text
-from evals.harness import SYSTEMS, percentile, progress_bar, qa_for, qa_systems, rank_all
+from evals.harness import SYSTEMS, consolidate, percentile, progress_bar, qa_for, qa_systems, rank_all
 from evals.locomo_data import load_locomo_questions
 from evals.metrics import recall_at_k, session_recall_at_k
 from evals.report import ALL, QuestionLog, build_report
@@ -74,7 +75,7 @@ def run_locomo(
     if limit is not None:
         conversations = conversations[:limit]
 
-    ingest_s = 0.0
+    ingest_s = consolidate_s = 0.0
     rows: list[dict[str, Any]] = []
     latencies: list[float] = []
     skipped = 0
@@ -93,13 +94,14 @@ def run_locomo(
                     bank, [(conv.document_id, conv.turns)], progress=lambda n: bar.advance(t_ingest, n)
                 )
             ingest_s += time.perf_counter() - start
+            consolidate_s += consolidate(memory, bank)
             for i, qa in enumerate(questions.get(conv.document_id, [])):
                 bar.advance(t_query, 1)
                 relevant = set(qa.evidence)
                 if not relevant and qa_llm is None:
                     skipped += 1
                     continue
-                rankings, result, ms = rank_all(
+                rankings, result, ms, tokens = rank_all(
                     memory, bank, qa.question, systems=systems, recall_tokens=RECALL_TOKENS
                 )
                 scores: dict[str, dict[str, float]] = {s: {} for s in systems}
@@ -120,6 +122,7 @@ def run_locomo(
                     "recall_ms": round(ms, 1),
                     "scores": scores,
                     "top_turns": {s: rankings[s][:10] for s in systems},
+                    "tokens": tokens,
                 }
                 if qa_llm is not None:
                     row["qa"] = qa_for(
@@ -148,6 +151,7 @@ def run_locomo(
         "recall p50 ms": percentile(latencies, 0.5),
         "recall p95 ms": percentile(latencies, 0.95),
         "retain s": round(ingest_s, 1),
+        "consolidate s": round(consolidate_s, 1),
         "wall s": round(time.perf_counter() - t0, 1),
     }
     notes = [
@@ -248,4 +252,7 @@ def format_report(report: dict[str, Any]) -> str:
     comparison = comparison_text(report)
     if comparison:
         lines += ["", *comparison]
+    tree = ablation_lines(report.get("tree_ablation"))
+    if tree:
+        lines += ["", *tree]
     return "\n".join(lines)

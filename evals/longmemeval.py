@@ -38,6 +38,7 @@ from typing import Any, Sequence
 from evals.harness import (
     QA_TOKENS,
     SYSTEMS,
+    consolidate,
     percentile,
     progress_bar,
     qa_for,
@@ -112,7 +113,7 @@ def run_longmemeval(
     questions = load_longmemeval(path, limit=limit)
     rows: list[dict[str, Any]] = []
     latencies: list[float] = []
-    ingest_s = 0.0
+    ingest_s = consolidate_s = 0.0
     reused = 0
     with progress_bar(progress) as bar:
         t_ingest = bar.add_task("retain", total=sum(len(q.turns) for q in questions))
@@ -128,8 +129,9 @@ def run_longmemeval(
             else:
                 memory.create_bank(bank)  # an empty haystack still gets a (empty) bank
             ingest_s += time.perf_counter() - start
+            consolidate_s += consolidate(memory, bank)
             reference = q.question_date if use_question_date else None
-            rankings, result, ms = rank_all(
+            rankings, result, ms, tokens = rank_all(
                 memory, bank, q.question, systems=systems, reference_time=reference
             )
             latencies.append(ms)
@@ -144,6 +146,7 @@ def run_longmemeval(
                 "recall_ms": round(ms, 1),
                 "scores": {s: score_question(q, rankings[s], ks) for s in systems},
                 "top_turns": {s: rankings[s][:10] for s in systems},
+                "tokens": tokens,
             }
             if qa_llm is not None:
                 row["qa"] = qa_for(
@@ -179,6 +182,7 @@ def run_longmemeval(
         "recall p50 ms": percentile(latencies, 0.5),
         "recall p95 ms": percentile(latencies, 0.95),
         "retain s": round(ingest_s, 1),
+        "consolidate s": round(consolidate_s, 1),
         "wall s": round(time.perf_counter() - t0, 1),
     }
     notes = [

@@ -183,9 +183,14 @@ def pack(memories: Sequence[Any], max_tokens: int) -> list[Any]:
 
 
 def memory_context(memories: Sequence[Any]) -> str:
-    """Recalled memories as context lines: ``[date] text``, in recall order."""
+    """Recalled memories as context lines: ``[date] text``, in recall order; a tree node as
+    ``[first date - last date] text``."""
     lines = []
     for m in memories:
+        if not hasattr(m, "unit"):  # a RecalledNode
+            n = m.node
+            lines.append(f"[{n.start:%Y-%m-%d} - {n.end:%Y-%m-%d}] {n.text}")
+            continue
         u = m.unit
         when = u.occurred_start or u.mentioned_at
         lines.append(f"[{when:%Y-%m-%d}] {u.text}" if when else u.text)

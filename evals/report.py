@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence, TextIO
 
+from evals.ablation import ablation_lines, tree_ablation
 from evals.compare import beats_best_baseline, compare_to_baselines, comparison_markdown
 
 # The summaries live in evals.summary (shared with the plots); re-exported for callers.
@@ -60,6 +61,9 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"- reproduce: `{report['command']}`")
     lines.append("")
     lines += comparison_markdown(report)
+    tree = ablation_lines(report.get("tree_ablation"))
+    if tree:
+        lines += ["## Temporal tree ablation", "", "```", *tree, "```", ""]
     for family, ks in families(summary, systems).items():
         lines += [
             f"## {family}",
@@ -136,6 +140,9 @@ def build_report(
         "comparison": comparison,
         "beats_best_baseline": beats_best_baseline(comparison, headline_metrics),
     }
+    ablation = tree_ablation(rows, headline_metrics)
+    if ablation:
+        report["tree_ablation"] = ablation
     if qa_systems and any(r.get("qa") for r in rows):
         report["qa_systems"] = list(qa_systems)
         report["qa_summary"] = summarize_qa(rows, qa_systems)

@@ -1,6 +1,9 @@
 """The systems an eval run compares, named by a spec (the one place specs are parsed):
 
-* ``memlane``: full recall, as configured;
+* ``memlane``: full recall, as configured (with the temporal tree: the eval consolidates every
+  bank before its questions);
+* ``flat``: the same recall with the tree stage off (``planner="off"``): memory units only,
+  the ablation the tree is measured against;
 * ``bm25``, ``dense``: the single-channel **baselines**, ranked straight from the store (plain
   BM25 over the same analysed text, plain cosine with the same embedder; no fusion, graph,
   temporal channel or boosts);
@@ -19,9 +22,10 @@ from typing import Iterable
 from memlane.recall.pipeline import CHANNELS  # recall's channels: one list, recall's own
 
 MEMLANE = "memlane"
+FLAT = "flat"
 BASELINES = ("bm25", "dense")
-DEFAULT_SYSTEMS = (MEMLANE, *BASELINES)
-ALLOWED = f"{MEMLANE}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
+DEFAULT_SYSTEMS = (MEMLANE, FLAT, *BASELINES)
+ALLOWED = f"{MEMLANE}, {FLAT}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
 
 
 def _canonical(spec: str) -> str:
@@ -37,7 +41,7 @@ def _canonical(spec: str) -> str:
 
 def parse_systems(specs: str | Iterable[str] | None = None) -> list[str]:
     """The systems a run compares, from specs like ``"memlane,bm25,lexical+semantic"`` (a string
-    or several, each comma-separated; None: the default ``memlane, bm25, dense``).
+    or several, each comma-separated; None: the default ``memlane, flat, bm25, dense``).
 
     Names are lower-cased and de-duplicated (first occurrence kept); ``memlane`` is added first
     when missing. Raises ValueError naming the bad spec and the allowed ones."""
@@ -61,7 +65,7 @@ def parse_systems(specs: str | Iterable[str] | None = None) -> list[str]:
 def channels_of(system: str) -> list[str] | None:
     """The recall channels of an ablation system (None for ``memlane``, the baselines and any
     other name)."""
-    if system == MEMLANE or system in BASELINES:
+    if system in (MEMLANE, FLAT) or system in BASELINES:
         return None
     channels = system.split("+")
     return channels if all(c in CHANNELS for c in channels) else None

@@ -376,3 +376,14 @@ class RecallResult(BaseModel):
     chunk_tokens: int = 0
     query_interval: tuple[datetime, datetime] | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    def ranked(self) -> list[RecalledMemory | RecalledNode]:
+        """Memories and nodes in one ranking, best first: each node at its ``rank``, the
+        memories in their order around them (what an answerer reads, and what evals score)."""
+        at = {n.rank: n for n in self.nodes}
+        mems = iter(self.memories)
+        out: list[RecalledMemory | RecalledNode] = []
+        for r in range(len(self.memories) + len(self.nodes)):
+            item = at.get(r)
+            out.append(item if item is not None else next(mems))
+        return out

@@ -211,8 +211,10 @@ class TreeSettings(_Area):
     planner: Literal["auto", "rules", "llm", "off"] = "auto"
     # The best-ranked memories whose ancestors recall considers.
     leaves: int = Field(10, gt=0, le=1000)
-    # Gating without an LLM: a node whose cosine to the query is below this is dropped.
+    # Gating without an LLM: a node whose cosine to the query is below this is dropped, and a
+    # unit whose recall score is below unit_floor times the best unit's.
     min_similarity: float = Field(0.35, ge=-1.0, le=1.0)
+    unit_floor: float = Field(0.5, ge=0.0, le=1.0)
 
 
 def _legacy_map() -> dict[str, tuple[str, ...]]:

@@ -19,7 +19,7 @@ from evals.systems import channels_of, parse_systems
 
 
 def test_parse_systems_default_and_valid_specs():
-    assert parse_systems(None) == ["memlane", "bm25", "dense"]
+    assert parse_systems(None) == ["memlane", "flat", "bm25", "dense"]
     assert parse_systems("memlane,bm25,lexical+semantic") == ["memlane", "bm25", "lexical+semantic"]
     # repeated option values, spaces and case; channel order does not make a new system
     assert parse_systems(["BM25", " semantic + lexical ", "dense"]) == [
@@ -236,13 +236,19 @@ class RecordingMemory:
         def unit(turns):
             return SimpleNamespace(unit=SimpleNamespace(source_turns=turns))
 
+        def node(turns):
+            return SimpleNamespace(node=SimpleNamespace(cited_turns=turns))
+
         def hit(turns):
             return SimpleNamespace(fields={"source_turns": turns})
 
         def recall(bank, query, **options):
             self.recalls.append(options)
             first = "s:2" if options.get("channels") else "s:1"
-            return SimpleNamespace(memories=[unit([first]), unit(["s:3"])])
+            memories = [unit([first]), unit(["s:3"])]
+            # the tree's nodes come after the units; flat recall (planner off) has none
+            ranked = memories if options.get("planner") == "off" else [*memories, node(["s:6", "s:1"])]
+            return SimpleNamespace(memories=memories, ranked=lambda: ranked, tokens=10 * len(ranked))
 
         def lexical(bank, query, depth, fields):
             self.searched.append("lexical")
@@ -264,11 +270,14 @@ class RecordingMemory:
 def test_rank_all_computes_only_the_systems_asked_for():
     mem = RecordingMemory()
     when = datetime(2024, 6, 20, 9, 30, tzinfo=UTC)
-    rankings, result, ms = rank_all(
+    rankings, result, ms, tokens = rank_all(
         mem, "b", "q", systems=["memlane", "lexical+semantic"], reference_time=when, recall_tokens=99
     )
     assert list(rankings) == ["memlane", "lexical+semantic"]
-    assert rankings["memlane"] == ["s:1", "s:3"] and rankings["lexical+semantic"] == ["s:2", "s:3"]
+    # a node counts the turns it cites, after the units (repeats keep their first place)
+    assert rankings["memlane"] == ["s:1", "s:3", "s:6"]
+    assert rankings["lexical+semantic"] == ["s:2", "s:3", "s:6", "s:1"]
+    assert tokens == {"memlane": 30, "lexical+semantic": 30}
     assert mem.searched == []  # no baseline asked: no store search, no embedding
     full, ablated = mem.recalls
     # the question date is the reference time, never a validity cut-off
@@ -277,6 +286,13 @@ def test_rank_all_computes_only_the_systems_asked_for():
     assert ms >= 0 and [m.unit.source_turns for m in result.memories] == [["s:1"], ["s:3"]]
 
     mem = RecordingMemory()
-    rankings, _, _ = rank_all(mem, "b", "q")  # the default systems
-    assert rankings == {"memlane": ["s:1", "s:3"], "bm25": ["s:4"], "dense": ["s:5"]}
-    assert len(mem.recalls) == 1 and sorted(mem.searched) == ["dense", "embed", "lexical"]
+    rankings, _, _, tokens = rank_all(mem, "b", "q")  # the default systems
+    assert rankings == {
+        "memlane": ["s:1", "s:3", "s:6"],
+        "flat": ["s:1", "s:3"],
+        "bm25": ["s:4"],
+        "dense": ["s:5"],
+    }
+    assert tokens == {"memlane": 30, "flat": 20}
+    assert [r.get("planner") for r in mem.recalls] == [None, "off"]
+    assert sorted(mem.searched) == ["dense", "embed", "lexical"]

@@ -19,7 +19,11 @@ def test_longmemeval_run(memory, tmp_path):
     path = write_longmemeval_fixture(tmp_path / "lme.json")
     with QuestionLog(tmp_path / "run" / "questions.jsonl") as log:
         report = run_longmemeval(memory, path, progress=False, log=log)
-    assert report["benchmark"] == "longmemeval" and report["systems"] == ["memlane", "bm25", "dense"]
+    assert report["benchmark"] == "longmemeval" and report["systems"] == ["memlane", "flat", "bm25", "dense"]
+    # the tree ablation: memlane (tree recall) against flat, per category, with tokens
+    ablation = report["tree_ablation"]
+    assert ablation["all"]["n"] == 3 and set(ablation["all"]["tokens"]) == {"memlane", "flat"}
+    assert ablation["all"]["turn_recall_all@10"]["n"] == 2  # abstention questions have no score
     assert report["info"]["questions"] == 3 and report["info"]["abstention questions"] == 1
     rows = [json.loads(line) for line in (tmp_path / "run" / "questions.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["fx-kayak", "fx-trip", "fx-cello_abs"]
