@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memlane.model import MemoryUnit, Turn
+from memlane.model import Chunk, MemoryUnit, Turn
 
 NAMES = [
     "Avery",
@@ -171,6 +171,24 @@ def synthetic_units(bank_id: str, n: int, dim: int, seed: int = 11) -> list[Memo
     return units
 
 
+def synthetic_chunks(bank_id: str, n: int) -> list[Chunk]:
+    """The chunks :func:`synthetic_units` names (8 units each), in sessions of 20 units (about
+    12 hours of the units' 37-minute spacing): what the temporal tree groups units by."""
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    return [
+        Chunk(
+            chunk_id=f"c{k}",
+            bank_id=bank_id,
+            document_id=f"d{(8 * k) // 500}",
+            session_id=f"s{(8 * k) // 20}",
+            index=k,
+            text="",
+            started_at=start + timedelta(minutes=37 * 8 * k),
+        )
+        for k in range((n + 7) // 8)
+    ]
+
+
 def _say(message: str) -> None:
     """Progress on stderr, so --json output stays one object on stdout."""
     print(f"bench: {message}", file=sys.stderr, flush=True)
@@ -247,6 +265,7 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
     for units in synthetic_batches(bank, size, embedder.dim, batch):
         text_bytes += sum(len(u.text.encode("utf-8")) for u in units)
         memory.store.upsert_units(bank, units)
+    memory.store.upsert_chunks(bank, synthetic_chunks(bank, size))
     memory.store.bump_revision(bank)
     load_s = time.perf_counter() - t
     disk_after = dir_bytes(data_dir)
@@ -266,6 +285,22 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
         res = memory.recall(bank, q, max_tokens=1024)
         lat.append((time.perf_counter() - t) * 1000)
         stages.append(res.timings_ms)
+    # The temporal tree: consolidated (the extractive consolidator), then the same queries
+    # with the tree stage on (the planner's levels) beside flat recall (planner off).
+    t = time.perf_counter()
+    tree = memory.consolidate(bank)
+    consolidate_s = time.perf_counter() - t
+    _say(f"consolidated in {consolidate_s:.1f}s: {tree.nodes}")
+    for q in queries[:10]:
+        memory.recall(bank, q, max_tokens=1024, planner="off")
+    tree_lat, flat_lat = [], []
+    for q in queries:
+        t = time.perf_counter()
+        memory.recall(bank, q, max_tokens=1024)
+        tree_lat.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        memory.recall(bank, q, max_tokens=1024, planner="off")
+        flat_lat.append((time.perf_counter() - t) * 1000)
     store_base, index_base = [], []  # the floor any recall pays: embed + one dense top-100
     for q in queries[:10]:  # warm-ups, as for recall
         memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())
@@ -287,6 +322,15 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
         "baseline_dense_p95_ms": round(_pct(store_base, 0.95), 1),
         "baseline_index_dense_p50_ms": round(_pct(index_base, 0.5), 1),
         "baseline_index_dense_p95_ms": round(_pct(index_base, 0.95), 1),
+        "tree": {
+            "consolidate_s": round(consolidate_s, 1),
+            "nodes": tree.nodes,
+            "tree_p50_ms": round(_pct(tree_lat, 0.5), 1),
+            "tree_p95_ms": round(_pct(tree_lat, 0.95), 1),
+            "flat_p50_ms": round(_pct(flat_lat, 0.5), 1),
+            "flat_p95_ms": round(_pct(flat_lat, 0.95), 1),
+            "p95_ratio": round(_pct(tree_lat, 0.95) / max(_pct(flat_lat, 0.95), 1e-9), 2),
+        },
         "stage_mean_ms": {k: round(statistics.fmean(s.get(k, 0.0) for s in stages), 1) for k in stages[0]}
         if stages
         else {},
@@ -381,6 +425,15 @@ def format_bench(report: dict[str, Any]) -> str:
             f"{r['memories']:>9} {r['p50_ms']:>8} {r['p95_ms']:>8} "
             f"{r['baseline_dense_p50_ms']:>15} {r['baseline_dense_p95_ms']:>6}  {r['stage_mean_ms']}"
         )
+    lines.append("temporal tree: recall with the tree stage vs flat (planner off), same queries")
+    for r in report["recall"]:
+        t = r.get("tree")
+        if t:
+            lines.append(
+                f"{r['memories']:>9} tree p50/p95 {t['tree_p50_ms']}/{t['tree_p95_ms']} ms, flat "
+                f"{t['flat_p50_ms']}/{t['flat_p95_ms']} ms (p95 ratio {t['p95_ratio']}); "
+                f"consolidated in {t['consolidate_s']} s: {t['nodes']}"
+            )
     for name, ret in report["retain"].items():
         lines.append(
             f"retain ({name}): {ret['retain_turns_per_s']} turns/s vs raw embedding "

@@ -91,7 +91,7 @@ def _leaf(u: MemoryUnit, sessions: dict[str, str]) -> Leaf | None:
         session=sessions[u.chunk_id],
         source_turns=list(u.source_turns),
         entity_ids=list(u.entity_ids),
-        vector=u.embedding,
+        vector=np.asarray(u.embedding, dtype=np.float32),
     )
 
 

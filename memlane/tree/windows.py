@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import numpy as np
+
 from memlane.model import utc
 from memlane.tree.model import Level
 
@@ -25,7 +27,7 @@ class Leaf:
     session: str  # "document|session"
     source_turns: list[str]
     entity_ids: list[str]
-    vector: list[float] | None = None
+    vector: np.ndarray | None = None  # float32: a 100k-unit bank as lists would take ~1.2 GB
 
 
 @dataclass(slots=True)
