@@ -54,10 +54,13 @@ def tree(
     """Print a bank's temporal tree: each node's level, interval and text."""
     from cluster.datadir import store_access
     from memlane.engine import Memory
+    from memlane.model import utc
     from memlane.settings import Settings
 
     with errors():
         lo, hi = _when(since, "--from"), _when(until, "--to")
+        if lo and hi and utc(hi) <= utc(lo):
+            raise ValueError("--to must be after --from")
         access = store_access(data_dir or Settings().data_dir)
         settings = access.settings()
         if settings is None:
@@ -77,6 +80,8 @@ def tree(
     counts: dict[str, int] = {}
     for n in nodes:
         counts[n.level.name] = counts.get(n.level.name, 0) + 1
-    typer.echo(f"bank {bank}: " + ", ".join(f"{c} {name}" for name, c in counts.items()))
+    typer.echo(
+        f"bank {bank}: " + ", ".join(f"{c} {name} node{'s' if c != 1 else ''}" for name, c in counts.items())
+    )
     for n in nodes:
         typer.echo(node_line(n))

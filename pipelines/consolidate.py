@@ -138,10 +138,12 @@ def corpus_banks(path: str | Path, fmt: str = "auto") -> list[str]:
     ValueError when it holds no valid turn."""
     from pipelines.corpus import read_corpus
 
-    corpus = read_corpus(path, fmt, reject=lambda rec: None)
+    rejects: list[dict[str, Any]] = []
+    corpus = read_corpus(path, fmt, reject=rejects.append)
     ids = [b.bank_id for b in corpus.bank_inputs()]
     if not ids:
-        raise ValueError(f"{path}: no valid turns, so no banks")
+        why = f" (first reject: {rejects[0].get('where')}: {rejects[0].get('reason')})" if rejects else ""
+        raise ValueError(f"{path}: no valid turns, so no banks{why}")
     return ids
 
 
