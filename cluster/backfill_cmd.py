@@ -278,7 +278,7 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Call
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cluster.console import output_to_log
-    from cluster.consolidate_cmd import _Bars
+    from cluster.consolidate_cmd import UnitsBar
 
     log_path = Path(data_dir).resolve() / LOG_FILE
     typer.echo(f"logs: {log_path}", err=True)
@@ -300,7 +300,7 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Call
         def advance(rec: dict) -> None:
             bar.update(task, description="retain", advance=turns.get(rec["bank_id"], 0))
 
-        class Tree(_Bars):
+        class Tree(UnitsBar):
             def plan(self, banks: list[tuple[str, int]]) -> None:
                 # Banks unchanged since the last run are skipped without a result: count them done.
                 bar.update(task, description="retain", completed=sum(turns.values()))

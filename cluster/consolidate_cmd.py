@@ -225,7 +225,7 @@ def ray_session(address: str | None) -> Iterator[None]:
         ray.shutdown()
 
 
-class _Bars:
+class UnitsBar:
     """A progress bar of memory units consolidated (banks finished, weighted by their size)."""
 
     def __init__(self, bar=None) -> None:
@@ -244,11 +244,11 @@ class _Bars:
 
 
 @contextmanager
-def _quiet(data_dir: Path, verbose: bool, json_out: bool) -> Iterator[_Bars]:
+def _quiet(data_dir: Path, verbose: bool, json_out: bool) -> Iterator[UnitsBar]:
     """Unless ``verbose``: Ray's output to ``DATA_DIR/consolidate.log`` (path printed first)
     and a progress bar on the terminal (a terminal only)."""
     if verbose:
-        yield _Bars()
+        yield UnitsBar()
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -269,4 +269,4 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool) -> Iterator[_Bars]:
             disable=json_out or not console.is_terminal,
         )
         with bar:
-            yield _Bars(bar)
+            yield UnitsBar(bar)

@@ -101,6 +101,39 @@ def test_job_builds_every_level_and_the_invariants_hold(job):
     assert all(stored[lv] > 0 for lv in LEVELS)
 
 
+def test_nodes_metric_by_level_reaches_the_prometheus_endpoint(job):
+    """The workers' ``memlane_consolidate_nodes_total{level, outcome}`` on the node's metrics
+    port (what Prometheus scrapes) sums, per level, to the nodes the first run wrote."""
+    import re
+    import time
+    import urllib.request
+
+    import ray
+
+    _, _, first, _ = job
+    node = ray._private.worker._global_node
+    url = f"http://127.0.0.1:{node.metrics_export_port}/metrics"
+    pattern = re.compile(r"^ray_memlane_consolidate_nodes_total\{(.*)\} ([0-9.e+]+)$")
+
+    def written() -> dict[str, float]:
+        out: dict[str, float] = {}
+        for line in urllib.request.urlopen(url, timeout=5).read().decode().splitlines():
+            m = pattern.match(line)
+            if m and 'outcome="written"' in m.group(1):
+                level = re.search(r'level="(\w+)"', m.group(1))
+                assert level is not None
+                out[level.group(1)] = out.get(level.group(1), 0.0) + float(m.group(2))
+        return out
+
+    want = {lv: float(n) for lv, n in first.written.items()}
+    deadline = time.monotonic() + 60
+    got = written()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(2)
+        got = written()
+    assert got == want
+
+
 def test_rerun_writes_nothing(job):
     from pipelines.consolidate import resolve_banks, run_consolidate
 
