@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +151,8 @@ def consolidate(
 
                 planned = resolve_banks(cfg, wanted)
                 bars.plan(planned)
-                with ray_session(address):
+                # No bank to build (an empty store): no Ray to start.
+                with ray_session(address) if planned else nullcontext():
                     from pipelines.consolidate import run_consolidate
 
                     summary = run_consolidate(cfg, planned, on_result=bars.advance)
