@@ -47,6 +47,10 @@ def _format(summary: dict) -> str:
         f"({summary['workers']} workers; read {summary['read_s']:.1f}s; "
         f"{summary['total_s']:.1f}s with cluster start and stop)",
     ]
+    if "consolidate" in summary:
+        from cluster.consolidate_cmd import format_summary
+
+        lines.append(format_summary(summary["consolidate"]))
     return "\n".join(lines)
 
 
@@ -91,6 +95,11 @@ def backfill(
         "--verbose",
         "-v",
         help="Show Ray's logs and Ray Data's progress on the terminal instead of DATA_DIR/backfill.log.",
+    ),
+    consolidate: bool = typer.Option(
+        False,
+        "--consolidate",
+        help="Then build the temporal tree of every bank written (memlane consolidate's job, same cluster).",
     ),
 ) -> None:
     """Backfill a corpus (LoCoMo, LongMemEval, JSONL/Parquet records) into memory banks on Ray."""
@@ -154,7 +163,7 @@ def backfill(
         # Read and validate before starting anything: bad input fails in seconds.
         plan = prepare_backfill(cfg)
         with _quiet(settings.data_dir, verbose, json_out, plan) as on_result:
-            summary = _run(cfg, plan, settings, address, uri, on_result)
+            summary = _run(cfg, plan, settings, address, uri, on_result, consolidate)
     except RejectLimitExceeded as exc:
         if json_out:
             typer.echo(json.dumps(_public(exc.summary.as_dict())))
@@ -181,12 +190,17 @@ def backfill(
 LOG_FILE = "backfill.log"
 
 
-def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result):
-    """Start or join Ray (and a local Milvus Lite server when no URI is set), run the backfill,
-    stop what was started."""
+def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result, consolidate: bool = False):
+    """Start or join Ray (and a local Milvus Lite server when no URI is set), run the backfill
+    (then, with ``consolidate``, the tree of every bank it wrote), stop what was started."""
     import ray
 
-    from pipelines.backfill import run_backfill
+    from pipelines.backfill import run_backfill as _retain
+
+    def run_backfill(cfg, plan, on_result=None):
+        if not consolidate:
+            return _retain(cfg, plan, on_result=on_result)
+        return _retain_then_consolidate(cfg, plan, on_result, _retain)
 
     if address:
         ray.init(
@@ -217,6 +231,42 @@ def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result):
         return run_backfill(cfg, plan, on_result=on_result)
 
 
+def _retain_then_consolidate(cfg, plan, on_result, retain):
+    """The backfill, then ``memlane consolidate``'s job over the banks it wrote (those it
+    skipped as unchanged included: their trees are checked, and written only where missing or
+    stale); the tree summary goes in the backfill's as ``consolidate``."""
+    from cluster.consolidate_cmd import run_stage
+    from pipelines.consolidate import ConsolidateConfig
+
+    banks = [bank.bank_id for bank, _, _ in plan.banks]
+    failed: set[str] = set()
+
+    def seen(rec: dict) -> None:
+        if rec["status"] != "ok":
+            failed.add(rec["bank_id"])
+        if on_result is not None:
+            on_result(rec)
+
+    summary = retain(cfg, plan, on_result=seen)
+    ccfg = ConsolidateConfig(
+        milvus_uri=cfg.milvus_uri,
+        data_dir=Path(cfg.data_dir).resolve(),
+        workers=cfg.workers,
+        progress=cfg.progress,
+        settings=cfg.settings,
+        runtime_env=cfg.runtime_env,
+    )
+    bars = getattr(on_result, "tree", None)
+    tree = run_stage(
+        ccfg,
+        [b for b in banks if b not in failed],
+        on_result=bars.advance if bars else None,
+        on_plan=bars.plan if bars else None,
+    )
+    summary.extra["consolidate"] = tree.as_dict()
+    return summary
+
+
 @contextmanager
 def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Callable[[dict], None] | None]:
     """Unless ``verbose``: Ray's output to ``DATA_DIR/backfill.log`` (path printed first) and a
@@ -228,6 +278,7 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Call
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cluster.console import output_to_log
+    from cluster.consolidate_cmd import UnitsBar
 
     log_path = Path(data_dir).resolve() / LOG_FILE
     typer.echo(f"logs: {log_path}", err=True)
@@ -249,9 +300,16 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Call
         def advance(rec: dict) -> None:
             bar.update(task, description="retain", advance=turns.get(rec["bank_id"], 0))
 
+        class Tree(UnitsBar):
+            def plan(self, banks: list[tuple[str, int]]) -> None:
+                # Banks unchanged since the last run are skipped without a result: count them done.
+                bar.update(task, description="retain", completed=sum(turns.values()))
+                super().plan(banks)
+
+        advance.tree = Tree(bar)  # type: ignore[attr-defined] - the --consolidate stage's bar
+
         with bar:
             yield advance
-            # Banks unchanged since the last run are skipped without a result: count them done.
             bar.update(task, description="retain", completed=sum(turns.values()))
 
 

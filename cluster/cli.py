@@ -286,6 +286,16 @@ def _register_backfill() -> None:
     app.command(help="Retain a large corpus in parallel on Ray Data (local Ray by default).")(backfill)
 
 
+def _register_tree() -> None:
+    from cluster.consolidate_cmd import consolidate
+    from cluster.tree_cmd import tree
+
+    app.command(help="Build banks' temporal trees in parallel on Ray Data (local Ray by default).")(
+        consolidate
+    )
+    app.command(help="Print a bank's temporal tree: level, interval and text of each node.")(tree)
+
+
 def _register_serve() -> None:
     from cluster.serve_cmd import serve_command
 
@@ -325,6 +335,7 @@ def _register_eval() -> None:
 
 
 _register_backfill()
+_register_tree()
 _register_serve()
 _register_mcp()
 _register_llm()

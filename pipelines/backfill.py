@@ -311,9 +311,15 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
 
 def worker_settings(cfg: BackfillConfig, data_dir: str | Path) -> dict[str, Any]:
     """The settings a worker builds its engine from: the driver's (secrets left out, see
-    cluster.backfill_cmd.worker_settings) with this job's store and data directory."""
+    cluster.backfill_cmd.worker_settings) with this job's store and data directory.
+
+    Online tree consolidation is off in the workers: the batch path builds trees in its own
+    stage (``memlane backfill --consolidate``, ``memlane consolidate``, pipelines/consolidate.py)
+    with one cut-off time for every bank, instead of after each bank inside the retain task
+    (where the worker waits for it before taking the next group)."""
     store = {**cfg.settings.get("store", {}), "milvus_uri": cfg.milvus_uri}
-    return {**cfg.settings, "store": store, "data_dir": data_dir}
+    tree = {**cfg.settings.get("tree", {}), "online": "off"}
+    return {**cfg.settings, "store": store, "tree": tree, "data_dir": data_dir}
 
 
 def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict[str, Any]]]:

@@ -1,0 +1,144 @@
+"""The consolidation actor of ``pipelines.consolidate``: one engine per actor, one bank per row.
+
+Each call builds the temporal tree of the banks in its batch with the engine's
+``Memory.consolidate`` (bottom up: sessions, days, weeks, the profile), which writes only the
+windows whose children changed, so a re-run or a retried task writes nothing new. A bank that
+fails is reported with ``status="failed"`` and its error, and the job goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from datetime import datetime
+from typing import Any
+
+from memlane.model import Level
+
+log = logging.getLogger(__name__)
+
+LEVEL_NAMES = tuple(lv.name for lv in (Level.session, Level.day, Level.week, Level.profile))
+# Per bank on 2 cores: a LoCoMo bank (~600 units) consolidates in seconds, a small one in
+# tens of milliseconds, a very large one with an LLM in minutes.
+_BOUNDARIES = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180, 600]
+# The columns a call returns (one row per bank); ``written_<level>`` etc. per level name.
+COLUMNS = (
+    "bank_id",
+    "status",
+    "error",
+    "leaves",
+    "removed",
+    "fallbacks",
+    "seconds",
+    "worker_pid",
+    *(f"{kind}_{lv}" for kind in ("written", "unchanged", "nodes") for lv in LEVEL_NAMES),
+)
+
+
+class _Metrics:
+    """``ray_memlane_consolidate_nodes_total{level, outcome}`` (outcome ``written`` or
+    ``unchanged``), ``ray_memlane_consolidate_banks_total{status}`` and the seconds per bank."""
+
+    def __init__(self) -> None:
+        from ray.util.metrics import Counter, Histogram
+
+        self.nodes = Counter(
+            "memlane_consolidate_nodes",
+            "Tree nodes consolidated, by level and outcome (written or unchanged).",
+            tag_keys=("level", "outcome"),
+        )
+        self.banks = Counter(
+            "memlane_consolidate_banks", "Banks consolidated, by status.", tag_keys=("status",)
+        )
+        self.bank_seconds = Histogram(
+            "memlane_consolidate_bank_seconds", "Seconds to consolidate one bank.", boundaries=_BOUNDARIES
+        )
+
+
+class ConsolidateWorker:
+    """Callable class for ``Dataset.map_batches``: ``{"bank_id": [...]}`` in, one row per bank
+    out (see ``COLUMNS``).
+
+    ``settings``: keyword arguments of :class:`memlane.settings.Settings` (``store.milvus_uri``
+    must name a server every worker can reach). ``now``: ISO time the windows close by (one
+    value for the whole job, so every bank is cut at the same instant; default: each call's
+    current time). ``consolidator``: "auto", "rules" or "llm" (default: the settings').
+    """
+
+    def __init__(
+        self, settings: dict[str, Any], now: str | None = None, consolidator: str | None = None
+    ) -> None:
+        from memlane.engine import Memory
+        from memlane.settings import Settings
+
+        kwargs = dict(settings)
+        if not kwargs.get("torch_threads"):
+            try:
+                import ray
+
+                cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
+            except Exception:  # noqa: BLE001 - outside Ray (unit use)
+                cpus = 1
+            kwargs["torch_threads"] = max(1, int(round(cpus)))
+        self.settings = Settings(**kwargs)
+        self.memory = Memory(self.settings)
+        self.now = datetime.fromisoformat(now) if now else None
+        self.consolidator = consolidator
+        # Load the model and open the store now, so the first bank's time is its own.
+        _ = self.memory.embedder, self.memory.store
+        from actors.store_metrics import install_store_metrics
+
+        install_store_metrics()
+        try:
+            self.metrics: _Metrics | None = _Metrics()
+        except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker
+            self.metrics = None
+
+    def consolidate_bank(self, bank_id: str) -> dict[str, Any]:
+        """Consolidate one bank; its :class:`memlane.tree.build.TreeReport` as a dict."""
+        report = self.memory.consolidate(bank_id, now=self.now, consolidator=self.consolidator)
+        return report.as_dict()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, list] = {k: [] for k in COLUMNS}
+        for bank_id in batch["bank_id"]:
+            bank_id = str(bank_id)
+            t0 = time.perf_counter()
+            report: dict[str, Any] | None = None
+            error = ""
+            try:
+                report = self.consolidate_bank(bank_id)
+            except Exception as exc:  # noqa: BLE001 - reported per bank, the job goes on
+                error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+                log.warning("consolidation of bank %s failed: %s", bank_id, error)
+            finally:
+                self.memory.derived.evict(bank_id)  # keep the actor's memory bounded
+            seconds = time.perf_counter() - t0
+            ok = report is not None
+            out["bank_id"].append(bank_id)
+            out["status"].append("ok" if ok else "failed")
+            out["error"].append(error)
+            out["seconds"].append(seconds)
+            out["worker_pid"].append(os.getpid())
+            for key in ("leaves", "removed", "fallbacks"):
+                out[key].append(int(report[key]) if report else 0)
+            for kind in ("written", "unchanged", "nodes"):
+                for lv in LEVEL_NAMES:
+                    out[f"{kind}_{lv}"].append(int(report[kind].get(lv, 0)) if report else 0)
+            if self.metrics is not None:
+                self.metrics.banks.inc(1, tags={"status": "ok" if ok else "failed"})
+                if report:
+                    self.metrics.bank_seconds.observe(seconds)
+                    for outcome in ("written", "unchanged"):
+                        for lv in LEVEL_NAMES:
+                            n = int(report[outcome].get(lv, 0))
+                            if n:
+                                self.metrics.nodes.inc(n, tags={"level": lv, "outcome": outcome})
+        return out
+
+    def __del__(self) -> None:
+        try:
+            self.memory.close()
+        except Exception:  # noqa: BLE001
+            pass

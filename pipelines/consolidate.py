@@ -1,0 +1,245 @@
+"""Batch consolidation on Ray Data: banks in Milvus -> their temporal trees (TiMem).
+
+Stages::
+
+    driver:  which banks (named, the banks a corpus maps to, or every bank), largest first
+    actors:  map_batches(ConsolidateWorker, batch_size=1, compute=ActorPoolStrategy(size=workers,
+             max_tasks_in_flight_per_actor=1)); each call builds one bank's tree bottom up
+             (sessions, days, weeks, profile) with the engine's Memory.consolidate
+    driver:  stream results (iter_batches) -> summary, progress
+
+The unit of parallelism is the bank, as in the backfill: a bank's levels depend on each other
+(a day is written from its sessions), banks do not. One bank per row: a bank's tree takes from
+tens of milliseconds to seconds, well above Ray's per-task overhead (a few ms), and one bank
+per row lets the largest-first order balance the pool.
+
+Idempotence: node ids derive from (bank, level, window) and each node keeps a signature of
+what it was written from, so a re-run writes nothing (the summary shows 0 written), and a run
+cut short is finished by the next one. Every bank is cut at the same ``now`` (the job's start
+unless given), so a window that closes during the run is not half in.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from actors.consolidate import LEVEL_NAMES
+
+log = logging.getLogger(__name__)
+
+
+class UnknownBanks(ValueError):
+    """Banks asked for that the store does not hold."""
+
+
+@dataclass
+class ConsolidateSummary:
+    """What a consolidation job did, summed over its banks. ``written``/``unchanged``/``nodes``
+    are per level name; ``nodes_per_s`` is nodes written per second of wall time and
+    ``leaves_per_s`` memory units consolidated per second (the rate beside the backfill's
+    turns/s)."""
+
+    banks: int = 0
+    failed_banks: int = 0
+    leaves: int = 0
+    written: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEVEL_NAMES, 0))
+    unchanged: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEVEL_NAMES, 0))
+    nodes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEVEL_NAMES, 0))
+    removed: int = 0
+    fallbacks: int = 0
+    wall_s: float = 0.0
+    nodes_per_s: float = 0.0
+    leaves_per_s: float = 0.0
+    workers: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def total_written(self) -> int:
+        return sum(self.written.values())
+
+    def add(self, rec: dict[str, Any]) -> None:
+        """Count one bank's result row (``actors.consolidate.COLUMNS``)."""
+        self.banks += 1
+        if rec["status"] != "ok":
+            self.failed_banks += 1
+            self.failures.append({"bank_id": str(rec["bank_id"]), "error": str(rec["error"])})
+            return
+        self.leaves += int(rec["leaves"])
+        self.removed += int(rec["removed"])
+        self.fallbacks += int(rec["fallbacks"])
+        for kind in ("written", "unchanged", "nodes"):
+            totals = getattr(self, kind)
+            for lv in LEVEL_NAMES:
+                totals[lv] += int(rec[f"{kind}_{lv}"])
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["total_written"] = self.total_written
+        return out
+
+
+@dataclass
+class ConsolidateConfig:
+    """Inputs of :func:`run_consolidate`. ``settings`` are :class:`memlane.settings.Settings`
+    keyword overrides sent to every worker; ``milvus_uri`` must be reachable from all of them."""
+
+    milvus_uri: str
+    data_dir: Path
+    workers: int | None = None
+    consolidator: str | None = None  # "auto" | "rules" | "llm"; None: the settings'
+    now: datetime | None = None  # windows closed by then; None: the job's start
+    progress: bool = True  # Ray Data's own bars
+    settings: dict[str, Any] = field(default_factory=dict)
+    max_restarts: int = 3
+    runtime_env: dict[str, Any] | None = None
+
+
+def worker_settings(cfg: ConsolidateConfig) -> dict[str, Any]:
+    """The settings a worker builds its engine from: the driver's with this job's store and
+    data directory, and no online consolidation (this job is the consolidation)."""
+    store = {**cfg.settings.get("store", {}), "milvus_uri": cfg.milvus_uri}
+    tree = {**cfg.settings.get("tree", {}), "online": "off"}
+    return {**cfg.settings, "store": store, "tree": tree, "data_dir": str(cfg.data_dir)}
+
+
+def resolve_banks(cfg: ConsolidateConfig, wanted: list[str] | None) -> list[tuple[str, int]]:
+    """``(bank_id, memory units)`` of the banks to consolidate, largest first: ``wanted`` (each
+    must exist: :class:`UnknownBanks` names the missing ones) or, when None, every bank."""
+    from memlane.settings import Settings
+    from memlane.stores.milvus import MilvusStore
+
+    s = Settings(**worker_settings(cfg))
+    store = MilvusStore(s, dim=s.models.embedding_dim)
+    try:
+        present = [b.bank_id for b in store.list_banks()]
+        if wanted is None:
+            ids = present
+        else:
+            have = set(present)
+            missing = [b for b in dict.fromkeys(wanted) if b not in have]
+            if missing:
+                shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+                raise UnknownBanks(f"unknown bank{'s' if len(missing) > 1 else ''}: {shown}")
+            ids = list(dict.fromkeys(wanted))
+        sized = [(b, store.count_units(b)) for b in ids]
+    finally:
+        store.close()
+    return sorted(sized, key=lambda x: (-x[1], x[0]))
+
+
+def corpus_banks(path: str | Path, fmt: str = "auto") -> list[str]:
+    """The bank ids a corpus maps to, exactly as ``memlane backfill`` maps them (its reader);
+    ValueError when it holds no valid turn."""
+    from pipelines.corpus import read_corpus
+
+    rejects: list[dict[str, Any]] = []
+    corpus = read_corpus(path, fmt, reject=rejects.append)
+    ids = [b.bank_id for b in corpus.bank_inputs()]
+    if not ids:
+        why = f" (first reject: {rejects[0].get('where')}: {rejects[0].get('reason')})" if rejects else ""
+        raise ValueError(f"{path}: no valid turns, so no banks{why}")
+    return ids
+
+
+class _Progress:
+    """The driver's gauges ``memlane_consolidate_banks_planned`` and
+    ``memlane_consolidate_progress`` (share of the banks finished, 0 to 1), kept exported
+    while the driver lives (actors/gauges.py)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.share = 0.0 if total else 1.0
+        try:
+            from ray.util.metrics import Gauge
+
+            from actors.gauges import keep
+
+            planned = Gauge("memlane_consolidate_banks_planned", "Banks this consolidation run builds.")
+            share = Gauge("memlane_consolidate_progress", "Share of this run's banks consolidated (0-1).")
+            keep("memlane_consolidate_banks_planned", planned, lambda: self.total)
+            keep("memlane_consolidate_progress", share, lambda: self.share)
+        except Exception:  # noqa: BLE001 - not connected to Ray
+            pass
+
+    def done(self, finished: int) -> None:
+        if self.total:
+            self.share = min(1.0, finished / self.total)
+
+
+def run_consolidate(
+    cfg: ConsolidateConfig,
+    banks: list[tuple[str, int]],
+    *,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> ConsolidateSummary:
+    """Consolidate ``banks`` (from :func:`resolve_banks`) on the Ray cluster this process is
+    connected to (``ray.init`` first). ``on_result`` is called with each bank's result row as
+    it streams in. Failed banks are in ``summary.failures``; the others are written."""
+    import ray
+
+    from pipelines.backfill import plan_resources
+
+    t0 = time.perf_counter()
+    summary = ConsolidateSummary()
+    progress = _Progress(len(banks))
+    if banks:
+        res = ray.cluster_resources()
+        cpus = float(res.get("CPU", 1))
+        workers, _, _, _ = plan_resources(cpus, 0.0, cfg.workers, False)
+        # No more actors than banks: an idle actor would still load a model.
+        workers, cpu_each, _, _ = plan_resources(cpus, 0.0, min(workers, len(banks)), False)
+        summary.workers = workers
+        now = (cfg.now or datetime.now().astimezone()).isoformat()
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = cfg.progress
+        ds = ray.data.from_items([{"bank_id": b} for b, _ in banks], override_num_blocks=len(banks))
+        with warnings.catch_warnings():
+            # As in the backfill: Ray 2.60 deprecates **ray_remote_args but names no parameter
+            # for max_restarts / max_task_retries.
+            warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
+            out = ds.map_batches(
+                _Adapter,
+                batch_size=1,
+                batch_format="pyarrow",
+                # One bank in flight per actor, so a free actor takes the next (largest-first) bank.
+                compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
+                fn_constructor_kwargs={
+                    "settings": worker_settings(cfg),
+                    "now": now,
+                    "consolidator": cfg.consolidator,
+                },
+                num_cpus=cpu_each,
+                runtime_env=cfg.runtime_env or None,
+                # Bounded: Ray's default (-1) would retry forever a bank that kills its worker.
+                max_restarts=cfg.max_restarts,
+                max_task_retries=cfg.max_restarts,
+            )
+        for batch in out.iter_batches(batch_size=None, batch_format="pyarrow"):
+            for rec in batch.to_pylist():
+                summary.add(rec)
+                progress.done(summary.banks)
+                if on_result is not None:
+                    on_result(rec)
+    summary.wall_s = round(time.perf_counter() - t0, 3)
+    if summary.wall_s:
+        summary.nodes_per_s = round(summary.total_written / summary.wall_s, 2)
+        summary.leaves_per_s = round(summary.leaves / summary.wall_s, 2)
+    return summary
+
+
+class _Adapter:
+    """Unpacks a pyarrow batch for :class:`actors.consolidate.ConsolidateWorker`."""
+
+    def __init__(self, settings: dict[str, Any], now: str | None, consolidator: str | None) -> None:
+        from actors.consolidate import ConsolidateWorker
+
+        self.worker = ConsolidateWorker(settings, now=now, consolidator=consolidator)
+
+    def __call__(self, batch):
+        return self.worker({"bank_id": batch.column("bank_id").to_pylist()})

@@ -1,0 +1,174 @@
+"""``memlane backfill --consolidate``, ``memlane consolidate`` and ``memlane tree`` end to end:
+the CLI's own registration, a real local Ray on 127.0.0.1, Milvus Lite and the embedder. The
+module backfills the sample chats once (with the consolidation stage); the other tests read
+that data directory."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from fixtures import write_jsonl_fixture
+from typer.testing import CliRunner
+
+from cluster.cli import app
+
+pytestmark = pytest.mark.slow
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "conversations.jsonl"
+LEVELS = ["session", "day", "week", "profile"]
+
+
+def _one_line(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("logs: ")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def _json(result):
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    """(data dir, the backfill's JSON summary) after ``backfill SAMPLES --consolidate``."""
+    data = tmp_path_factory.mktemp("tree-cli") / "data"
+    result = CliRunner().invoke(
+        app, ["backfill", str(SAMPLES), "--consolidate", "--json", "--data-dir", str(data)]
+    )
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return data, _json(result)
+
+
+def test_backfill_consolidate_leaves_a_sound_tree(backfilled):
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+    from memlane.tree.invariants import tree_problems
+
+    data, summary = backfilled
+    tree = summary["consolidate"]
+    assert summary["failed_banks"] == 0 and tree["banks"] == summary["banks"] == 2
+    assert all(tree["nodes"][lv] > 0 for lv in LEVELS)
+    assert tree["written"] == tree["nodes"]  # the retain stage built no tree of its own
+    stored = dict.fromkeys(LEVELS, 0)
+    with Memory(Settings(data_dir=data, tree={"online": "off"})) as memory:
+        for bank in ("priya", *[b.bank_id for b in memory.list_banks() if b.bank_id != "priya"]):
+            nodes = memory.tree(bank)
+            units = {u.id: u.mentioned_at for page in memory.store.iter_units(bank) for u in page}
+            assert nodes and tree_problems(nodes, units) == [], bank
+            for n in nodes:
+                stored[n.level.name] += 1
+    assert stored == tree["nodes"]
+
+
+def test_consolidate_again_writes_nothing(backfilled):
+    data, summary = backfilled
+    result = CliRunner().invoke(app, ["consolidate", "--json", "--data-dir", str(data)])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    again = _json(result)
+    assert again["total_written"] == 0 and again["removed"] == 0
+    assert again["written"] == dict.fromkeys(LEVELS, 0)
+    assert again["unchanged"] == summary["consolidate"]["nodes"]
+
+
+def test_consolidate_unknown_bank_exits_2_with_one_line(backfilled):
+    data, _ = backfilled
+    result = CliRunner().invoke(app, ["consolidate", "--bank", "nobody", "--data-dir", str(data)])
+    assert result.exit_code == 2
+    assert _one_line(result) == "error: unknown bank: nobody"
+
+
+def test_consolidate_a_corpus_whose_bank_is_not_stored_exits_2(backfilled, tmp_path):
+    data, _ = backfilled
+    src = write_jsonl_fixture(
+        tmp_path / "zed.jsonl",
+        [
+            {
+                "bank_id": "zed",
+                "speaker": "Zed",
+                "text": "Hello there.",
+                "session_id": "s1",
+                "timestamp": "2025-01-01T10:00:00Z",
+            }
+        ],
+    )
+    result = CliRunner().invoke(app, ["consolidate", str(src), "--data-dir", str(data)])
+    assert result.exit_code == 2
+    assert _one_line(result) == "error: unknown bank: zed"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--bank", "priya", str(SAMPLES)], "give --bank or PATH, not both"),
+        (["--consolidator", "magic"], "--consolidator must be one of auto, rules, llm"),
+        (["--workers", "0"], "--workers must be >= 1"),
+        (["/no/such/corpus.jsonl"], "no such file or directory"),
+    ],
+)
+def test_consolidate_bad_options_exit_2(tmp_path, args, message):
+    result = CliRunner().invoke(app, ["consolidate", *args, "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert message in _one_line(result)
+
+
+def test_tree_prints_every_level_with_interval_and_text(backfilled):
+    data, summary = backfilled
+    nodes = _json(CliRunner().invoke(app, ["tree", "--bank", "priya", "--json", "--data-dir", str(data)]))
+    result = CliRunner().invoke(app, ["tree", "--bank", "priya", "--data-dir", str(data)])
+    assert result.exit_code == 0, result.stderr
+    head, *lines = result.stdout.splitlines()
+    assert head.startswith("bank priya: ")
+    assert len(lines) == len(nodes)
+    shown = [line.split()[1] for line in lines]
+    assert sorted(set(shown), key=LEVELS.index) == LEVELS
+    for line, node in zip(lines, nodes):
+        level, name = line.split()[:2]
+        assert (int(level), name) == (node["level"], node["level_name"])
+        assert f"[{node['key']}]" in line
+        assert " ".join(node["text"].split()) in line
+
+
+def test_tree_level_and_window_filters(backfilled):
+    data, _ = backfilled
+
+    def nodes(*args: str) -> list[dict]:
+        result = CliRunner().invoke(
+            app, ["tree", "--bank", "priya", "--json", *args, "--data-dir", str(data)]
+        )
+        assert result.exit_code == 0, result.stderr
+        return _json(result)
+
+    everything = nodes()
+    assert (
+        nodes("--level", "day") == nodes("--level", "3") == [n for n in everything if n["level"] == 3] != []
+    )
+    lo, hi = "2025-02-01", "2025-04-01"
+    inside = nodes("--from", lo, "--to", hi)
+    assert inside and len(inside) < len(everything)
+
+    def at(s: str) -> datetime:
+        return datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+    start, end = at(lo + "T00:00:00+00:00"), at(hi + "T00:00:00+00:00")
+    overlapping = [n for n in everything if at(n["end"]) >= start and at(n["start"]) < end]
+    assert [n["id"] for n in inside] == [n["id"] for n in overlapping]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--bank", "priya", "--level", "9"], "unknown tree level '9'"),
+        (["--bank", "priya", "--level", "unit"], "level: 1 is the memory units"),
+        (["--bank", "priya", "--from", "last tuesday"], "--from: not an ISO date or date-time"),
+        (["--bank", "priya", "--from", "2025-03-01", "--to", "2025-02-01"], "--to must be after --from"),
+        (["--bank", "nobody"], "nobody"),
+    ],
+)
+def test_tree_bad_input_exits_2_with_one_line(backfilled, args, message):
+    data, _ = backfilled
+    result = CliRunner().invoke(app, ["tree", *args, "--data-dir", str(data)])
+    assert result.exit_code == 2
+    assert message in _one_line(result)
