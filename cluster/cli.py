@@ -96,6 +96,10 @@ def recall(
     tag: list[str] = typer.Option([], "--tag"),
     include_chunks: bool = typer.Option(False, "--chunks"),
     trace: bool = typer.Option(False, "--trace"),
+    level: list[int] = typer.Option(
+        [], "--level", help="Temporal tree levels to climb to (repeatable, 1-5; 1 alone: flat recall)."
+    ),
+    planner: str | None = typer.Option(None, "--planner", help="auto | rules | llm | off (flat recall)"),
     json_out: bool = typer.Option(False, "--json"),
     url: str | None = typer.Option(
         None,
@@ -115,6 +119,8 @@ def recall(
         tags=tag or None,
         include_chunks=include_chunks,
         trace=trace,
+        levels=level or None,
+        planner=planner,
     )
     if url:
         _recall_remote(url, api_key, bank, query, options, json_out)
@@ -133,10 +139,18 @@ def _print_recall(result, via: str = "") -> None:
         u = m.unit
         when = (u.occurred_start or u.mentioned_at).date().isoformat()
         typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}")
+    for r in result.nodes:
+        n = r.node
+        typer.echo(f"{r.score:.3f}  [{n.level.name} {n.start:%Y-%m-%d} - {n.end:%Y-%m-%d}] {n.text}")
     for c in result.chunks:
         typer.echo(f"--- chunk {c.document_id}/{c.session_id}#{c.index}\n{c.text}")
+    if result.plan and result.plan.get("plan"):
+        plan = result.plan["plan"]
+        typer.echo(
+            f"(plan: {plan['complexity']} by {plan['planner']}, levels {result.plan['levels']})", err=True
+        )
     typer.echo(
-        f"({len(result.memories)} memories, {result.tokens} tokens, "
+        f"({len(result.memories)} memories, {len(result.nodes)} tree nodes, {result.tokens} tokens, "
         f"{result.timings_ms.get('total', 0):.0f} ms{via})",
         err=True,
     )

@@ -200,9 +200,11 @@ class TreeSettings(_Area):
     # extractive one; "rules" or "llm" force one ("llm" without a model is a config error).
     consolidator: Literal["auto", "rules", "llm"] = "auto"
     # After a retain or a deletion: consolidate the bank on the background worker
-    # ("background", never blocking the write), at the end of the write ("sync") or only when
-    # asked (`memlane consolidate`, POST .../consolidate: "off").
-    online: Literal["background", "sync", "off"] = "background"
+    # ("background", never blocking the write), at the end of the write ("sync"), or only when
+    # asked (`memlane consolidate`, POST .../consolidate, Memory.consolidate: "off"). The
+    # engine's default is "off" (a library call leaves no thread writing behind it); `memlane
+    # serve` runs its replicas with "background" unless MEMLANE_TREE__ONLINE says otherwise.
+    online: Literal["background", "sync", "off"] = "off"
     # A session closes when the bank's next session starts or after this long without a turn.
     session_idle_s: float = Field(1800.0, gt=0)
     # Recall: who plans a query's complexity: "auto" (the LLM when the consolidation role has

@@ -172,3 +172,23 @@ def test_tree_bad_input_exits_2_with_one_line(backfilled, args, message):
     result = CliRunner().invoke(app, ["tree", *args, "--data-dir", str(data)])
     assert result.exit_code == 2
     assert message in _one_line(result)
+
+
+def test_recall_levels_and_planner_options(backfilled):
+    data, _ = backfilled
+    q = "How has Priya's running changed over the months?"
+
+    def recall(*extra):
+        return CliRunner().invoke(app, ["recall", q, "--bank", "priya", "--data-dir", str(data), *extra])
+
+    tree = recall("--level", "1", "--level", "2", "--max-tokens", "4096", "--json")
+    assert tree.exit_code == 0, tree.stderr
+    body = _json(tree)
+    assert body["plan"]["levels"] == [1, 2] and body["nodes"]
+    assert {n["node"]["level"] for n in body["nodes"]} == {2}
+    flat = _json(recall("--planner", "off", "--json"))
+    assert flat["nodes"] == [] and flat["plan"] is None
+    text = recall("--level", "1", "--level", "2", "--max-tokens", "4096")
+    assert text.exit_code == 0 and "[session " in text.stdout and "tree nodes" in text.stderr
+    bad = recall("--level", "7")
+    assert bad.exit_code == 2 and "levels" in _one_line(bad)

@@ -256,7 +256,7 @@ def test_sync_online_consolidation_follows_retain(tmp_path, embedder, extractor)
         assert tree_problems(m.tree("lena"), _unit_times(m)) == []
 
 
-def test_background_online_consolidation_never_blocks_the_retain(tmp_path, embedder, extractor):
+def test_background_online_consolidation_builds_the_tree_after_the_retain(tmp_path, embedder, extractor):
     with Memory(_settings(tmp_path, online="background"), embedder=embedder, extractor=extractor) as m:
         m.retain("lena", _conversations())
         m.wait_tree()
