@@ -34,6 +34,10 @@ _BANK = "/v1/banks/{bank_id}"
 _SUCCESS = {
     ("put", _BANK): {"201": "the bank was created (200: updated)"},
     ("post", _BANK + "/memories"): {"202": "async: the operation to poll (Location names it)"},
+    ("put", _BANK + "/models/{model_id}"): {"201": "the model was created (200: updated or unchanged)"},
+    ("put", _BANK + "/directives/{directive_id}"): {
+        "201": "the directive was created (200: updated or unchanged)"
+    },
 }
 _NDJSON = {("get", _BANK + "/export")}
 # Links: where one operation's answer names what another takes (OpenAPI 3 links; clients and
@@ -89,7 +93,7 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> list[st
         statuses |= {"401", "429"}
     if "{bank_id}" in path:
         statuses.add("403")
-        if method != "put":
+        if method != "put" or path != _BANK:  # only PUT of the bank itself creates it
             statuses.add("404")
     if "requestBody" in operation:
         statuses.add("400")

@@ -89,7 +89,9 @@ class CuratedMethods:
         vector = self.embedder.embed([question])[0]
         answer = answer_question(
             question,
-            lambda q: self.recall(bank_id, q, max_tokens=RECALL_TOKENS, budget="mid"),
+            # flat recall: the memory units themselves (the tree's stage would answer with its
+            # nodes instead, leaving out the units they quote), consolidated as the tree does
+            lambda q: self.recall(bank_id, q, max_tokens=RECALL_TOKENS, budget="mid", planner="off"),
             lambda ids: self.store.get_units(bank_id, ids, with_embedding=True),
             self.consolidator(),
             {e.entity_id: e.name for e in self.store.list_entities(bank_id)},
