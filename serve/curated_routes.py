@@ -2,8 +2,9 @@
 with the bank's key permissions like every other bank route. The ingress includes the router
 this builds (serve/ingress.py), handing it its own dependencies."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: Serve ships the app by value (cloudpickle), and
+# the route functions below are closures whose pickled globals hold only the names their code
+# uses, so FastAPI could not resolve string annotations (Request, the bodies) on the replica.
 from typing import Any, Callable
 
 from fastapi import APIRouter, Depends, Path, Request, Response
