@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from memlane.model import MemoryUnit, ModelSource, RecallResult
-from memlane.tree.consolidators import Child, Written
+from memlane.tree.consolidators import Child, ExtractiveConsolidator, Written
 from memlane.tree.model import Level
 
 # Recall budget of a model's question: about 20 facts of ~25 tokens, more than the profile
@@ -70,7 +70,7 @@ def answer_question(
     )
     text = written.text
     points = written.metadata.get("points")
-    if written.consolidator == "rules" or "llm_error" in written.metadata:
+    if written.consolidator == ExtractiveConsolidator.name:  # also the LLM one's fallback
         # the extractive header names a window of time ("Profile from ... (n weeks)"): say
         # what the answer is, from how many memories, over which span
         start = min(c.start for c in children)

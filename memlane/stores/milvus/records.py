@@ -91,11 +91,15 @@ class Records(Collections):
         return sorted((row_bank(r) for r in rows), key=lambda b: b.bank_id)
 
     def delete_bank(self, bank_id: str) -> None:
-        """Remove the bank and everything in it (its collections, the tree's too, and its
-        profile). A no-op
-        for an unknown bank."""
+        """Remove the bank and everything in it (its collections, the tree's too, its mental
+        models and directives, and its profile). A no-op for an unknown bank."""
         names = self._names(check_bank_id(bank_id))
         with self._write_lock:
+            # Its mental models and directives first: the bank's own row goes last, so a
+            # deletion cut short is retried (the bank still exists) and leaves no orphans.
+            for kind in CURATED_KINDS:
+                keys = [_curated_key(kind, bank_id, i) for i in self._curated_ids(kind, bank_id)]
+                self._delete_ids(self._operations, keys)
             c = self.client
             for name in names.values():
                 self._forget(name)
@@ -103,10 +107,6 @@ class Records(Collections):
                     c.drop_collection(name)
             self._delete_ids(self._banks, [bank_id])
             self._delete_ids(self._revisions, [bank_id])
-            for kind in CURATED_KINDS:  # its mental models and directives
-                self._delete_ids(
-                    self._operations, [f"{kind}:{bank_id}:{i}" for i in self._curated_ids(kind, bank_id)]
-                )
             self._flush([self._banks, self._revisions, self._operations])
 
     # ---------------------------------------------------------------------------- revisions
