@@ -49,7 +49,25 @@ _IN_BANK = {
     "ListDocuments": ("get", _BANK + "/documents", {}),
     "ListEntities": ("get", _BANK + "/entities", {}),
     "Recall": ("post", _BANK + "/recall", {}),
+    # curated memory (serve/curated_routes.py): the ids are the user's, so a constant starts them
+    "ListMentalModels": ("get", _BANK + "/models", {}),
+    "PutMentalModel": ("put", _BANK + "/models/{model_id}", {"model_id": "linked-model"}),
+    "ListDirectives": ("get", _BANK + "/directives", {}),
+    "PutDirective": ("put", _BANK + "/directives/{directive_id}", {"directive_id": "linked-rule"}),
 }
+_MODEL = _BANK + "/models/{model_id}"
+_ON_MODEL = {
+    "GetMentalModel": ("get", _MODEL, {}),
+    "RefreshMentalModel": ("post", _MODEL + "/refresh", {}),
+    "DeleteMentalModel": ("delete", _MODEL, {}),
+}
+_ON_DIRECTIVE = {"DeleteDirective": ("delete", _BANK + "/directives/{directive_id}", {})}
+
+
+def _with(links: dict, name: str, value: str) -> dict:
+    return {k: (m, p, {name: value}) for k, (m, p, _) in links.items()}
+
+
 _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] = {
     ("put", _BANK, "201"): _IN_BANK,
     ("put", _BANK, "200"): _IN_BANK,
@@ -76,6 +94,15 @@ _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] =
             {"document_id": "$response.body#/documents/0/document_id"},
         ),
     },
+    ("put", _MODEL, "201"): _with(_ON_MODEL, "model_id", "$response.body#/id"),
+    ("put", _MODEL, "200"): _with(_ON_MODEL, "model_id", "$response.body#/id"),
+    ("get", _BANK + "/models", "200"): _with(_ON_MODEL, "model_id", "$response.body#/models/0/id"),
+    ("put", _BANK + "/directives/{directive_id}", "201"): _with(
+        _ON_DIRECTIVE, "directive_id", "$response.body#/id"
+    ),
+    ("get", _BANK + "/directives", "200"): _with(
+        _ON_DIRECTIVE, "directive_id", "$response.body#/directives/0/id"
+    ),
     ("get", _BANK + "/entities", "200"): {
         "GetEntity": (
             "get",
