@@ -54,6 +54,8 @@ _IN_BANK = {
     "PutMentalModel": ("put", _BANK + "/models/{model_id}", {"model_id": "linked-model"}),
     "ListDirectives": ("get", _BANK + "/directives", {}),
     "PutDirective": ("put", _BANK + "/directives/{directive_id}", {"directive_id": "linked-rule"}),
+    "RefreshMentalModel": ("post", _BANK + "/models/{model_id}/refresh", {"model_id": "linked-model"}),
+    "DeleteDirective": ("delete", _BANK + "/directives/{directive_id}", {"directive_id": "linked-rule"}),
 }
 _MODEL = _BANK + "/models/{model_id}"
 _ON_MODEL = {
