@@ -342,6 +342,12 @@ def _register_doctor() -> None:
     app.command(help="Check every invariant of banks; exit 1 on a violation.")(doctor)
 
 
+def _register_curated() -> None:
+    from cluster.curated_cmd import register
+
+    register(app)
+
+
 def _register_eval() -> None:
     from cluster.eval_cmd import register
 
@@ -356,6 +362,7 @@ _register_llm()
 _register_eval()
 _register_status()
 _register_doctor()
+_register_curated()
 
 
 def main() -> None:

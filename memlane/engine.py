@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from pydantic import ValidationError
 
 from memlane.components import Components
+from memlane.curated import CuratedMethods
 from memlane.errors import BankNotFound, InvalidInput, NotFound
 from memlane.model import (
     Bank,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from memlane.retain.pipeline import RetainReport
 
 
-class Memory(TreeMethods, Components):
+class Memory(CuratedMethods, TreeMethods, Components):
     """A Memlane memory engine: banks, retain, recall, reflect, invalidation and deletion.
     Backends are built lazily from ``settings`` unless given (memlane/components.py)."""
 
@@ -215,6 +216,7 @@ class Memory(TreeMethods, Components):
         if self._retainer is not None and self._retainer.on_units is not None:
             self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/
         self._tree_after_write(bank_id)  # the temporal tree: see memlane/tree/
+        self._curated_after_write(bank_id)  # mental models new facts touch: memlane/curated/
 
     # recall -------------------------------------------------------------------------------
     def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
@@ -225,7 +227,7 @@ class Memory(TreeMethods, Components):
             raise InvalidInput.from_validation(exc) from None
         self.get_bank(bank_id)
         revision = self.derived.ensure(bank_id).revision
-        return self.recaller.recall(bank_id, req, revision)
+        return self._with_mental_models(bank_id, req, self.recaller.recall(bank_id, req, revision))
 
     # reflect ------------------------------------------------------------------------------
     @property
@@ -269,6 +271,7 @@ class Memory(TreeMethods, Components):
         if self._cara is not None:
             self._cara.wait()
         self.wait_tree()
+        self.wait_curated()
 
     # invalidation and deletion --------------------------------------------------------------
     def invalidate(
@@ -297,6 +300,7 @@ class Memory(TreeMethods, Components):
         if not counts["units"] and not counts["chunks"]:
             raise NotFound(f"document {document_id!r} is not in bank {bank_id!r}", "document_id")
         self._tree_after_write(bank_id)  # the windows it was under are written again
+        self._curated_after_write(bank_id)  # models citing its memories are answered again
         return counts
 
     def delete_memory(self, bank_id: str, unit_id: str) -> dict[str, int]:
@@ -308,6 +312,7 @@ class Memory(TreeMethods, Components):
         if not deleted:
             raise NotFound(f"memory {unit_id!r} is not in bank {bank_id!r}", "memory_id")
         self._tree_after_write(bank_id)
+        self._curated_after_write(bank_id)
         return {"units": deleted, "entities": entities}
 
     # listing ------------------------------------------------------------------------------

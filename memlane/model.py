@@ -364,7 +364,68 @@ class RecalledNode(BaseModel):
     rank: int
 
 
+CURATED_ID_PATTERN = r"^[a-z0-9][a-z0-9_\-]{0,63}$"
+
+
+class ModelSource(_Strict):
+    """A memory a mental model's answer cites: its id, its text when cited, its turns."""
+
+    memory_id: str
+    text: str
+    turns: list[str] = Field(default_factory=list)
+
+
+class MentalModel(_Strict):
+    """A named question pinned on a bank, with its consolidated answer and sources
+    (memlane/curated/). ``recalled`` counts the memories the answer was written from."""
+
+    id: str = Field(pattern=CURATED_ID_PATTERN)
+    bank_id: str
+    question: str = Field(min_length=1, max_length=1000)
+    answer: str = ""
+    sources: list[ModelSource] = Field(default_factory=list)
+    recalled: int = 0
+    consolidator: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=now_utc)
+    refreshed_at: datetime | None = None
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, v: str) -> str:
+        return not_blank(v, "question")
+
+
+class Directive(_Strict):
+    """A user rule for reflect, placed in its system message when the request's tags share
+    one of ``tags`` (or always, when ``tags`` is empty)."""
+
+    id: str = Field(pattern=CURATED_ID_PATTERN)
+    bank_id: str
+    text: str = Field(min_length=1, max_length=2000)
+    tags: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=32
+    )
+    created_at: datetime = Field(default_factory=now_utc)
+    updated_at: datetime = Field(default_factory=now_utc)
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        return not_blank(v, "text")
+
+
+class RecalledModel(BaseModel):
+    """A mental model recall returned first: its question's cosine to the query is ``score``."""
+
+    model: MentalModel
+    score: float
+
+
 class RecallResult(BaseModel):
+    # Mental models whose question is close to the query (memlane/curated/), best first: a
+    # curated answer comes before the memories.
+    mental_models: list[RecalledModel] = Field(default_factory=list)
     memories: list[RecalledMemory]
     # Tree nodes (levels 2-5), ordered by level then by distance in time to the query; empty
     # for flat recall or a bank without a tree.

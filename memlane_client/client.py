@@ -229,6 +229,37 @@ class MemlaneClient:
     def rerank(self, query: str, documents: list[str]) -> list[float]:
         return self._do("POST", "/v1/rerank", {"json": {"query": query, "documents": documents}})["scores"]
 
+    # curated memory: mental models and directives
+    def put_mental_model(self, bank_id: str, model_id: str, question: str) -> dict:
+        """Pin ``question`` on the bank as ``model_id`` and answer it now (idempotent)."""
+        return self._do("PUT", f"/v1/banks/{bank_id}/models/{model_id}", {"json": {"question": question}})
+
+    def list_mental_models(self, bank_id: str) -> list[dict]:
+        return self._do("GET", f"/v1/banks/{bank_id}/models")["models"]
+
+    def get_mental_model(self, bank_id: str, model_id: str) -> dict:
+        """The model's question, answer and sources."""
+        return self._do("GET", f"/v1/banks/{bank_id}/models/{model_id}")
+
+    def refresh_mental_model(self, bank_id: str, model_id: str) -> dict:
+        return self._do("POST", f"/v1/banks/{bank_id}/models/{model_id}/refresh")
+
+    def delete_mental_model(self, bank_id: str, model_id: str) -> dict:
+        return self._do("DELETE", f"/v1/banks/{bank_id}/models/{model_id}")
+
+    def put_directive(
+        self, bank_id: str, directive_id: str, text: str, tags: list[str] | None = None
+    ) -> dict:
+        """Create or replace a rule for reflect, scoped to ``tags`` (none: every reflect)."""
+        body = {"text": text, "tags": list(tags or [])}
+        return self._do("PUT", f"/v1/banks/{bank_id}/directives/{directive_id}", {"json": body})
+
+    def list_directives(self, bank_id: str) -> list[dict]:
+        return self._do("GET", f"/v1/banks/{bank_id}/directives")["directives"]
+
+    def delete_directive(self, bank_id: str, directive_id: str) -> dict:
+        return self._do("DELETE", f"/v1/banks/{bank_id}/directives/{directive_id}")
+
     def close(self) -> None:
         self._http.close()
 
@@ -329,6 +360,39 @@ class AsyncMemlaneClient:
     async def import_bank(self, bank_id: str, data: str | bytes | Iterable[dict]) -> dict:
         """Import an export (its text, or its records) as ``bank_id``; idempotent."""
         return await self._do(*_Requests.import_bank(bank_id, data))
+
+    # curated memory: mental models and directives
+    async def put_mental_model(self, bank_id: str, model_id: str, question: str) -> dict:
+        """Pin ``question`` on the bank as ``model_id`` and answer it now (idempotent)."""
+        return await self._do(
+            "PUT", f"/v1/banks/{bank_id}/models/{model_id}", {"json": {"question": question}}
+        )
+
+    async def list_mental_models(self, bank_id: str) -> list[dict]:
+        return (await self._do("GET", f"/v1/banks/{bank_id}/models"))["models"]
+
+    async def get_mental_model(self, bank_id: str, model_id: str) -> dict:
+        """The model's question, answer and sources."""
+        return await self._do("GET", f"/v1/banks/{bank_id}/models/{model_id}")
+
+    async def refresh_mental_model(self, bank_id: str, model_id: str) -> dict:
+        return await self._do("POST", f"/v1/banks/{bank_id}/models/{model_id}/refresh")
+
+    async def delete_mental_model(self, bank_id: str, model_id: str) -> dict:
+        return await self._do("DELETE", f"/v1/banks/{bank_id}/models/{model_id}")
+
+    async def put_directive(
+        self, bank_id: str, directive_id: str, text: str, tags: list[str] | None = None
+    ) -> dict:
+        """Create or replace a rule for reflect, scoped to ``tags`` (none: every reflect)."""
+        body = {"text": text, "tags": list(tags or [])}
+        return await self._do("PUT", f"/v1/banks/{bank_id}/directives/{directive_id}", {"json": body})
+
+    async def list_directives(self, bank_id: str) -> list[dict]:
+        return (await self._do("GET", f"/v1/banks/{bank_id}/directives"))["directives"]
+
+    async def delete_directive(self, bank_id: str, directive_id: str) -> dict:
+        return await self._do("DELETE", f"/v1/banks/{bank_id}/directives/{directive_id}")
 
     async def aclose(self) -> None:
         await self._http.aclose()

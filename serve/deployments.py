@@ -18,6 +18,7 @@ import numpy as np
 from ray import serve
 
 from memlane.model import RecallRequest
+from serve.curated_calls import CuratedCalls
 
 log = logging.getLogger("memlane.serve")
 
@@ -154,7 +155,7 @@ class ReflectDeployment:
 
 
 @serve.deployment(name="Memory")
-class MemoryDeployment:
+class MemoryDeployment(CuratedCalls):
     """Banks, retain (sync and async), listing and deletion."""
 
     def __init__(self, embedder) -> None:

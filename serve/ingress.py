@@ -17,7 +17,7 @@ from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memlane.model import BANK_ID_PATTERN, FactType
-from serve import explorer
+from serve import curated_routes, explorer
 from serve.auth import Authenticator, Principal
 from serve.errors import (
     APIError,
@@ -339,6 +339,9 @@ async def reflect(request: Request, body: ReflectBody, bank_id: str = Depends(ba
 async def rerank(request: Request, body: RerankBody, who: Principal = Depends(principal)) -> dict:
     scores = await _call(_ingress(request).reranker.rerank.remote(body.query, body.documents))
     return {"scores": scores}
+
+
+api.include_router(curated_routes.router(bank_access, _call, _ingress))  # mental models, directives
 
 
 @serve.deployment(name="Ingress")

@@ -34,6 +34,10 @@ _BANK = "/v1/banks/{bank_id}"
 _SUCCESS = {
     ("put", _BANK): {"201": "the bank was created (200: updated)"},
     ("post", _BANK + "/memories"): {"202": "async: the operation to poll (Location names it)"},
+    ("put", _BANK + "/models/{model_id}"): {"201": "the model was created (200: updated or unchanged)"},
+    ("put", _BANK + "/directives/{directive_id}"): {
+        "201": "the directive was created (200: updated or unchanged)"
+    },
 }
 _NDJSON = {("get", _BANK + "/export")}
 # Links: where one operation's answer names what another takes (OpenAPI 3 links; clients and
@@ -45,7 +49,27 @@ _IN_BANK = {
     "ListDocuments": ("get", _BANK + "/documents", {}),
     "ListEntities": ("get", _BANK + "/entities", {}),
     "Recall": ("post", _BANK + "/recall", {}),
+    # curated memory (serve/curated_routes.py): the ids are the user's, so a constant starts them
+    "ListMentalModels": ("get", _BANK + "/models", {}),
+    "PutMentalModel": ("put", _BANK + "/models/{model_id}", {"model_id": "linked-model"}),
+    "ListDirectives": ("get", _BANK + "/directives", {}),
+    "PutDirective": ("put", _BANK + "/directives/{directive_id}", {"directive_id": "linked-rule"}),
+    "RefreshMentalModel": ("post", _BANK + "/models/{model_id}/refresh", {"model_id": "linked-model"}),
+    "DeleteDirective": ("delete", _BANK + "/directives/{directive_id}", {"directive_id": "linked-rule"}),
 }
+_MODEL = _BANK + "/models/{model_id}"
+_ON_MODEL = {
+    "GetMentalModel": ("get", _MODEL, {}),
+    "RefreshMentalModel": ("post", _MODEL + "/refresh", {}),
+    "DeleteMentalModel": ("delete", _MODEL, {}),
+}
+_ON_DIRECTIVE = {"DeleteDirective": ("delete", _BANK + "/directives/{directive_id}", {})}
+
+
+def _with(links: dict, name: str, value: str) -> dict:
+    return {k: (m, p, {name: value}) for k, (m, p, _) in links.items()}
+
+
 _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] = {
     ("put", _BANK, "201"): _IN_BANK,
     ("put", _BANK, "200"): _IN_BANK,
@@ -72,6 +96,15 @@ _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] =
             {"document_id": "$response.body#/documents/0/document_id"},
         ),
     },
+    ("put", _MODEL, "201"): _with(_ON_MODEL, "model_id", "$response.body#/id"),
+    ("put", _MODEL, "200"): _with(_ON_MODEL, "model_id", "$response.body#/id"),
+    ("get", _BANK + "/models", "200"): _with(_ON_MODEL, "model_id", "$response.body#/models/0/id"),
+    ("put", _BANK + "/directives/{directive_id}", "201"): _with(
+        _ON_DIRECTIVE, "directive_id", "$response.body#/id"
+    ),
+    ("get", _BANK + "/directives", "200"): _with(
+        _ON_DIRECTIVE, "directive_id", "$response.body#/directives/0/id"
+    ),
     ("get", _BANK + "/entities", "200"): {
         "GetEntity": (
             "get",
@@ -89,7 +122,7 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> list[st
         statuses |= {"401", "429"}
     if "{bank_id}" in path:
         statuses.add("403")
-        if method != "put":
+        if method != "put" or path != _BANK:  # only PUT of the bank itself creates it
             statuses.add("404")
     if "requestBody" in operation:
         statuses.add("400")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 from pydantic import ValidationError
 
+from memlane.curated.directives import directives_section
 from memlane.errors import BankNotFound, InvalidInput
 from memlane.interfaces import VectorStore
 from memlane.llm import build_llm, require_llm
@@ -108,10 +109,11 @@ class CARA:
         )
         timings["recall"] = _ms(t0)
         labels = {f"M{i}": m.unit for i, m in enumerate(recalled.memories, start=1)}
+        rules = directives_section(self.store, bank_id, req.tags)  # the user's (memlane/curated)
         tick = time.perf_counter()
         reply = complete_json(
             llm,
-            self._reflect_messages(bank, req.query, labels),
+            self._reflect_messages(bank, req.query, labels, rules),
             ReflectReply,
             max_tokens=req.answer_max_tokens,
         )
@@ -138,7 +140,9 @@ class CARA:
         )
 
     @staticmethod
-    def _reflect_messages(bank: Bank, query: str, labels: dict[str, MemoryUnit]) -> list[dict]:
+    def _reflect_messages(
+        bank: Bank, query: str, labels: dict[str, MemoryUnit], rules: str = ""
+    ) -> list[dict]:
         lines = []
         for label, u in labels.items():
             when = (u.occurred_start or u.mentioned_at).date().isoformat()
@@ -148,7 +152,11 @@ class CARA:
             lines.append(f"[{label}] ({kind}, {when}) {u.text}")
         memories = "\n".join(lines) if lines else "(no memories)"
         return [
-            {"role": "system", "content": f"{system_message(bank)}\n\n{REFLECT_INSTRUCTIONS}"},
+            {
+                "role": "system",
+                "content": f"{system_message(bank)}\n\n{REFLECT_INSTRUCTIONS}"
+                + (f"\n\n{rules}" if rules else ""),
+            },
             {"role": "user", "content": f"Question: {query}\n\nMemories:\n{memories}"},
         ]
 

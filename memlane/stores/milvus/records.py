@@ -32,6 +32,15 @@ from memlane.units import json_value
 BANK_KINDS = ("units", "chunks", "entities")
 
 
+CURATED_KINDS = ("model", "directive")
+
+
+def _curated_key(kind: str, bank_id: str, item_id: str) -> str:
+    if kind not in CURATED_KINDS:
+        raise ValueError(f"curated record kind must be one of {CURATED_KINDS}, got {kind!r}")
+    return f"{kind}:{check_bank_id(bank_id)}:{item_id}"
+
+
 class Records(Collections):
     """Record methods of :class:`MilvusStore` (all but units and search)."""
 
@@ -82,11 +91,15 @@ class Records(Collections):
         return sorted((row_bank(r) for r in rows), key=lambda b: b.bank_id)
 
     def delete_bank(self, bank_id: str) -> None:
-        """Remove the bank and everything in it (its collections, the tree's too, and its
-        profile). A no-op
-        for an unknown bank."""
+        """Remove the bank and everything in it (its collections, the tree's too, its mental
+        models and directives, and its profile). A no-op for an unknown bank."""
         names = self._names(check_bank_id(bank_id))
         with self._write_lock:
+            # Its mental models and directives first: the bank's own row goes last, so a
+            # deletion cut short is retried (the bank still exists) and leaves no orphans.
+            for kind in CURATED_KINDS:
+                keys = [_curated_key(kind, bank_id, i) for i in self._curated_ids(kind, bank_id)]
+                self._delete_ids(self._operations, keys)
             c = self.client
             for name in names.values():
                 self._forget(name)
@@ -94,7 +107,7 @@ class Records(Collections):
                     c.drop_collection(name)
             self._delete_ids(self._banks, [bank_id])
             self._delete_ids(self._revisions, [bank_id])
-            self._flush([self._banks, self._revisions])
+            self._flush([self._banks, self._revisions, self._operations])
 
     # ---------------------------------------------------------------------------- revisions
     def get_revision(self, bank_id: str) -> str:
@@ -153,6 +166,46 @@ class Records(Collections):
     def delete_lease(self, bank_id: str, owner: str) -> None:
         """Remove one writer's lease record (a no-op when it is gone)."""
         self._delete_ids(self._operations, [f"lease:{check_bank_id(bank_id)}:{owner}"])
+
+    # ------------------------------------------------------------------------ curated records
+    # Mental models and directives (memlane/curated/) live in the operations collection too,
+    # keyed "<kind>:<bank>:<id>" like leases, but flushed (they must survive a restart), and
+    # go with the bank (delete_bank).
+    def put_curated(self, kind: str, bank_id: str, item_id: str, record: dict[str, Any]) -> None:
+        """Insert or replace one curated record (``kind``: "model" or "directive")."""
+        key = _curated_key(kind, bank_id, item_id)
+        self._upsert_rows(
+            self._operations, [{"id": key, "record": check_json(kind, record), "_v": PLACEHOLDER}]
+        )
+
+    def get_curated(self, kind: str, bank_id: str, item_id: str) -> dict[str, Any] | None:
+        """One curated record, or None."""
+        rows = self._get_rows(self._operations, [_curated_key(kind, bank_id, item_id)], ["id", "record"])
+        return json_value(rows[0]["record"]) if rows else None
+
+    def list_curated(self, kind: str, bank_id: str) -> list[dict[str, Any]]:
+        """Every curated record of ``kind`` in the bank, by id."""
+        prefix = _curated_key(kind, bank_id, "")
+        rows = self._query_all(self._operations, f'id like "{prefix}%"', ["id", "record"])
+        # LIKE may treat "_" in a bank id as a wildcard: keep the exact prefix only.
+        return [
+            json_value(r["record"]) for r in sorted(rows, key=lambda r: r["id"]) if r["id"].startswith(prefix)
+        ]
+
+    def delete_curated(self, kind: str, bank_id: str, item_id: str) -> bool:
+        """Remove one curated record; False when it was not there."""
+        key = _curated_key(kind, bank_id, item_id)
+        with self._write_lock:
+            if not self._get_rows(self._operations, [key], ["id"]):
+                return False
+            self._delete_ids(self._operations, [key])
+            self._flush([self._operations])
+        return True
+
+    def _curated_ids(self, kind: str, bank_id: str) -> list[str]:
+        prefix = _curated_key(kind, bank_id, "")
+        rows = self._query_all(self._operations, f'id like "{prefix}%"', ["id"])
+        return [r["id"][len(prefix) :] for r in rows if r["id"].startswith(prefix)]
 
     # ------------------------------------------------------------------------------- chunks
 

@@ -1,0 +1,5 @@
+"""Curated memory (Hindsight's mental models and directives): see :mod:`memlane.curated.facade`."""
+
+from memlane.curated.facade import CuratedMethods
+
+__all__ = ["CuratedMethods"]

@@ -1,0 +1,249 @@
+"""Curated memory on the engine facade (:class:`memlane.engine.Memory` inherits it): mental
+models (named questions with a consolidated, sourced answer, refreshed when new facts touch
+them and returned first by recall) and directives (user rules for reflect).
+
+Both are JSON records in the store's operations collection ("model:<bank>:<id>",
+"directive:<bank>:<id>"; memlane/stores/milvus/records.py), deleted with the bank. Ids are
+the user's (lowercase slugs), so a PUT is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from pydantic import ValidationError
+
+from memlane.curated.answer import RECALL_TOKENS, answer_question
+from memlane.curated.touch import MODEL_RECALL_COSINE, TOUCH_CANDIDATES, touched
+from memlane.errors import BankNotFound, InvalidInput, NotFound
+from memlane.model import Directive, MentalModel, RecalledModel, RecallRequest, RecallResult, now_utc
+
+log = logging.getLogger(__name__)
+
+# Per bank: every model is compared with each recall's query and checked after each retain,
+# so their number bounds that work.
+MAX_PER_BANK = 100
+# Internal fields of a model's record, never part of the MentalModel answered.
+_VECTOR, _SEEN = "_vector", "_seen"
+
+
+class CuratedMethods:
+    """Mental models and directives (needs the engine's store, embedder, recall and
+    consolidator; see memlane/components.py)."""
+
+    store: Any
+    embedder: Any
+    get_bank: Callable[[str], Any]
+    consolidator: Callable[..., Any]
+    recall: Callable[..., RecallResult]
+    _curated_worker: Any = None
+
+    # mental models ----------------------------------------------------------------------
+    def put_mental_model(self, bank_id: str, model_id: str, question: str) -> tuple[MentalModel, bool]:
+        """Pin ``question`` on the bank as model ``model_id`` and write its answer now; and
+        whether it was created. The same question again changes nothing (idempotent); a new
+        question is answered afresh. Raises InvalidInput, BankNotFound."""
+        self.get_bank(bank_id)
+        draft = _validated(MentalModel, "model_id", id=model_id, bank_id=bank_id, question=question)
+        current = self.store.get_curated("model", bank_id, draft.id)
+        if current is not None and current["question"] == draft.question:
+            return _model(current), False
+        if current is None and len(self.store.list_curated("model", bank_id)) >= MAX_PER_BANK:
+            raise InvalidInput(f"model_id: bank {bank_id!r} already holds {MAX_PER_BANK} mental models")
+        record = draft.model_dump(mode="json")
+        if current is not None:
+            record["created_at"] = current["created_at"]
+        return self._refresh_record(bank_id, record), current is None
+
+    def get_mental_model(self, bank_id: str, model_id: str) -> MentalModel:
+        """One model with its answer and sources. Raises NotFound."""
+        return _model(self._model_record(bank_id, model_id))
+
+    def list_mental_models(self, bank_id: str) -> list[MentalModel]:
+        """The bank's models by id."""
+        self.get_bank(bank_id)
+        return [_model(r) for r in self.store.list_curated("model", bank_id)]
+
+    def delete_mental_model(self, bank_id: str, model_id: str) -> None:
+        """Delete one model. Raises NotFound."""
+        self.get_bank(bank_id)
+        if not self.store.delete_curated("model", bank_id, model_id):
+            raise NotFound(f"mental model {model_id!r} is not in bank {bank_id!r}", "model_id")
+
+    def refresh_mental_model(self, bank_id: str, model_id: str) -> MentalModel:
+        """Recall the model's question again and rewrite its answer. Raises NotFound."""
+        return self._refresh_record(bank_id, self._model_record(bank_id, model_id))
+
+    def _model_record(self, bank_id: str, model_id: str) -> dict[str, Any]:
+        self.get_bank(bank_id)
+        record = self.store.get_curated("model", bank_id, model_id) if isinstance(model_id, str) else None
+        if record is None:
+            raise NotFound(f"mental model {model_id!r} is not in bank {bank_id!r}", "model_id")
+        return record
+
+    def _refresh_record(self, bank_id: str, record: dict[str, Any]) -> MentalModel:
+        question = record["question"]
+        vector = self.embedder.embed([question])[0]
+        answer = answer_question(
+            question,
+            # flat recall: the memory units themselves (the tree's stage would answer with its
+            # nodes instead, leaving out the units they quote), consolidated as the tree does
+            lambda q: self.recall(bank_id, q, max_tokens=RECALL_TOKENS, budget="mid", planner="off"),
+            lambda ids: self.store.get_units(bank_id, ids, with_embedding=True),
+            self.consolidator(),
+            {e.entity_id: e.name for e in self.store.list_entities(bank_id)},
+        )
+        # What the answer has seen: what recall gave it and the question's nearest memories
+        # now; a memory outside both that comes near the question later is new (touch.py).
+        nearest = self.store.search_dense(bank_id, vector, TOUCH_CANDIDATES, fields=[])
+        seen = sorted({*answer.recalled, *(h.id for h in (nearest[0] if nearest else []))})
+        out = MentalModel.model_validate(
+            {
+                **{k: v for k, v in record.items() if not k.startswith("_")},
+                "answer": answer.text,
+                "sources": [s.model_dump() for s in answer.sources],
+                "recalled": len(answer.recalled),
+                "consolidator": answer.consolidator,
+                "metadata": answer.metadata,
+                "refreshed_at": now_utc(),
+            }
+        )
+        if self.store.get_bank(bank_id) is None:
+            raise BankNotFound(bank_id)  # deleted meanwhile: write nothing it would not delete
+        current = self.store.get_curated("model", bank_id, out.id)
+        if record.get("refreshed_at") and (current is None or current["question"] != question):
+            # deleted or re-asked while this refresh ran: its answer is for nothing that exists
+            return _model(current) if current else out
+        self.store.put_curated(
+            "model",
+            bank_id,
+            out.id,
+            {**out.model_dump(mode="json"), _VECTOR: [round(float(x), 6) for x in vector], _SEEN: seen},
+        )
+        return out
+
+    # after a write: refresh the models new facts touch -------------------------------------
+    def _curated_after_write(self, bank_id: str) -> None:
+        """After a retain: queue (once per bank) a check of the bank's models on a background
+        thread; a model that a new memory comes near, or whose cited memory is gone, is
+        refreshed (memlane/curated/touch.py). Never blocks the write that asked."""
+        worker = self._curated_background()
+        with worker.lock:
+            if bank_id in worker.pending:
+                return
+            worker.pending.add(bank_id)
+
+        def job() -> None:
+            with worker.lock:
+                worker.pending.discard(bank_id)
+            self.refresh_touched(bank_id)
+
+        worker.submit(job)
+
+    def refresh_touched(self, bank_id: str) -> list[str]:
+        """Refresh every model of the bank that new facts touch; the ids refreshed."""
+        done = []
+        for record in self.store.list_curated("model", bank_id):
+            try:
+                if touched(self.store, bank_id, record):
+                    self._refresh_record(bank_id, record)
+                    done.append(record["id"])
+            except Exception as exc:  # noqa: BLE001 - one model's failure must not stop the others
+                log.warning(
+                    "refresh of mental model %s/%s failed: %s: %s",
+                    bank_id,
+                    record.get("id"),
+                    type(exc).__name__,
+                    exc,
+                )
+        return done
+
+    def _curated_background(self):
+        if self._curated_worker is None:
+            from memlane.reflect.background import BackgroundWorker
+
+            worker = BackgroundWorker(name="memlane-curated", max_pending=256)
+            worker.lock = threading.Lock()  # type: ignore[attr-defined]
+            worker.pending = set()  # type: ignore[attr-defined]
+            self._curated_worker = worker
+        return self._curated_worker
+
+    def wait_curated(self) -> None:
+        """Wait for the queued model refreshes."""
+        if self._curated_worker is not None:
+            self._curated_worker.flush()
+
+    def close(self) -> None:
+        """Run the queued model refreshes (they write), then close the rest of the engine."""
+        if self._curated_worker is not None:
+            self._curated_worker.close()
+        super().close()  # type: ignore[misc]
+
+    # recall: the models close to the query come first ------------------------------------
+    def _with_mental_models(self, bank_id: str, req: RecallRequest, result: RecallResult) -> RecallResult:
+        """Fill ``result.mental_models``: the bank's models whose question's cosine to the
+        query is at least MODEL_RECALL_COSINE, best first."""
+        records = [r for r in self.store.list_curated("model", bank_id) if r.get(_VECTOR)]
+        if not records:
+            return result
+        query = self.embedder.embed([req.query])[0]
+        vectors = np.asarray([r[_VECTOR] for r in records], dtype=np.float32)
+        scores = vectors @ np.asarray(query, dtype=np.float32)
+        order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), records[i]["id"]))
+        result.mental_models = [
+            RecalledModel(model=_model(records[i]), score=round(float(scores[i]), 4))
+            for i in order
+            if scores[i] >= MODEL_RECALL_COSINE
+        ]
+        return result
+
+    # directives -------------------------------------------------------------------------
+    def put_directive(
+        self, bank_id: str, directive_id: str, text: str, tags: Sequence[str] = ()
+    ) -> tuple[Directive, bool]:
+        """Create or replace directive ``directive_id``; and whether it was created. Raises
+        InvalidInput, BankNotFound."""
+        self.get_bank(bank_id)
+        draft = _validated(
+            Directive, "directive_id", id=directive_id, bank_id=bank_id, text=text, tags=list(tags)
+        )
+        current = self.store.get_curated("directive", bank_id, draft.id)
+        if current is not None:
+            same = current["text"] == draft.text and current["tags"] == draft.tags
+            if same:
+                return Directive.model_validate(current), False
+            draft = draft.model_copy(update={"created_at": Directive.model_validate(current).created_at})
+        elif len(self.store.list_curated("directive", bank_id)) >= MAX_PER_BANK:
+            raise InvalidInput(f"directive_id: bank {bank_id!r} already holds {MAX_PER_BANK} directives")
+        self.store.put_curated("directive", bank_id, draft.id, draft.model_dump(mode="json"))
+        return draft, current is None
+
+    def list_directives(self, bank_id: str) -> list[Directive]:
+        """The bank's directives by id."""
+        self.get_bank(bank_id)
+        return [Directive.model_validate(r) for r in self.store.list_curated("directive", bank_id)]
+
+    def delete_directive(self, bank_id: str, directive_id: str) -> None:
+        """Delete one directive. Raises NotFound."""
+        self.get_bank(bank_id)
+        if not self.store.delete_curated("directive", bank_id, directive_id):
+            raise NotFound(f"directive {directive_id!r} is not in bank {bank_id!r}", "directive_id")
+
+
+def _validated(cls, id_name: str, **fields: Any):
+    """``cls`` from ``fields``, or InvalidInput naming each bad field (the id by its API name)."""
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        parts = [
+            f"{id_name if e['loc'] == ('id',) else '.'.join(map(str, e['loc']))}: {e['msg']}"
+            for e in exc.errors()
+        ]
+        raise InvalidInput("; ".join(parts)) from None
+
+
+def _model(record: dict[str, Any]) -> MentalModel:
+    return MentalModel.model_validate({k: v for k, v in record.items() if not k.startswith("_")})
