@@ -95,8 +95,13 @@ def _leaf(u: MemoryUnit, sessions: dict[str, str]) -> Leaf | None:
     )
 
 
+# Bumped when what a node is built from changes meaning (2: extractive nodes carry the mean of
+# their quotations' vectors), so existing trees are rewritten once.
+SIGNATURE_VERSION = 2
+
+
 def signature(consolidator: str, level: Level, key: str, children: Sequence[Child]) -> str:
-    h = hashlib.sha256(f"{consolidator}\x1f{int(level)}\x1f{key}".encode())
+    h = hashlib.sha256(f"{SIGNATURE_VERSION}\x1f{consolidator}\x1f{int(level)}\x1f{key}".encode())
     for c in children:
         h.update(f"\x1e{c.id}\x1f{c.text}".encode())
     return h.hexdigest()[:32]
@@ -207,13 +212,15 @@ class TreeBuilder:
                 consolidator=written.consolidator,
                 signature=sig,
                 metadata=written.metadata,
+                embedding=None if written.vector is None else written.vector.astype(np.float32).tolist(),
             )
             out.append(node)
             fresh.append(node)
             history.append(node.text)
-        if fresh:
-            vectors = self.embedder.embed([n.text for n in fresh])
-            for n, v in zip(fresh, vectors):
+        unembedded = [n for n in fresh if n.embedding is None]
+        if unembedded:
+            vectors = self.embedder.embed([n.text for n in unembedded])
+            for n, v in zip(unembedded, vectors):
                 n.embedding = np.asarray(v, dtype=np.float32).tolist()
         report.written[level.name] = len(fresh)
         report.unchanged[level.name] = len(out) - len(fresh)

@@ -64,6 +64,8 @@ class Written:
     cited_turns: list[str]
     consolidator: str
     metadata: dict = field(default_factory=dict)
+    # The node's vector when the consolidator has one (None: the builder embeds the text).
+    vector: np.ndarray | None = None
 
 
 class Consolidator(Protocol):
@@ -141,12 +143,18 @@ class ExtractiveConsolidator:
             header += ", about " + ", ".join(about)
         lines = [header + "."] + [f"- {text}" for text, _ in points]
         turns = list(dict.fromkeys(t for _, ts in points for t in ts))
+        # The text is its quotations, so its vector is theirs: the normalised mean of the
+        # quoted children's vectors, with no model call. Embedding the texts instead was 2/3
+        # of a LongMemEval bank's consolidation (long assistant turns, 256-token windows).
+        mean = vectors[picked or list(range(len(children)))].mean(axis=0)
+        norm = float(np.linalg.norm(mean))
         return Written(
             text="\n".join(lines),
             cited=[children[i].id for i in picked],
             cited_turns=turns,
             consolidator=self.name,
             metadata={"points": [[text, ts] for text, ts in points]},
+            vector=mean / norm if norm > 0 else None,
         )
 
 
