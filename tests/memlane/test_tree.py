@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from llm_fake import FakeLLMServer
 
@@ -170,6 +171,11 @@ def test_consolidation_builds_a_sound_tree(lena):
             assert f"- {text}" in n.text
         assert set(n.cited_turns) <= set(n.source_turns)
     assert "Pixel" in pixel.text and "5 Mar 2024" in pixel.text
+    # an extractive session's vector is the normalised mean of its quoted units' vectors
+    stored = {n.id: n for n in lena.store.list_tree_nodes("lena", with_embedding=True)}
+    vectors = {u.id: u.embedding for page in lena.store.iter_units("lena", with_embedding=True) for u in page}
+    mean = np.mean([vectors[c] for c in pixel.cited], axis=0)
+    assert np.allclose(stored[pixel.id].embedding, mean / np.linalg.norm(mean), atol=1e-5)
 
 
 def test_rerun_writes_nothing_and_a_fresh_bank_gets_the_same_tree(lena, tmp_path, embedder, extractor):
