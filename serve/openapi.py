@@ -5,7 +5,7 @@ service really sends, not FastAPI's default ``HTTPValidationError``.
 
 Which statuses an operation documents follows from what it takes: a key (401, 429), a bank
 (403; 404 unless it creates the bank), a JSON body (400 malformed), any body (413 too
-large), any parameter or body (422); reflect and health add 503.
+large), any parameter or body (422); reflect, consolidate and health add 503.
 """
 
 from __future__ import annotations
@@ -26,14 +26,19 @@ _WHY = {
     "413": "the body is over MEMLANE_SERVE__MAX_BODY_BYTES",
     "422": "a bad field (named in error.field)",
     "429": "the key's rate limit (Retry-After says when to retry)",
-    "503": "a dependency is missing: the store (health) or the LLM (reflect)",
+    "503": "a dependency is missing: the store (health) or the LLM (reflect, consolidate with llm)",
 }
-_UNAVAILABLE = {("get", "/v1/health"), ("post", "/v1/banks/{bank_id}/reflect")}
+_UNAVAILABLE = {
+    ("get", "/v1/health"),
+    ("post", "/v1/banks/{bank_id}/reflect"),
+    ("post", "/v1/banks/{bank_id}/consolidate"),
+}
 _BANK = "/v1/banks/{bank_id}"
 # Success answers besides FastAPI's 200.
 _SUCCESS = {
     ("put", _BANK): {"201": "the bank was created (200: updated)"},
     ("post", _BANK + "/memories"): {"202": "async: the operation to poll (Location names it)"},
+    ("post", _BANK + "/consolidate"): {"202": "async: the operation to poll (Location names it)"},
 }
 _NDJSON = {("get", _BANK + "/export")}
 # Links: where one operation's answer names what another takes (OpenAPI 3 links; clients and
@@ -45,12 +50,21 @@ _IN_BANK = {
     "ListDocuments": ("get", _BANK + "/documents", {}),
     "ListEntities": ("get", _BANK + "/entities", {}),
     "Recall": ("post", _BANK + "/recall", {}),
+    "GetTree": ("get", _BANK + "/tree", {}),
 }
 _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] = {
     ("put", _BANK, "201"): _IN_BANK,
     ("put", _BANK, "200"): _IN_BANK,
     ("post", _BANK + "/memories", "200"): {k: v for k, v in _IN_BANK.items() if k != "RetainIntoBank"},
     ("post", _BANK + "/memories", "202"): {
+        "GetOperation": (
+            "get",
+            _BANK + "/operations/{operation_id}",
+            {"operation_id": "$response.body#/operation_id"},
+        ),
+    },
+    ("post", _BANK + "/consolidate", "200"): {"GetTree": ("get", _BANK + "/tree", {})},
+    ("post", _BANK + "/consolidate", "202"): {
         "GetOperation": (
             "get",
             _BANK + "/operations/{operation_id}",
