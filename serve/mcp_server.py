@@ -398,7 +398,9 @@ def build_mcp_server(
         ] = None,
         from_: Annotated[
             datetime | None,
-            Field(alias="from", description="Only nodes whose interval ends at or after this time (ISO 8601)."),
+            Field(
+                alias="from", description="Only nodes whose interval ends at or after this time (ISO 8601)."
+            ),
         ] = None,
         to: Annotated[
             datetime | None,
