@@ -51,6 +51,7 @@ _IN_BANK = {
     "ListEntities": ("get", _BANK + "/entities", {}),
     "Recall": ("post", _BANK + "/recall", {}),
     "GetTree": ("get", _BANK + "/tree", {}),
+    "Consolidate": ("post", _BANK + "/consolidate", {}),
 }
 _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] = {
     ("put", _BANK, "201"): _IN_BANK,

@@ -350,13 +350,29 @@ VIEWS.timeline = async (root) => {
       h("div", { class: "tl-axis" }, h("span", {}, fmtTime(new Date(lo).toISOString())), h("span", {}, fmtTime(new Date(hi).toISOString()))),
       rows));
   }
-  // The temporal tree (day -> week -> month summaries) is not built by the engine yet; its
-  // levels will render here, above the sessions they summarise.
-  parts.push(h("h3", {}, "Temporal tree"),
-    h("div", { class: "placeholder", id: "temporal-tree", dataset: { levels: "0" } },
-      "Levels (day, week, month summaries of these sessions) are not built yet; they will appear here."));
+  parts.push(await treeSection());
   root.replaceChildren(...parts);
 };
+
+// The temporal tree (GET .../tree): one list per level, the profile first, each node with the
+// interval it covers and its text.
+const TREE_LEVELS = ["profile", "week", "day", "session"];
+async function treeSection() {
+  const nodes = (await api(bankPath("/tree"))).nodes;
+  const levels = TREE_LEVELS.filter((lv) => nodes.some((n) => n.level_name === lv));
+  const box = h("div", { class: "tree", id: "temporal-tree", dataset: { levels: String(levels.length), nodes: String(nodes.length) } });
+  if (!nodes.length) box.append(h("p", { class: "muted" }, "No tree yet: it is built by consolidation (POST .../consolidate, or after retains)."));
+  for (const lv of levels) {
+    const mine = nodes.filter((n) => n.level_name === lv);
+    box.append(h("div", { class: "tree-level", dataset: { level: lv } },
+      h("h4", {}, `${lv} (${mine.length})`),
+      h("ul", {}, mine.map((n) => h("li", { class: "tree-node", dataset: { id: n.id, level: lv } },
+        h("span", { class: "mono tree-interval" }, `${fmtTime(n.start)} .. ${fmtTime(n.end)}`),
+        h("span", { class: "muted" }, ` · ${n.children.length} ${n.children.length === 1 ? "child" : "children"}`),
+        h("div", { class: "tree-text" }, n.text))))));
+  }
+  return h("section", {}, h("h3", {}, "Temporal tree"), box);
+}
 
 // --- documents ----------------------------------------------------------------------------------
 VIEWS.documents = async (root) => {

@@ -247,6 +247,9 @@ def test_explorer_in_chromium(service, browser):
     with _http(service, "k-alice") as http:
         units = http.get("/v1/banks/alice/stats").json()["units"]
         entity_ids = _entities(http, "alice")
+        # the temporal tree the timeline shows (its windows are all in the past: all closed)
+        assert http.post("/v1/banks/alice/consolidate").status_code == 200
+        tree = http.get("/v1/banks/alice/tree").json()["nodes"]
 
     # 1. the key is asked for; a wrong one is refused and asked for again
     d.get(service["url"] + "/ui")
@@ -316,7 +319,7 @@ def test_explorer_in_chromium(service, browser):
     assert "Bob" in neighbours and "Berlin" in neighbours
     _shot(d, "05-entity")
 
-    # 6. the timeline: one row per session in time order, and the place of the temporal tree
+    # 6. the timeline: one row per session in time order, and the temporal tree above them
     _tab(d, "timeline")
     rows = by_css(".tl-row")
     assert [(r.get_attribute("data-document"), r.get_attribute("data-session")) for r in rows] == [
@@ -328,7 +331,18 @@ def test_explorer_in_chromium(service, browser):
         float(r.find_element(By.CSS_SELECTOR, ".tl-bar").value_of_css_property("left")[:-2]) for r in rows
     ]
     assert lefts[0] < lefts[1] < lefts[2]  # the bars are placed by time (CSP let the script style them)
-    assert "not built yet" in d.find_element(By.ID, "temporal-tree").text
+    # the tree: a list per level, the profile first, each node with its interval
+    box = d.find_element(By.ID, "temporal-tree")
+    assert box.get_attribute("data-levels") == "4"
+    shown = [(n.get_attribute("data-level"), n.get_attribute("data-id")) for n in by_css(".tree-node")]
+    order = ["profile", "week", "day", "session"]
+    assert shown == sorted(((n["level_name"], n["id"]) for n in tree), key=lambda x: order.index(x[0]))
+    assert [lv for lv, _ in shown].count("session") == 3  # one per seeded session
+    sessions = [n for n in by_css(".tree-node") if n.get_attribute("data-level") == "session"]
+    assert (
+        sessions[0].find_element(By.CSS_SELECTOR, ".tree-interval").text
+        == "2024-05-01 10:00:00 .. 2024-05-01 10:05:00"
+    )
     _shot(d, "06-timeline")
     [link] = [a for a in by_css(".tl-row a") if a.text == "chat-move / s2"]
     link.click()  # a session's document opens its memories

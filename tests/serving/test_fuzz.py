@@ -75,6 +75,12 @@ checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 [[operations]]
 include-name = "POST /v1/banks/{bank_id}/consolidate"
 checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
+
+# Scenarios of up to 10 steps (schemathesis' default is 6): operations two links away from a
+# bank's creation (an operation, an entity, the tree after a consolidation) are reached
+# within the stateful phase's budget.
+[phases.stateful]
+max-steps = 10
 """
 
 
