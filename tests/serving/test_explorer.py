@@ -241,6 +241,7 @@ def _shot(driver, name):
 
 def test_explorer_in_chromium(service, browser):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     d = browser
     by_css = lambda sel: d.find_elements(By.CSS_SELECTOR, sel)  # noqa: E731
@@ -283,9 +284,11 @@ def test_explorer_in_chromium(service, browser):
     assert d.find_element(By.ID, "memory-count").text == "1-1 of 1"
     _shot(d, "03-memories")
 
-    # 4. recall: the retained fact first, with its trace (channels, fusion, boosts)
+    # 4. recall: the retained fact first, with its trace (channels, fusion, boosts); memories
+    # only (the tree's nodes may stand in for the memories they quote: see 4b)
     _tab(d, "recall")
     d.find_element(By.CSS_SELECTOR, '#recall-form input[name="query"]').send_keys("Where did Carla move?")
+    Select(d.find_element(By.CSS_SELECTOR, '#recall-form select[name="planner"]')).select_by_value("off")
     d.find_element(By.CSS_SELECTOR, '#recall-form button[type="submit"]').click()
     _ready(d, "recall")
     results = by_css(".result")
@@ -304,6 +307,27 @@ def test_explorer_in_chromium(service, browser):
     assert results[0].find_element(By.CSS_SELECTOR, ".trace-fusion").text.startswith("fusion (RRF)")
     assert len(results[0].find_elements(By.CSS_SELECTOR, ".trace-boost")) == 3
     _shot(d, "04-recall")
+
+    # 4b. with the planner's levels: the tree's nodes in their place in the one ranking, as
+    # the API answers the same request
+    Select(d.find_element(By.CSS_SELECTOR, '#recall-form select[name="planner"]')).select_by_value("")
+    d.find_element(By.CSS_SELECTOR, '#recall-form button[type="submit"]').click()
+    _ready(d, "recall")
+    with _http(service, "k-alice") as http:
+        body = {"query": "Where did Carla move?", "max_tokens": 500, "budget": "mid", "trace": True}
+        answer = http.post("/v1/banks/alice/recall", json=body).json()
+    ranking: list = [("memory", m["unit"]["id"]) for m in answer["memories"]]
+    for n in sorted(answer["nodes"], key=lambda n: n["rank"]):
+        ranking.insert(min(n["rank"], len(ranking)), ("node", n["node"]["id"]))
+    shown_ranking = [
+        ("node" if "tree-result" in r.get_attribute("class") else "memory", r.get_attribute("data-id"))
+        for r in by_css(".result")
+    ]
+    assert shown_ranking == ranking and ranking
+    assert d.find_element(By.ID, "recall-summary").text.startswith(
+        f"{len(answer['memories'])} memories, {len(answer['nodes'])} tree nodes"
+    )
+    _shot(d, "04b-recall-tree")
 
     # 5. an entity: its facts and neighbours (opened from the entity list)
     _tab(d, "entities")
