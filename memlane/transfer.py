@@ -322,11 +322,11 @@ def import_bank(memory: Components, source: Source, *, bank_id: str | None = Non
     memory.writer.put_bank(header.bank)
     written = dict.fromkeys(RECORD_KINDS_PLURAL, 0)
     pending: dict[str, list[Any]] = {k: [] for k in RECORD_KINDS_PLURAL}
-    embedded = 0
+    embedded = embedded_nodes = 0  # unit texts, tree node texts
     with memory.writer.write(header.target) as w:
 
         def flush(kind: str) -> None:
-            nonlocal embedded
+            nonlocal embedded, embedded_nodes
             batch = pending[kind]
             if not batch:
                 return
@@ -338,7 +338,7 @@ def import_bank(memory: Components, source: Source, *, bank_id: str | None = Non
                 if not header.use_vectors:
                     vectors = memory.embedder.embed([t.text for t in batch])
                     batch = [t.model_copy(update={"embedding": v.tolist()}) for t, v in zip(batch, vectors)]
-                    embedded += len(batch)
+                    embedded_nodes += len(batch)
                 w.tree(batch)
             else:
                 if not header.use_vectors:
@@ -365,6 +365,7 @@ def import_bank(memory: Components, source: Source, *, bank_id: str | None = Non
         **written,
         "vectors": "imported" if header.use_vectors else "re-embedded",
         "reembedded": embedded,
+        "reembedded_tree_nodes": embedded_nodes,
         "reembed_reason": header.reembed_reason,
         "seconds": round(time.perf_counter() - start, 3),
     }

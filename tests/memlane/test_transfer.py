@@ -214,6 +214,7 @@ def test_vectors_of_another_embedder_are_re_embedded(fx, second):
     report = import_bank(second, records)
     assert report["vectors"] == "re-embedded" and "some-other-model" in report["reembed_reason"]
     assert report["reembedded"] == report["units"] > 0
+    assert report["reembedded_tree_nodes"] == report["tree_nodes"] > 0
     assert _recall_ids(second, "fx") == _recall_ids(fx, "fx")
 
 
