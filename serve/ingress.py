@@ -337,17 +337,22 @@ async def get_tree(
     """The bank's temporal tree: its session, day, week and profile nodes (each with its
     interval ``start``-``end``, children, source turns and text), by level then start; empty
     before the first consolidation."""
-    if since is not None and until is not None and _aware(until) <= _aware(since):
+    since, until = _aware(since, "from"), _aware(until, "to")
+    if since is not None and until is not None and until <= since:
         raise APIError(422, "invalid_request", "to: must be after from", "to")
     nodes = await _call(_ingress(request).memory.tree.remote(bank_id, level, since, until))
     return {"nodes": nodes}
 
 
-def _aware(when: datetime) -> datetime:
-    # A time without an offset is UTC, as everywhere in the engine (memlane.model.utc).
+def _aware(when: datetime | None, field: str) -> datetime | None:
+    """``when`` in UTC (a time without an offset is UTC, as everywhere in the engine); 422 for
+    one that UTC cannot hold (year 1 at +01:00 is before datetime.min)."""
     from memlane.model import utc
 
-    return utc(when)
+    try:
+        return None if when is None else utc(when)
+    except OverflowError:
+        raise APIError(422, "invalid_request", f"{field}: out of the range of UTC times", field) from None
 
 
 @api.post("/v1/banks/{bank_id}/consolidate", tags=["tree"])

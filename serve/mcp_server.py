@@ -411,7 +411,11 @@ def build_mcp_server(
         and its profile, each with the interval it covers, by level then start (empty until
         the bank was consolidated)."""
         bank_id = _bank(bank, default_bank)
-        if from_ is not None and to is not None and utc(to) <= utc(from_):
+        try:
+            from_, to = (None if t is None else utc(t) for t in (from_, to))
+        except OverflowError:
+            raise ToolFailure("invalid_argument", "from, to: out of the range of UTC times") from None
+        if from_ is not None and to is not None and to <= from_:
             raise ToolFailure("invalid_argument", "to: must be after from")
         nodes = await _call(backend(ctx).tree(bank_id, level, from_, to))
         return {

@@ -105,6 +105,7 @@ def test_get_tree_reads_the_tree_the_engine_consolidated(tmp_path, embedder, ext
                 "get_tree", {"from": "2024-05-09T00:00:00Z", "to": "2024-05-08"}
             ),
             "unknown": await client.call_tool("get_tree", {"bank": "nobody"}),
+            "out_of_range": await client.call_tool("get_tree", {"from": "0001-01-01T00:00:00+01:00"}),
         }
 
     out = _session(data, "--bank", "ana", body=body)
@@ -119,6 +120,9 @@ def test_get_tree_reads_the_tree_the_engine_consolidated(tmp_path, embedder, ext
     assert (s2["start"], s2["end"], s2["children"]) == ("2024-05-08T18:00:00Z", "2024-05-08T18:10:00Z", 2)
     assert out["backwards"].is_error and "invalid_argument: to: must be after from" in _text(out["backwards"])
     assert out["unknown"].is_error and "bank_not_found: unknown bank 'nobody'" in _text(out["unknown"])
+    assert out["out_of_range"].is_error and "invalid_argument: from, to: out of the range" in _text(
+        out["out_of_range"]
+    )
 
 
 def test_retain_then_recall_then_delete_on_the_default_bank(tmp_path):

@@ -116,6 +116,8 @@ def test_bad_tree_and_consolidate_requests_get_the_error_body_and_change_nothing
         )
         _error(http.get("/v1/banks/ana/tree", params={"level": "6"}), 422, "level")
         _error(http.get("/v1/banks/ana/tree", params={"from": "yesterday"}), 422, "from")
+        _error(http.get("/v1/banks/ana/tree", params={"from": "0001-01-01T00:00:00+01:00"}), 422, "from")
+        _error(http.get("/v1/banks/ana/tree", params={"to": "9999-12-31T23:59:59-05:00"}), 422, "to")
         _error(http.get("/v1/banks/ana/tree", params={"from": "2024-05-10", "to": "2024-05-10"}), 422, "to")
         _error(http.get("/v1/banks/ana/tree", params={"from": "2024-05-10", "to": "2024-05-01"}), 422, "to")
         assert _error(admin.get("/v1/banks/nobody/tree"), 404)["code"] == "bank_not_found"
