@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memlane.model import BANK_ID_PATTERN, FactType, utc
+from memlane.model import BANK_ID_PATTERN, LEVEL_NAMES, FactType, utc
 
 # Non-blank: at least one non-space character (JSON Schema patterns are unanchored searches).
 _NOT_BLANK = r"\S"
@@ -173,6 +173,18 @@ def _memory_row(m: dict[str, Any]) -> dict[str, Any]:
         "score": round(float(m.get("score", 0.0)), 4),
         "when": unit.get("occurred_start") or unit.get("mentioned_at"),
         "document_id": unit.get("document_id"),
+    }
+
+
+def _node_row(n: dict[str, Any]) -> dict[str, Any]:
+    node = n["node"]
+    return {
+        "id": node["id"],
+        "level": LEVEL_NAMES.get(node["level"], node["level"]),
+        "start": node["start"],
+        "end": node["end"],
+        "text": node["text"],
+        "score": round(float(n.get("score", 0.0)), 4),
     }
 
 
@@ -343,6 +355,9 @@ def build_mcp_server(
             "memories": [_memory_row(m) for m in result.get("memories", [])],
             "tokens": result.get("tokens", 0),
         }
+        # The temporal tree's summaries recall chose (a node can stand in for the memories it
+        # quotes, so without them an answer could come back empty)
+        out["nodes"] = [_node_row(n) for n in result.get("nodes", [])]
         if include_chunks:
             out["chunks"] = [
                 {"document_id": c.get("document_id"), "session_id": c.get("session_id"), "text": c["text"]}

@@ -106,6 +106,7 @@ def test_get_tree_reads_the_tree_the_engine_consolidated(tmp_path, embedder, ext
             ),
             "unknown": await client.call_tool("get_tree", {"bank": "nobody"}),
             "out_of_range": await client.call_tool("get_tree", {"from": "0001-01-01T00:00:00+01:00"}),
+            "recall": await client.call_tool("recall", {"query": "What did Ana do in May 2024?"}),
         }
 
     out = _session(data, "--bank", "ana", body=body)
@@ -120,6 +121,11 @@ def test_get_tree_reads_the_tree_the_engine_consolidated(tmp_path, embedder, ext
     assert (s2["start"], s2["end"], s2["children"]) == ("2024-05-08T18:00:00Z", "2024-05-08T18:10:00Z", 2)
     assert out["backwards"].is_error and "invalid_argument: to: must be after from" in _text(out["backwards"])
     assert out["unknown"].is_error and "bank_not_found: unknown bank 'nobody'" in _text(out["unknown"])
+    # recall carries the tree's nodes it chose beside the memories (nodes of this tree only)
+    recalled = out["recall"].structured_content
+    assert recalled["memories"] or recalled["nodes"]
+    tree_ids = {n["id"] for n in got["nodes"]}
+    assert all(n["id"] in tree_ids and n["level"] in TREE_SHAPE for n in recalled["nodes"])
     assert out["out_of_range"].is_error and "invalid_argument: from, to: out of the range" in _text(
         out["out_of_range"]
     )
