@@ -21,12 +21,15 @@ def _line(report) -> str:
     c = report.counts
     head = f"bank {report.bank_id}: " + ("ok" if report.ok else f"{len(report.errors)} violated")
     head += f" ({c['units']} memories, {c['chunks']} chunks, {c['entities']} entities"
+    if c.get("tree_nodes"):
+        head += f", {c['tree_nodes']} tree nodes"
     if "index_units" in c or "graph_units" in c:
         head += "; index and graph checked"
     lines = [head + ")"]
     for f in report.findings:
         more = f", ... {f.count - len(f.ids)} more" if f.count > len(f.ids) else ""
-        lines.append(f"  {f.severity} {f.check}: {f.message} (ids: {', '.join(f.ids)}{more})")
+        ids = f" (ids: {', '.join(f.ids)}{more})" if f.ids else ""  # a tree level's count names no id
+        lines.append(f"  {f.severity} {f.check}: {f.message}{ids}")
     return "\n".join(lines)
 
 
@@ -37,7 +40,7 @@ def doctor(
     data_dir: Path | None = DataDir,
 ) -> None:
     """Check a bank's invariants (chunks, documents, links, entities, sources, supersession,
-    derived index and graph); exit 1 on a violation."""
+    derived index and graph, the temporal tree); exit 1 on a violation."""
     from rich.progress import Progress
 
     from cluster.datadir import store_access

@@ -23,19 +23,29 @@ What is checked:
   (counts and a SHA-256 of the sorted ids); checked on the state as this process holds it,
   so a stale or wrongly updated index shows.
 
-The temporal tree's containment check joins when the tree exists (issue 12).
+- ``tree_children``: each tree node's children exist one level down (a session's are memory
+  units of the bank).
+- ``tree_containment``: each tree node's interval covers its children's (and starts before
+  it ends).
+- ``tree_levels``: progressive consolidation: no level of the tree holds more nodes than the
+  one below it, and there is at most one profile.
+
+The tree checks are :func:`memlane.tree.invariants.tree_problems`, the one place the tree's
+invariants are written; a bank without a tree passes them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from memlane.derived import DerivedState
 from memlane.interfaces import VectorStore
-from memlane.model import FactType, MemoryUnit
+from memlane.model import FactType, MemoryUnit, TreeNode
 
 CHECKS = {
     "unit_chunk": "each memory's chunk exists, in the memory's document",
@@ -46,7 +56,36 @@ CHECKS = {
     "sources": "observations' and opinions' source facts exist",
     "supersession": "superseded_by points at another existing memory, with no cycle",
     "derived": "the derived index and graph hold exactly the store's memory ids",
+    "tree_children": "each tree node's children exist one level down (a session's are memories)",
+    "tree_containment": "each tree node's interval covers its children's",
+    "tree_levels": "no tree level holds more nodes than the one below; at most one profile",
 }
+
+# tree_problems' lines ("NODE: what", or a line about a level), by what they say: the check
+# that reports them and the finding's message (the nodes at fault are its ids).
+_TREE_PROBLEMS = (
+    (
+        re.compile(r"^(\S+): interval does not cover child "),
+        "tree_containment",
+        "{n} tree nodes have an interval that does not cover a child's",
+    ),
+    (re.compile(r"^(\S+): starts after it ends$"), "tree_containment", "{n} tree nodes start after they end"),
+    (
+        re.compile(r"^(\S+): child \S+ is not a memory unit of the bank$"),
+        "tree_children",
+        "{n} session nodes have a child that is not a memory of the bank",
+    ),
+    (
+        re.compile(r"^(\S+): child \S+ does not exist$"),
+        "tree_children",
+        "{n} tree nodes have a child that does not exist",
+    ),
+    (
+        re.compile(r"^(\S+): child \S+ is level \d+, not \d+$"),
+        "tree_children",
+        "{n} tree nodes have a child that is not one level down",
+    ),
+)
 
 # Ids listed per finding: enough to locate the problem, bounded for a million-memory bank.
 SAMPLE = 10
@@ -138,6 +177,29 @@ def _supersession_cycles(units: dict[str, MemoryUnit]) -> list[str]:
     return looped
 
 
+def _check_tree(out: _Collect, nodes: list[TreeNode], units: dict[str, datetime]) -> None:
+    """The tree's invariants (:func:`memlane.tree.invariants.tree_problems`): one finding per
+    kind of problem naming the nodes at fault; a level's count is its own finding."""
+    from memlane.tree.invariants import tree_problems
+
+    grouped: dict[int, list[str]] = {}
+    for problem in tree_problems(nodes, units):
+        for i, (pattern, _, _) in enumerate(_TREE_PROBLEMS):
+            if match := pattern.match(problem):
+                grouped.setdefault(i, []).append(match.group(1))
+                break
+        else:  # a count per level (progressive consolidation), or a line this table lacks
+            check = (
+                "tree_levels"
+                if problem.startswith("level ") or "profile nodes" in problem
+                else "tree_children"
+            )
+            out.findings.append(Finding(check, "error", problem, 1, []))
+    for i, ids in sorted(grouped.items()):
+        _, check, message = _TREE_PROBLEMS[i]
+        out.add(check, message, ids)
+
+
 def check_bank(store: VectorStore, derived: DerivedState | None, bank_id: str) -> BankReport:
     """Check every invariant of ``bank_id`` (raises BankNotFound for an unknown bank).
 
@@ -218,8 +280,11 @@ def check_bank(store: VectorStore, derived: DerivedState | None, bank_id: str) -
         _supersession_cycles({k: u for k, u in units.items() if u.superseded_by != k}),
     )
 
+    nodes = store.list_tree_nodes(bank_id)
+    _check_tree(out, nodes, {u.id: u.mentioned_at for u in units.values()})
+
     checksum = ids_checksum(units)
-    counts = {"units": len(units), "chunks": len(chunks), "entities": len(entities)}
+    counts = {"units": len(units), "chunks": len(chunks), "entities": len(entities), "tree_nodes": len(nodes)}
     if derived is not None:
         # ensure(): a state behind the store's revision reloads, as before any recall; a state
         # updated in place by this process's writes is kept, and that is what is checked.

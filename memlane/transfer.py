@@ -1,11 +1,12 @@
 """Bank export and import: a bank as JSON Lines, and back.
 
-The format (``format`` 1) is one JSON object per line, each with a ``kind``:
+The format (``format`` 2; format 1 files, which have no tree nodes, are read too) is one JSON
+object per line, each with a ``kind``:
 
 1. a header, always first::
 
-       {"kind": "memlane-bank", "format": 1, "bank": {...Bank fields...},
-        "counts": {"chunks": n, "entities": n, "units": n}, "vectors": false,
+       {"kind": "memlane-bank", "format": 2, "bank": {...Bank fields...},
+        "counts": {"chunks": n, "entities": n, "units": n, "tree_nodes": n}, "vectors": false,
         "embedder": "<model name>", "dim": 384}
 
 2. ``{"kind": "chunk", ...Chunk fields...}`` for every source chunk, in id order;
@@ -14,15 +15,24 @@ The format (``format`` 1) is one JSON object per line, each with a ``kind``:
    and experience facts, opinions and observations alike (they are units with those fact
    types), with their links, opinion history, source turns, entity ids and metadata. The
    ``embedding`` field is present only when the export was asked for vectors.
+5. ``{"kind": "tree_node", ...TreeNode fields...}`` for every node of the bank's temporal tree
+   (memlane/tree), by level then start: its window, interval, text, children, source turns
+   and the signature that lets a later consolidation skip it; ``embedding`` as for units.
 
 Times are ISO 8601 strings in UTC with microseconds, exactly as the store keeps them (each
 record is the model's own ``model_dump(mode="json")``), so a round trip reproduces the bank
 exactly: ids, fields, counts, and therefore recall results.
 
-Not in the format yet: memory tree nodes and the bank profile document of the tree-memory
-issue. They will be new record kinds (``tree_node``, ``profile``, reserved below); this
-version's importer rejects them, and any kind it does not know, with an error naming the line,
-so a file from a newer writer is never half understood.
+Not in the format yet: the bank profile document (a record kind ``profile``, reserved below);
+this version's importer rejects it, and any kind it does not know, with an error naming the
+line, so a file from a newer writer is never half understood.
+
+Tree nodes keep their ids, as every record does. Their ids derive from the bank id, so a bank
+imported under another name (``bank_id=``) holds the source bank's node ids until its next
+consolidation, which writes the new bank's nodes and removes those (the tree is derived from
+the units, which the file carries whole). The imported tree is checked with
+:func:`memlane.tree.invariants.tree_problems` before anything is written: a node whose
+children are not in the file, or whose interval does not cover them, is refused.
 
 Import is idempotent: records keep their ids and are upserts, so importing a file twice
 leaves the same bank; units already in the target bank that the file does not hold stay.
@@ -42,16 +52,25 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from pydantic import BaseModel, ValidationError
 
 from memlane.errors import BankNotFound, InvalidInput
-from memlane.model import Bank, Chunk, Entity, MemoryUnit, check_bank_id
+from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
 
 if TYPE_CHECKING:
     from memlane.components import Components
 
-FORMAT = 1
+FORMAT = 2
+# Formats this importer reads: 1 (before tree nodes) and 2.
+READ_FORMATS = (1, 2)
 HEADER_KIND = "memlane-bank"
-RECORD_KINDS: dict[str, type[BaseModel]] = {"chunk": Chunk, "entity": Entity, "unit": MemoryUnit}
-# Kinds a later format will carry (the tree-memory issue); named so the error says so.
-RESERVED_KINDS = ("tree_node", "profile")
+RECORD_KINDS: dict[str, type[BaseModel]] = {
+    "chunk": Chunk,
+    "entity": Entity,
+    "unit": MemoryUnit,
+    "tree_node": TreeNode,
+}
+# Kinds with vectors (``embedding`` with --vectors, re-embedded from ``text`` otherwise).
+EMBEDDED_KINDS = ("unit", "tree_node")
+# Kinds a later format will carry; named so the error says so.
+RESERVED_KINDS = ("profile",)
 BATCH = 1000
 
 # What import_bank reads: a file (read twice, streaming), or a sequence of lines or records.
@@ -72,6 +91,7 @@ def export_bank(memory: Components, bank_id: str, *, vectors: bool = False) -> I
     if bank is None:
         raise BankNotFound(bank_id)
     entities = store.list_entities(bank_id)
+    nodes = store.list_tree_nodes(bank_id, with_embedding=vectors)
     models = memory.settings.models
     yield {
         "kind": HEADER_KIND,
@@ -81,6 +101,7 @@ def export_bank(memory: Components, bank_id: str, *, vectors: bool = False) -> I
             "chunks": store.count_chunks(bank_id),
             "entities": len(entities),
             "units": store.count_units(bank_id),
+            "tree_nodes": len(nodes),
         },
         "vectors": bool(vectors),
         "embedder": models.embedder_model,
@@ -97,6 +118,13 @@ def export_bank(memory: Components, bank_id: str, *, vectors: bool = False) -> I
             if vectors:
                 record["embedding"] = u.embedding
             yield record
+    for n in nodes:
+        # source_turns above the sessions are derived when the tree is read (the store keeps
+        # a session's own only), so they are exported as read and ignored on import's write.
+        record = {"kind": "tree_node", **n.model_dump(mode="json", exclude={"embedding"})}
+        if vectors:
+            record["embedding"] = n.embedding
+        yield record
 
 
 def export_lines(memory: Components, bank_id: str, *, vectors: bool = False) -> Iterator[str]:
@@ -115,8 +143,12 @@ class _Header:
         raw_line = raw.pop("__line__")
         if raw.get("kind") != HEADER_KIND:
             raise bad(f"the first record must be the {HEADER_KIND!r} header, got kind {raw.get('kind')!r}")
-        if raw.get("format") != FORMAT:
-            raise bad(f"format {raw.get('format')!r} is not supported (this version reads format {FORMAT})")
+        if raw.get("format") not in READ_FORMATS:
+            raise bad(
+                f"format {raw.get('format')!r} is not supported (this version reads formats "
+                f"{', '.join(map(str, READ_FORMATS))})"
+            )
+        self.format = raw["format"]
         unknown = set(raw) - {"kind", "format", "bank", "counts", "vectors", "embedder", "dim"}
         if unknown:
             raise bad(f"unknown fields {sorted(unknown)}")
@@ -135,11 +167,14 @@ class _Header:
         except ValueError as exc:
             raise bad(str(exc)) from None
         counts = raw.get("counts")
+        # format 1 has no tree nodes: its counts name none
+        counted = RECORD_KINDS_PLURAL if self.format >= 2 else RECORD_KINDS_PLURAL[:3]
         if not isinstance(counts, dict) or not all(
-            isinstance(counts.get(k), int) and counts[k] >= 0 for k in RECORD_KINDS_PLURAL
+            isinstance(counts.get(k), int) and not isinstance(counts[k], bool) and counts[k] >= 0
+            for k in counted
         ):
-            raise bad("'counts' must give non-negative integers for chunks, entities and units")
-        self.counts = {k: int(counts[k]) for k in RECORD_KINDS_PLURAL}
+            raise bad(f"'counts' must give non-negative integers for {', '.join(counted)}")
+        self.counts = {k: int(counts.get(k, 0)) for k in RECORD_KINDS_PLURAL}
         vectors, dim, embedder = raw.get("vectors", False), raw.get("dim"), raw.get("embedder")
         if not isinstance(vectors, bool):
             raise bad("'vectors' must be true or false")
@@ -159,7 +194,7 @@ class _Header:
         self.use_vectors = self.reembed_reason is None
 
 
-RECORD_KINDS_PLURAL = ("chunks", "entities", "units")
+RECORD_KINDS_PLURAL = ("chunks", "entities", "units", "tree_nodes")
 
 
 def _records(source: Source) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -206,22 +241,25 @@ def _model(n: int, raw: dict[str, Any], header: _Header) -> tuple[str, BaseModel
     if kind in RESERVED_KINDS:
         raise InvalidInput(
             f"line {n}: record kind {kind!r} is not supported by this version of memlane "
-            f"(format {FORMAT} holds chunk, entity and unit records)"
+            f"(format {FORMAT} holds chunk, entity, unit and tree_node records)"
         )
     model = RECORD_KINDS.get(kind) if isinstance(kind, str) else None
-    if model is None:
-        raise InvalidInput(f"line {n}: unknown record kind {kind!r} (expected chunk, entity or unit)")
+    if model is None or (kind == "tree_node" and header.format < 2):
+        expected = "chunk, entity, unit or tree_node" if header.format >= 2 else "chunk, entity or unit"
+        raise InvalidInput(
+            f"line {n}: unknown record kind {kind!r} (format {header.format} holds {expected})"
+        )
     owner = raw.get("bank_id")
     if owner != header.source:
         raise InvalidInput(
             f"line {n}: {kind} record belongs to bank {owner!r}, not to the file's bank {header.source!r}"
         )
-    if kind == "unit":
+    if kind in EMBEDDED_KINDS:
         if not header.use_vectors:
             raw.pop("embedding", None)  # re-embedded
         elif not isinstance(raw.get("embedding"), list) or len(raw["embedding"]) != header.dim:
             raise InvalidInput(
-                f"line {n}: unit {raw.get('id')!r} needs an embedding of {header.dim} numbers "
+                f"line {n}: {kind} {raw.get('id')!r} needs an embedding of {header.dim} numbers "
                 "(the header says the file has vectors)"
             )
     try:
@@ -258,26 +296,37 @@ def import_bank(memory: Components, source: Source, *, bank_id: str | None = Non
     header = _header(records, bank_id, memory)
     seen = dict.fromkeys(RECORD_KINDS_PLURAL, 0)
     last = 1
+    # the tree is checked whole at the end: when each unit was said, and each node's line
+    said: dict[str, Any] = {}
+    nodes: dict[str, tuple[int, TreeNode]] = {}
     for n, raw in records:
-        kind, _ = _model(n, raw, header)
+        kind, model = _model(n, raw, header)
         seen[_plural(kind)] += 1
         last = n
+        if isinstance(model, MemoryUnit):
+            said[model.id] = model.mentioned_at
+        elif isinstance(model, TreeNode):
+            if model.id in nodes:
+                raise InvalidInput(f"line {n}: tree node {model.id!r} is also on line {nodes[model.id][0]}")
+            nodes[model.id] = (n, model)
     for k in RECORD_KINDS_PLURAL:
         if seen[k] != header.counts[k]:
             raise InvalidInput(
                 f"line {last}: the header counts {header.counts[k]} {k} but the input holds {seen[k]} "
                 "(a truncated or edited file?)"
             )
+    if nodes:
+        _check_tree(nodes, said)
 
     # pass 2: write, in batches, as one logical write
     memory.writer.put_bank(header.bank)
     written = dict.fromkeys(RECORD_KINDS_PLURAL, 0)
     pending: dict[str, list[Any]] = {k: [] for k in RECORD_KINDS_PLURAL}
-    embedded = 0
+    embedded = embedded_nodes = 0  # unit texts, tree node texts
     with memory.writer.write(header.target) as w:
 
         def flush(kind: str) -> None:
-            nonlocal embedded
+            nonlocal embedded, embedded_nodes
             batch = pending[kind]
             if not batch:
                 return
@@ -285,6 +334,12 @@ def import_bank(memory: Components, source: Source, *, bank_id: str | None = Non
                 w.chunks(batch)
             elif kind == "entities":
                 w.entities(batch)
+            elif kind == "tree_nodes":
+                if not header.use_vectors:
+                    vectors = memory.embedder.embed([t.text for t in batch])
+                    batch = [t.model_copy(update={"embedding": v.tolist()}) for t, v in zip(batch, vectors)]
+                    embedded_nodes += len(batch)
+                w.tree(batch)
             else:
                 if not header.use_vectors:
                     vectors = memory.embedder.embed([u.text for u in batch])
@@ -310,10 +365,27 @@ def import_bank(memory: Components, source: Source, *, bank_id: str | None = Non
         **written,
         "vectors": "imported" if header.use_vectors else "re-embedded",
         "reembedded": embedded,
+        "reembedded_tree_nodes": embedded_nodes,
         "reembed_reason": header.reembed_reason,
         "seconds": round(time.perf_counter() - start, 3),
     }
 
 
 def _plural(kind: str) -> str:
-    return {"chunk": "chunks", "entity": "entities", "unit": "units"}[kind]
+    return {"chunk": "chunks", "entity": "entities", "unit": "units", "tree_node": "tree_nodes"}[kind]
+
+
+def _check_tree(nodes: dict[str, tuple[int, TreeNode]], said: dict[str, Any]) -> None:
+    """Refuse a file whose tree breaks an invariant (memlane/tree/invariants.py), naming the
+    line of the first node at fault. Its session nodes' children must be units of the file:
+    the units already in the target bank are not the tree's (it was built over the file's)."""
+    from memlane.tree.invariants import tree_problems
+
+    problems = tree_problems((node for _, node in nodes.values()), said)
+    if not problems:
+        return
+    first = problems[0]
+    node_id = first.split(":", 1)[0]
+    where = nodes[node_id][0] if node_id in nodes else max(line for line, _ in nodes.values())
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    raise InvalidInput(f"line {where}: tree_node: {first}{more}")

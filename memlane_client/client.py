@@ -100,6 +100,24 @@ class _Requests:
         return "GET", f"/v1/banks/{bank_id}/memories", {"params": params}
 
     @staticmethod
+    def tree(bank_id, level=None, since=None, until=None):
+        # since/until: datetimes or ISO strings, sent as `from` and `to`
+        params = _options(
+            level=level,
+            **{
+                "from": since.isoformat() if hasattr(since, "isoformat") else since,
+                "to": until.isoformat() if hasattr(until, "isoformat") else until,
+            },
+        )
+        return "GET", f"/v1/banks/{bank_id}/tree", {"params": params}
+
+    @staticmethod
+    def consolidate(bank_id, consolidator=None, wait=True):
+        body: dict[str, Any] = _options(consolidator=consolidator)
+        body["async"] = not wait
+        return "POST", f"/v1/banks/{bank_id}/consolidate", {"json": body}
+
+    @staticmethod
     def export_bank(bank_id, vectors=False):
         return "GET", f"/v1/banks/{bank_id}/export", {"params": {"vectors": str(bool(vectors)).lower()}}
 
@@ -175,7 +193,8 @@ class MemlaneClient:
 
     def recall(self, bank_id: str, query: str, **options: Any) -> dict:
         """Options: max_tokens, budget, types, tags, tags_match, as_of, reference_time,
-        include_chunks, trace."""
+        include_chunks, trace, levels (tree levels 1-5), planner ("auto", "rules", "llm",
+        "off"); the answer's ``nodes`` and ``plan`` are the temporal tree's part."""
         return self._do(*_Requests.recall(bank_id, query, **options))
 
     def reflect(self, bank_id: str, query: str, **options: Any) -> dict:
@@ -216,6 +235,23 @@ class MemlaneClient:
     def timeline(self, bank_id: str) -> list[dict]:
         """The bank's sessions (document, session, start, end, chunks, turns) by start."""
         return self._do("GET", f"/v1/banks/{bank_id}/timeline")["sessions"]
+
+    def tree(
+        self,
+        bank_id: str,
+        *,
+        level: int | str | None = None,
+        since: Any = None,
+        until: Any = None,
+    ) -> list[dict]:
+        """The bank's temporal tree nodes (level 2-5 or its name; nodes overlapping
+        [since, until), datetimes or ISO strings), by level then start."""
+        return self._do(*_Requests.tree(bank_id, level, since, until))["nodes"]
+
+    def consolidate(self, bank_id: str, *, consolidator: str | None = None, wait: bool = True) -> dict:
+        """Consolidate the bank's tree now: the report (``wait=False``: the operation to poll
+        with :meth:`operation`). ``consolidator``: "auto", "rules" or "llm"."""
+        return self._do(*_Requests.consolidate(bank_id, consolidator, wait))
 
     def export_bank(self, bank_id: str, *, vectors: bool = False) -> str:
         """The bank as JSON Lines (memlane/transfer.py); ``vectors`` adds unit embeddings."""
@@ -351,6 +387,23 @@ class AsyncMemlaneClient:
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict:
         return await self._do("DELETE", f"/v1/banks/{bank_id}/documents/{document_id}")
+
+    async def tree(
+        self,
+        bank_id: str,
+        *,
+        level: int | str | None = None,
+        since: Any = None,
+        until: Any = None,
+    ) -> list[dict]:
+        """The bank's temporal tree nodes (level 2-5 or its name; nodes overlapping
+        [since, until), datetimes or ISO strings), by level then start."""
+        return (await self._do(*_Requests.tree(bank_id, level, since, until)))["nodes"]
+
+    async def consolidate(self, bank_id: str, *, consolidator: str | None = None, wait: bool = True) -> dict:
+        """Consolidate the bank's tree now: the report (``wait=False``: the operation to poll
+        with :meth:`operation`). ``consolidator``: "auto", "rules" or "llm"."""
+        return await self._do(*_Requests.consolidate(bank_id, consolidator, wait))
 
     async def export_bank(self, bank_id: str, *, vectors: bool = False) -> str:
         """The bank as JSON Lines (memlane/transfer.py); ``vectors`` adds unit embeddings."""

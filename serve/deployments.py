@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,10 @@ log = logging.getLogger("memlane.serve")
 
 # Not part of the API answer: the vector, and the neighbouring turns indexed only for lexical
 # search (a client reads them from the neighbouring memories or from include_chunks).
-_API_EXCLUDE = {"memories": {"__all__": {"unit": {"embedding", "context"}}}}
+_API_EXCLUDE = {
+    "memories": {"__all__": {"unit": {"embedding", "context"}}},
+    "nodes": {"__all__": {"node": {"embedding", "signature"}}},
+}
 _REFLECT_EXCLUDE = {**_API_EXCLUDE, "opinions": {"__all__": {"embedding", "context"}}}
 
 
@@ -225,25 +229,58 @@ class MemoryDeployment(CuratedCalls):
         return {k: v for k, v in op.items() if k != "heartbeat"}
 
     def _run(self, op: dict, bank_id: str, body: dict[str, Any]) -> None:
-        from memlane.operations import FAILED, RUNNING, SUCCEEDED
-
-        try:
-            self.ops.update(op, status=RUNNING)
-            report = self.memory.retain_items(
+        self._run_op(
+            op,
+            lambda: self.memory.retain_items(
                 bank_id,
                 body["items"],
                 document_id=body.get("document_id"),
                 tags=body.get("tags") or (),
                 create_bank=False,
-            )
+            ),
+        )
+
+    def _run_op(self, op: dict, work: Any) -> None:
+        """Run one queued operation: ``work()`` returns a report with ``as_dict()``."""
+        from memlane.operations import FAILED, RUNNING, SUCCEEDED
+
+        try:
+            self.ops.update(op, status=RUNNING)
+            report = work()
             op["done"] = op["total"]
             self.ops.update(op, status=SUCCEEDED, result=report.as_dict())
         except Exception as exc:  # noqa: BLE001 - reported on the operation
-            log.exception("async retain %s failed", op["operation_id"])
+            log.exception("async %s %s failed", op.get("kind", "operation"), op["operation_id"])
             self.ops.update(op, status=FAILED, error=f"{type(exc).__name__}: {exc}")
         finally:
             with self._lock:
                 self._pending.pop(op["operation_id"], None)
+
+    # the temporal tree (memlane/tree)
+    def tree(
+        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
+    ) -> list[dict[str, Any]]:
+        """The bank's tree nodes as the API shows them (``TreeNode.public``: no vector), by
+        level then start; ``level`` 2-5 or its name, nodes overlapping [since, until)."""
+        nodes = self.memory.tree(bank_id, level=level, since=since, until=until)
+        return [n.public() for n in nodes]
+
+    def consolidate(self, bank_id: str, consolidator: str | None) -> dict[str, Any]:
+        return self._consolidate(bank_id, consolidator).as_dict()
+
+    def _consolidate(self, bank_id: str, consolidator: str | None) -> Any:
+        return self.memory.consolidate(bank_id, consolidator=consolidator)
+
+    def consolidate_async(self, bank_id: str, consolidator: str | None) -> dict[str, Any]:
+        # Check now what can be checked (the bank, the consolidator's model), so bad input is
+        # a 4xx on the request, not a failed operation later.
+        self.memory.get_bank(bank_id)
+        self.memory.consolidator(consolidator)
+        op = self.ops.create(bank_id, "consolidate", total=1)
+        with self._lock:
+            self._pending[op["operation_id"]] = op
+        self._jobs.submit(self._run_op, op, lambda: self._consolidate(bank_id, consolidator))
+        return {k: v for k, v in op.items() if k != "heartbeat"}
 
     def _heartbeat(self) -> None:
         # Queued and running operations are refreshed well inside the stale window, so only

@@ -30,7 +30,7 @@ from serve.errors import (
 from serve.mcp_http import MCPEndpoint, run_replica_mcp
 from serve.openapi import document_errors
 from serve.ratelimit import RateLimiter, admit
-from serve.schemas import BankBody, RecallBody, ReflectBody, RerankBody, RetainBody
+from serve.schemas import BankBody, ConsolidateBody, RecallBody, ReflectBody, RerankBody, RetainBody
 
 
 @asynccontextmanager
@@ -317,6 +317,62 @@ async def timeline(request: Request, bank_id: str = Depends(bank_access)) -> dic
     """The bank's sessions over time: per document and session, the first and last chunk
     start, chunk and turn counts, ordered by start."""
     return {"sessions": await _call(_ingress(request).memory.timeline.remote(bank_id))}
+
+
+# the temporal tree (memlane/tree) -------------------------------------------------------------
+@api.get("/v1/banks/{bank_id}/tree", tags=["tree"])
+async def get_tree(
+    request: Request,
+    bank_id: str = Depends(bank_access),
+    level: str | None = Query(
+        None, max_length=32, description="one level: 2-5 or session, day, week, profile (default: all)"
+    ),
+    since: datetime | None = Query(
+        None, alias="from", description="nodes whose interval ends at or after this time (ISO 8601)"
+    ),
+    until: datetime | None = Query(
+        None, alias="to", description="nodes whose interval starts before this time (exclusive)"
+    ),
+) -> dict:
+    """The bank's temporal tree: its session, day, week and profile nodes (each with its
+    interval ``start``-``end``, children, source turns and text), by level then start; empty
+    before the first consolidation."""
+    since, until = _aware(since, "from"), _aware(until, "to")
+    if since is not None and until is not None and until <= since:
+        raise APIError(422, "invalid_request", "to: must be after from", "to")
+    nodes = await _call(_ingress(request).memory.tree.remote(bank_id, level, since, until))
+    return {"nodes": nodes}
+
+
+def _aware(when: datetime | None, field: str) -> datetime | None:
+    """``when`` in UTC (a time without an offset is UTC, as everywhere in the engine); 422 for
+    one that UTC cannot hold (year 1 at +01:00 is before datetime.min)."""
+    from memlane.model import utc
+
+    try:
+        return None if when is None else utc(when)
+    except OverflowError:
+        raise APIError(422, "invalid_request", f"{field}: out of the range of UTC times", field) from None
+
+
+@api.post("/v1/banks/{bank_id}/consolidate", tags=["tree"])
+async def consolidate(
+    request: Request,
+    response: Response,
+    body: ConsolidateBody | None = None,
+    bank_id: str = Depends(bank_access),
+) -> dict:
+    """Consolidate the bank's temporal tree now: every closed session, day and week and the
+    profile, rewritten only where their children changed (a repeat writes nothing). Answers
+    the report; ``"async": true`` answers 202 with an operation to poll."""
+    body = body or ConsolidateBody()
+    memory = _ingress(request).memory
+    if body.async_:
+        op = await _call(memory.consolidate_async.remote(bank_id, body.consolidator))
+        response.status_code = 202
+        response.headers["Location"] = f"/v1/banks/{bank_id}/operations/{op['operation_id']}"
+        return op
+    return await _call(memory.consolidate.remote(bank_id, body.consolidator))
 
 
 # recall, reflect, rerank ----------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -77,6 +78,12 @@ class EngineBackend:
     async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
         return await self._run(self.memory.delete_document, bank_id, document_id)
 
+    async def tree(
+        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
+    ) -> list[dict[str, Any]]:
+        nodes = await self._run(self.memory.tree, bank_id, level=level, since=since, until=until)
+        return [n.public() for n in nodes]
+
 
 class ClientBackend:
     """A running Memlane service through :class:`memlane_client.AsyncMemlaneClient`; the
@@ -131,6 +138,11 @@ class ClientBackend:
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
         return await self._do("delete_document", bank_id, document_id)
+
+    async def tree(
+        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
+    ) -> list[dict[str, Any]]:
+        return await self._do("tree", bank_id, level=level, since=since, until=until)
 
 
 def engine_lifespan(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -85,6 +86,12 @@ class ServeBackend:
     async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
         self._check(bank_id)
         return await self.ingress.memory.delete_document.remote(bank_id, document_id)
+
+    async def tree(
+        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
+    ) -> list[dict[str, Any]]:
+        self._check(bank_id)
+        return await self.ingress.memory.tree.remote(bank_id, level, since, until)
 
 
 def _validate(model: Any, request: dict[str, Any]) -> None:

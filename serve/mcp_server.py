@@ -6,7 +6,7 @@ for the Streamable HTTP endpoint ``/mcp`` of the ingress). A backend speaks the 
 shapes, so the tools format one shape whatever answers.
 
 Tools: ``retain``, ``recall``, ``reflect``, ``list_banks``, ``create_bank``,
-``delete_document``. Their parameters carry the REST API's bounds (``serve/schemas.py``,
+``delete_document``, ``get_tree``. Their parameters carry the REST API's bounds (``serve/schemas.py``,
 ``memlane/model.py``), so a bad argument is refused by the SDK's schema validation before any
 backend is called. Failures the model can act on (unknown bank, forbidden bank, bad argument,
 no LLM for reflect) are tool errors: an ``isError`` result whose text starts with a code,
@@ -15,6 +15,7 @@ e.g. ``bank_not_found: unknown bank 'alice'``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -26,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memlane.model import BANK_ID_PATTERN, FactType
+from memlane.model import BANK_ID_PATTERN, LEVEL_NAMES, FactType, utc
 
 # Non-blank: at least one non-space character (JSON Schema patterns are unanchored searches).
 _NOT_BLANK = r"\S"
@@ -67,6 +68,12 @@ class MemoryBackend(Protocol):
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
         """Delete one document; the counts removed."""
+        ...
+
+    async def tree(
+        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
+    ) -> list[dict[str, Any]]:
+        """The bank's temporal tree nodes as ``GET /v1/banks/{id}/tree`` lists them."""
         ...
 
 
@@ -166,6 +173,18 @@ def _memory_row(m: dict[str, Any]) -> dict[str, Any]:
         "score": round(float(m.get("score", 0.0)), 4),
         "when": unit.get("occurred_start") or unit.get("mentioned_at"),
         "document_id": unit.get("document_id"),
+    }
+
+
+def _node_row(n: dict[str, Any]) -> dict[str, Any]:
+    node = n["node"]
+    return {
+        "id": node["id"],
+        "level": LEVEL_NAMES.get(node["level"], node["level"]),
+        "start": node["start"],
+        "end": node["end"],
+        "text": node["text"],
+        "score": round(float(n.get("score", 0.0)), 4),
     }
 
 
@@ -336,6 +355,9 @@ def build_mcp_server(
             "memories": [_memory_row(m) for m in result.get("memories", [])],
             "tokens": result.get("tokens", 0),
         }
+        # The temporal tree's summaries recall chose (a node can stand in for the memories it
+        # quotes, so without them an answer could come back empty)
+        out["nodes"] = [_node_row(n) for n in result.get("nodes", [])]
         if include_chunks:
             out["chunks"] = [
                 {"document_id": c.get("document_id"), "session_id": c.get("session_id"), "text": c["text"]}
@@ -381,5 +403,60 @@ def build_mcp_server(
         bank_id = _bank(bank, default_bank)
         counts = await _call(backend(ctx).delete_document(bank_id, document_id))
         return {"bank_id": bank_id, "document_id": document_id, "deleted": counts}
+
+    async def get_tree(
+        ctx: Context,
+        bank: BankArg = None,
+        level: Annotated[
+            Literal["session", "day", "week", "profile"] | None,
+            Field(description="Only this level of the tree (default: every level)."),
+        ] = None,
+        from_: Annotated[
+            datetime | None,
+            Field(
+                alias="from", description="Only nodes whose interval ends at or after this time (ISO 8601)."
+            ),
+        ] = None,
+        to: Annotated[
+            datetime | None,
+            Field(description="Only nodes whose interval starts before this time (ISO 8601, exclusive)."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Read a bank's temporal memory tree: its consolidated session, day and week summaries
+        and its profile, each with the interval it covers, by level then start (empty until
+        the bank was consolidated)."""
+        bank_id = _bank(bank, default_bank)
+        try:
+            from_, to = (None if t is None else utc(t) for t in (from_, to))
+        except OverflowError:
+            raise ToolFailure("invalid_argument", "from, to: out of the range of UTC times") from None
+        if from_ is not None and to is not None and to <= from_:
+            raise ToolFailure("invalid_argument", "to: must be after from")
+        nodes = await _call(backend(ctx).tree(bank_id, level, from_, to))
+        return {
+            "bank_id": bank_id,
+            "nodes": [
+                {
+                    "id": n["id"],
+                    "level": n.get("level_name", n.get("level")),
+                    "start": n["start"],
+                    "end": n["end"],
+                    "text": n["text"],
+                    "children": len(n.get("children", [])),
+                }
+                for n in nodes
+            ],
+        }
+
+    # The window's parameters are named as the REST API's query (`from`, `to`). `from` is a
+    # Python keyword, so the function's parameter is `from_` with the alias `from` in the
+    # schema; the SDK then calls with `from=` (by alias), which this wrapper renames.
+    @functools.wraps(get_tree)
+    async def get_tree_call(**kwargs: Any) -> dict[str, Any]:
+        if "from" in kwargs:
+            kwargs["from_"] = kwargs.pop("from")
+        return await get_tree(**kwargs)
+
+    server.tool(name="get_tree", annotations=ToolAnnotations(read_only_hint=True))(get_tree_call)
 
     return server

@@ -5,7 +5,7 @@ service really sends, not FastAPI's default ``HTTPValidationError``.
 
 Which statuses an operation documents follows from what it takes: a key (401, 429), a bank
 (403; 404 unless it creates the bank), a JSON body (400 malformed), any body (413 too
-large), any parameter or body (422); reflect and health add 503.
+large), any parameter or body (422); reflect, consolidate and health add 503.
 """
 
 from __future__ import annotations
@@ -26,9 +26,13 @@ _WHY = {
     "413": "the body is over MEMLANE_SERVE__MAX_BODY_BYTES",
     "422": "a bad field (named in error.field)",
     "429": "the key's rate limit (Retry-After says when to retry)",
-    "503": "a dependency is missing: the store (health) or the LLM (reflect)",
+    "503": "a dependency is missing: the store (health) or the LLM (reflect, consolidate with llm)",
 }
-_UNAVAILABLE = {("get", "/v1/health"), ("post", "/v1/banks/{bank_id}/reflect")}
+_UNAVAILABLE = {
+    ("get", "/v1/health"),
+    ("post", "/v1/banks/{bank_id}/reflect"),
+    ("post", "/v1/banks/{bank_id}/consolidate"),
+}
 _BANK = "/v1/banks/{bank_id}"
 # Success answers besides FastAPI's 200.
 _SUCCESS = {
@@ -38,6 +42,7 @@ _SUCCESS = {
     ("put", _BANK + "/directives/{directive_id}"): {
         "201": "the directive was created (200: updated or unchanged)"
     },
+    ("post", _BANK + "/consolidate"): {"202": "async: the operation to poll (Location names it)"},
 }
 _NDJSON = {("get", _BANK + "/export")}
 # Links: where one operation's answer names what another takes (OpenAPI 3 links; clients and
@@ -56,6 +61,8 @@ _IN_BANK = {
     "PutDirective": ("put", _BANK + "/directives/{directive_id}", {"directive_id": "linked-rule"}),
     "RefreshMentalModel": ("post", _BANK + "/models/{model_id}/refresh", {"model_id": "linked-model"}),
     "DeleteDirective": ("delete", _BANK + "/directives/{directive_id}", {"directive_id": "linked-rule"}),
+    "GetTree": ("get", _BANK + "/tree", {}),
+    "Consolidate": ("post", _BANK + "/consolidate", {}),
 }
 _MODEL = _BANK + "/models/{model_id}"
 _ON_MODEL = {
@@ -75,6 +82,14 @@ _LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str, dict[str, str]]]] =
     ("put", _BANK, "200"): _IN_BANK,
     ("post", _BANK + "/memories", "200"): {k: v for k, v in _IN_BANK.items() if k != "RetainIntoBank"},
     ("post", _BANK + "/memories", "202"): {
+        "GetOperation": (
+            "get",
+            _BANK + "/operations/{operation_id}",
+            {"operation_id": "$response.body#/operation_id"},
+        ),
+    },
+    ("post", _BANK + "/consolidate", "200"): {"GetTree": ("get", _BANK + "/tree", {})},
+    ("post", _BANK + "/consolidate", "202"): {
         "GetOperation": (
             "get",
             _BANK + "/operations/{operation_id}",

@@ -3,6 +3,8 @@ fall back to its default)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.model import Disposition, FactType, RecallRequest, RetainItem
@@ -30,7 +32,18 @@ class RetainBody(_Body):
 
 
 class RecallBody(RecallRequest):
-    """POST /v1/banks/{bank_id}/recall: the engine's RecallRequest."""
+    """POST /v1/banks/{bank_id}/recall: the engine's RecallRequest (``levels`` and ``planner``
+    choose how far up the temporal tree recall climbs; the answer's ``nodes`` and ``plan``)."""
+
+
+class ConsolidateBody(_Body):
+    """POST /v1/banks/{bank_id}/consolidate (the body is optional)."""
+
+    # "auto", "rules" or "llm" ("llm" without a consolidation model is 503); None: the
+    # service's MEMLANE_TREE__CONSOLIDATOR
+    consolidator: Literal["auto", "rules", "llm"] | None = None
+    # true: answer 202 with an operation id at once and consolidate in the background
+    async_: bool = Field(False, alias="async")
 
 
 class ReflectBody(ReflectRequest):

@@ -237,6 +237,8 @@ VIEWS.recall = async (root) => {
     h("label", {}, "query", h("input", { name: "query", required: true, value: state.query || "" })),
     h("label", {}, "max tokens", h("input", { name: "max_tokens", type: "number", min: 1, value: state.maxTokens || 500 })),
     h("label", {}, "budget", h("select", { name: "budget" }, ["low", "mid", "high"].map((b) => h("option", { value: b, selected: b === "mid" }, b)))),
+    // the temporal tree: the planner's choice of levels, or memories only (planner off)
+    h("label", {}, "tree", h("select", { name: "planner" }, [["", "planner's levels"], ["off", "memories only"]].map(([v, label]) => h("option", { value: v }, label)))),
     h("button", { type: "submit" }, "Recall"),
   );
   form.addEventListener("submit", async (ev) => {
@@ -249,7 +251,7 @@ VIEWS.recall = async (root) => {
     try {
       const result = await api(bankPath("/recall"), {
         method: "POST",
-        body: { query: state.query, max_tokens: state.maxTokens, budget: data.get("budget"), trace: true },
+        body: { query: state.query, max_tokens: state.maxTokens, budget: data.get("budget"), trace: true, planner: data.get("planner") || undefined },
       });
       out.replaceChildren(...renderRecall(result, await entityNames()));
       root.dataset.ready = "true";
@@ -264,7 +266,7 @@ VIEWS.recall = async (root) => {
 function renderRecall(result, names) {
   const timings = Object.entries(result.timings_ms || {}).map(([k, v]) => `${k} ${v} ms`).join(", ");
   const head = h("p", { class: "muted", id: "recall-summary" },
-    `${result.memories.length} memories, ${result.tokens} tokens`,
+    `${result.memories.length} memories, ${(result.nodes || []).length} tree nodes, ${result.tokens} tokens`,
     result.query_interval ? `; query time ${fmtTime(result.query_interval[0])} .. ${fmtTime(result.query_interval[1])}` : "",
     timings ? `; ${timings}` : "");
   const items = result.memories.map((m, i) => {
@@ -286,7 +288,17 @@ function renderRecall(result, names) {
       ),
     );
   });
-  return [head, ...items];
+  // Tree nodes take their place in the one ranking of memories and nodes (their rank).
+  const ranked = [...items];
+  const levelName = (node) => node.level_name || TREE_LEVEL_NAMES[node.level] || String(node.level);
+  for (const n of [...(result.nodes || [])].sort((a, b) => a.rank - b.rank)) {
+    ranked.splice(Math.min(n.rank, ranked.length), 0,
+      h("div", { class: "result tree-result", dataset: { id: n.node.id, level: levelName(n.node) } },
+        h("div", { class: "text" }, n.node.text),
+        h("div", { class: "muted" }, h("span", { class: "chip" }, levelName(n.node)),
+          ` ${fmtTime(n.node.start)} .. ${fmtTime(n.node.end)} · ${n.tokens} tokens · score ${fmtNum(n.score)}`)));
+  }
+  return [head, ...ranked];
 }
 
 // --- entities -----------------------------------------------------------------------------------
@@ -350,13 +362,30 @@ VIEWS.timeline = async (root) => {
       h("div", { class: "tl-axis" }, h("span", {}, fmtTime(new Date(lo).toISOString())), h("span", {}, fmtTime(new Date(hi).toISOString()))),
       rows));
   }
-  // The temporal tree (day -> week -> month summaries) is not built by the engine yet; its
-  // levels will render here, above the sessions they summarise.
-  parts.push(h("h3", {}, "Temporal tree"),
-    h("div", { class: "placeholder", id: "temporal-tree", dataset: { levels: "0" } },
-      "Levels (day, week, month summaries of these sessions) are not built yet; they will appear here."));
+  parts.push(await treeSection());
   root.replaceChildren(...parts);
 };
+
+// The temporal tree (GET .../tree): one list per level, the profile first, each node with the
+// interval it covers and its text.
+const TREE_LEVELS = ["profile", "week", "day", "session"];
+const TREE_LEVEL_NAMES = { 2: "session", 3: "day", 4: "week", 5: "profile" };
+async function treeSection() {
+  const nodes = (await api(bankPath("/tree"))).nodes;
+  const levels = TREE_LEVELS.filter((lv) => nodes.some((n) => n.level_name === lv));
+  const box = h("div", { class: "tree", id: "temporal-tree", dataset: { levels: String(levels.length), nodes: String(nodes.length) } });
+  if (!nodes.length) box.append(h("p", { class: "muted" }, "No tree yet: it is built by consolidation (POST .../consolidate, or after retains)."));
+  for (const lv of levels) {
+    const mine = nodes.filter((n) => n.level_name === lv);
+    box.append(h("div", { class: "tree-level", dataset: { level: lv } },
+      h("h4", {}, `${lv} (${mine.length})`),
+      h("ul", {}, mine.map((n) => h("li", { class: "tree-node", dataset: { id: n.id, level: lv } },
+        h("span", { class: "mono tree-interval" }, `${fmtTime(n.start)} .. ${fmtTime(n.end)}`),
+        h("span", { class: "muted" }, ` · ${n.children.length} ${n.children.length === 1 ? "child" : "children"}`),
+        h("div", { class: "tree-text" }, n.text))))));
+  }
+  return h("section", {}, h("h3", {}, "Temporal tree"), box);
+}
 
 // --- documents ----------------------------------------------------------------------------------
 VIEWS.documents = async (root) => {

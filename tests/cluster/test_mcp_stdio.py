@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"retain", "recall", "reflect", "list_banks", "create_bank", "delete_document"}
+TOOLS = {"retain", "recall", "reflect", "list_banks", "create_bank", "delete_document", "get_tree"}
 LIMIT_S = 300  # one server start plus the first model loads, on 2 busy cores
 
 
@@ -57,7 +57,7 @@ def test_tools_are_listed_with_their_schemas(tmp_path):
         return (await client.list_tools()).tools
 
     tools = {t.name: t for t in _session(tmp_path / "data", "--bank", "ana", body=body)}
-    assert set(tools) == TOOLS  # no get_tree before the temporal tree exists
+    assert set(tools) == TOOLS
     for name, required in (
         ("retain", {"content"}),
         ("recall", {"query"}),
@@ -65,6 +65,7 @@ def test_tools_are_listed_with_their_schemas(tmp_path):
         ("create_bank", {"bank"}),
         ("delete_document", {"document_id"}),
         ("list_banks", set()),
+        ("get_tree", set()),
     ):
         schema = tools[name].input_schema
         assert set(schema.get("required", [])) == required, (name, schema)
@@ -74,6 +75,60 @@ def test_tools_are_listed_with_their_schemas(tmp_path):
     assert recall["budget"]["enum"] == ["low", "mid", "high"]
     assert tools["retain"].input_schema["properties"]["content"]["maxLength"] == 60_000
     assert "description" in tools["retain"].input_schema["properties"]["bank"]
+    tree = tools["get_tree"].input_schema["properties"]
+    assert set(tree) == {"bank", "level", "from", "to"}
+    assert "description" in tree["from"] and "description" in tree["to"]
+
+
+def test_get_tree_reads_the_tree_the_engine_consolidated(tmp_path, embedder, extractor):
+    from tree_samples import TREE_ITEMS, TREE_SHAPE
+
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    data = tmp_path / "data"
+    with Memory(Settings(data_dir=data), embedder=embedder, extractor=extractor) as memory:
+        memory.create_bank("ana", name="Ana")
+        memory.retain_items("ana", TREE_ITEMS, document_id="chat")
+        memory.wait_tree()
+        memory.consolidate("ana")
+        expected = [(n.level.name, n.start, n.end) for n in memory.tree("ana")]
+    assert len(expected) == sum(TREE_SHAPE.values())
+
+    async def body(client):
+        return {
+            "all": await client.call_tool("get_tree", {}),
+            "sessions": await client.call_tool(
+                "get_tree", {"level": "session", "from": "2024-05-08T00:00:00Z", "to": "2024-05-09T00:00:00Z"}
+            ),
+            "backwards": await client.call_tool(
+                "get_tree", {"from": "2024-05-09T00:00:00Z", "to": "2024-05-08"}
+            ),
+            "unknown": await client.call_tool("get_tree", {"bank": "nobody"}),
+            "out_of_range": await client.call_tool("get_tree", {"from": "0001-01-01T00:00:00+01:00"}),
+            "recall": await client.call_tool("recall", {"query": "What did Ana do in May 2024?"}),
+        }
+
+    out = _session(data, "--bank", "ana", body=body)
+    assert not out["all"].is_error, _text(out["all"])
+    got = out["all"].structured_content
+    assert got["bank_id"] == "ana"
+    assert [(n["level"], n["start"], n["end"]) for n in got["nodes"]] == [
+        (lv, s.isoformat().replace("+00:00", "Z"), e.isoformat().replace("+00:00", "Z"))
+        for lv, s, e in expected
+    ]
+    (s2,) = out["sessions"].structured_content["nodes"]
+    assert (s2["start"], s2["end"], s2["children"]) == ("2024-05-08T18:00:00Z", "2024-05-08T18:10:00Z", 2)
+    assert out["backwards"].is_error and "invalid_argument: to: must be after from" in _text(out["backwards"])
+    assert out["unknown"].is_error and "bank_not_found: unknown bank 'nobody'" in _text(out["unknown"])
+    # recall carries the tree's nodes it chose beside the memories (nodes of this tree only)
+    recalled = out["recall"].structured_content
+    assert recalled["memories"] or recalled["nodes"]
+    tree_ids = {n["id"] for n in got["nodes"]}
+    assert all(n["id"] in tree_ids and n["level"] in TREE_SHAPE for n in recalled["nodes"])
+    assert out["out_of_range"].is_error and "invalid_argument: from, to: out of the range" in _text(
+        out["out_of_range"]
+    )
 
 
 def test_retain_then_recall_then_delete_on_the_default_bank(tmp_path):

@@ -171,3 +171,106 @@ def test_an_orphan_chunk_is_a_warning_not_an_error(memory):
 def test_an_unknown_bank_is_an_error(memory):
     with pytest.raises(BankNotFound):
         memory.doctor("nobody")
+
+
+# The temporal tree (memlane/tree): its invariants are checked by tree_problems -------------------
+def _tree_bank(memory, bank_id: str):
+    from tree_samples import TREE_ITEMS, TREE_SHAPE
+
+    memory.create_bank(bank_id, name="Ana")
+    memory.retain_items(bank_id, TREE_ITEMS, document_id="chat")
+    memory.wait_tree()  # the online consolidation after the retain, then ours: one tree
+    memory.consolidate(bank_id)
+    nodes = memory.tree(bank_id)
+    assert {lv: sum(1 for n in nodes if n.level.name == lv) for lv in TREE_SHAPE} == TREE_SHAPE
+    return {n.key: n for n in memory.store.list_tree_nodes(bank_id, with_embedding=True)}
+
+
+def _uncovered_child(m, b, nodes):
+    # the week of 6-8 May made to start after its first day's session began
+    week = nodes["2024-W19"]
+    m.store.upsert_tree_nodes(b, [week.model_copy(update={"start": week.start.replace(hour=12)})])
+    return "tree_containment", [week.id]
+
+
+def _lost_leaf(m, b, nodes):
+    session = next(n for key, n in nodes.items() if key.endswith("|s2"))
+    m.store.upsert_tree_nodes(b, [session.model_copy(update={"children": [*session.children, "u-gone"]})])
+    return "tree_children", [session.id]
+
+
+def _lost_child_node(m, b, nodes):
+    day = nodes["2024-05-14"]
+    m.store.upsert_tree_nodes(b, [day.model_copy(update={"children": [*day.children, "tn2_gone"]})])
+    return "tree_children", [day.id]
+
+
+def _second_profile(m, b, nodes):
+    profile = nodes["profile"]
+    m.store.upsert_tree_nodes(b, [profile.model_copy(update={"id": "tn5_another", "key": "profile-2"})])
+    return "tree_levels", []
+
+
+TREE_CASES = [
+    ("a node whose interval does not cover a child", _uncovered_child),
+    ("a session naming a memory that does not exist", _lost_leaf),
+    ("a day naming a session that does not exist", _lost_child_node),
+    ("two profiles", _second_profile),
+]
+
+
+def test_a_consolidated_tree_is_clean(memory):
+    nodes = _tree_bank(memory, "tree-clean")
+    report = memory.doctor("tree-clean")
+    assert report.ok and report.findings == [], [f.as_dict() for f in report.findings]
+    assert report.counts["tree_nodes"] == len(nodes) == 9
+
+
+@pytest.mark.parametrize("name, corrupt", TREE_CASES, ids=[c[0] for c in TREE_CASES])
+def test_each_tree_corruption_is_named_by_its_check(memory, name, corrupt):
+    bank = "t-" + name.replace(" ", "-")
+    nodes = _tree_bank(memory, bank)
+    check, ids = corrupt(memory, bank, nodes)
+    report = memory.doctor(bank)
+    assert _errors(report) == {check}, [f.as_dict() for f in report.findings]
+    if ids:  # the node at fault, by id
+        assert [f.ids for f in report.errors] == [ids]
+    else:  # a count per level names the level in its message
+        assert [f.message for f in report.errors] == ["2 profile nodes, expected at most one"]
+
+
+def test_the_cli_names_a_tree_corruption_and_exits_1(tmp_path, embedder, extractor):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    data = tmp_path / "data"
+    with Memory(Settings(data_dir=data), embedder=embedder, extractor=extractor) as memory:
+        nodes = _tree_bank(memory, "cli-tree")
+        _, ids = _uncovered_child(memory, "cli-tree", nodes)
+    exe = Path(sys.executable).with_name("memlane")
+    out = subprocess.run(
+        [str(exe), "doctor", "--bank", "cli-tree", "--data-dir", str(data), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 1, out.stderr
+    (bank,) = json.loads(out.stdout)["banks"]
+    assert [(f["check"], f["ids"]) for f in bank["findings"]] == [("tree_containment", ids)]
+    text = subprocess.run(
+        [str(exe), "doctor", "--bank", "cli-tree", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert text.returncode == 1
+    assert (
+        f"error tree_containment: 1 tree nodes have an interval that does not cover a child's (ids: {ids[0]})"
+        in text.stdout
+    )
+    assert "9 tree nodes" in text.stdout

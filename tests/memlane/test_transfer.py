@@ -1,5 +1,6 @@
 """Bank export and import (memlane/transfer.py): round trips on the LoCoMo fixture through real
-engines and Milvus Lite, idempotence, and bad input that writes nothing."""
+engines and Milvus Lite (its temporal tree included), idempotence, and bad input that writes
+nothing."""
 
 from __future__ import annotations
 
@@ -33,7 +34,21 @@ def second(tmp_path, embedder, extractor):
 @pytest.fixture
 def fx(memory, tmp_path):
     memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
+    memory.wait_tree()  # the online consolidation after the retain: the tree is complete
+    memory.consolidate("fx")
+    assert {n.level.name for n in memory.tree("fx")} == {"session", "day", "week", "profile"}
     return memory
+
+
+def _tree(memory, bank_id, vectors=False):
+    """The bank's tree nodes, every field (the vectors too with ``vectors``), by id."""
+    nodes = memory.store.list_tree_nodes(bank_id, with_embedding=vectors)
+    return {n.id: n.model_dump(exclude=set() if vectors else {"embedding"}) for n in nodes}
+
+
+def _last(lines, kind):
+    """The index of the last line of ``kind``."""
+    return max(i for i, line in enumerate(lines) if json.loads(line)["kind"] == kind)
 
 
 def _units(memory, bank_id):
@@ -58,8 +73,9 @@ def test_round_trip_reproduces_the_bank(fx, second, tmp_path, vectors):
         for record in export_bank(fx, "fx", vectors=vectors):
             f.write(json.dumps(record) + "\n")
     header = json.loads(path.read_text().splitlines()[0])
-    assert header["kind"] == "memlane-bank" and header["format"] == 1 and header["vectors"] is vectors
+    assert header["kind"] == "memlane-bank" and header["format"] == 2 and header["vectors"] is vectors
     assert header["counts"]["units"] == fx.stats("fx")["units"] > 0
+    assert header["counts"]["tree_nodes"] == len(fx.tree("fx")) > 0
 
     report = import_bank(second, path)
     assert report["vectors"] == ("imported" if vectors else "re-embedded")
@@ -79,6 +95,17 @@ def test_round_trip_reproduces_the_bank(fx, second, tmp_path, vectors):
         assert [u.embedding for u in a] == [u.embedding for u in b]
     assert _recall_ids(second, "fx") == _recall_ids(fx, "fx")
 
+    # the same tree: every node's window, interval, text, children, turns and signature, and
+    # with vectors the vectors themselves
+    assert report["tree_nodes"] == header["counts"]["tree_nodes"]
+    assert _tree(second, "fx", vectors) == _tree(fx, "fx", vectors)
+    assert [n.public() for n in second.tree("fx")] == [n.public() for n in fx.tree("fx")]
+    # a consolidation of the imported bank finds every window unchanged (signatures and
+    # vectors came across), and the doctor finds the tree sound
+    again = second.consolidate("fx")
+    assert sum(again.written.values()) == 0 and again.removed == 0, again.as_dict()
+    assert second.doctor("fx").ok, [f.as_dict() for f in second.doctor("fx").findings]
+
 
 def test_import_is_idempotent_and_can_rename_the_bank(fx, second):
     records = list(export_bank(fx, "fx"))
@@ -92,10 +119,40 @@ def test_import_is_idempotent_and_can_rename_the_bank(fx, second):
     assert {u.bank_id for u in units.values()} == {"copy"}
     assert set(units) == set(_units(fx, "fx"))  # ids kept
     assert _recall_ids(second, "copy") == _recall_ids(fx, "fx")
+    tree = _tree(second, "copy")
+    assert len(tree) == len(fx.tree("fx")) and {n["bank_id"] for n in tree.values()} == {"copy"}
+    # the source bank's node ids until the renamed bank's next consolidation replaces them
+    assert set(tree) == set(_tree(fx, "fx"))
+    second.consolidate("copy")
+    renamed = _tree(second, "copy")
+    assert len(renamed) == len(tree) and not set(renamed) & set(tree)
+    assert second.doctor("copy").ok
 
 
 def _lines(memory):
     return [json.dumps(r) for r in export_bank(memory, "fx")]
+
+
+def _moved(line):
+    """A tree node record whose interval starts a day after it did (its first child is then
+    outside it)."""
+    from datetime import datetime, timedelta
+
+    node = json.loads(line)
+    node["start"] = (datetime.fromisoformat(node["start"]) + timedelta(days=1)).isoformat()
+    node["end"] = max(node["end"], node["start"])
+    return json.dumps(node)
+
+
+def _session(lines):
+    return next(i for i, line in enumerate(lines) if '"kind": "tree_node"' in line and '"level": 2' in line)
+
+
+def _orphaned(line):
+    """A session node record naming a memory the file does not hold."""
+    node = json.loads(line)
+    node["children"].append("u-not-in-the-file")
+    return json.dumps(node)
 
 
 @pytest.mark.parametrize(
@@ -103,13 +160,13 @@ def _lines(memory):
     [
         (lambda ls: ls.insert(3, "{not json"), "line 4: not JSON"),
         (
-            lambda ls: ls.insert(2, json.dumps({"kind": "tree_node", "id": "t"})),
-            "line 3: record kind 'tree_node'",
+            lambda ls: ls.insert(2, json.dumps({"kind": "profile", "id": "t"})),
+            "line 3: record kind 'profile' is not supported",
         ),
         (lambda ls: ls.insert(2, json.dumps({"kind": "thing"})), "line 3: unknown record kind 'thing'"),
         (
-            lambda ls: ls.__setitem__(0, ls[0].replace('"format": 1', '"format": 2')),
-            "line 1: header: format 2",
+            lambda ls: ls.__setitem__(0, ls[0].replace('"format": 2', '"format": 3')),
+            "line 1: header: format 3",
         ),
         (lambda ls: ls.pop(0), "line 1: header: the first record must be"),
         (lambda ls: ls.pop(), "the header counts"),
@@ -118,21 +175,34 @@ def _lines(memory):
             "belongs to bank 'other'",
         ),
         (
-            lambda ls: ls.__setitem__(-1, ls[-1].replace('"fact_type": "', '"fact_type": "x')),
+            lambda ls: ls.__setitem__(
+                _last(ls, "unit"), ls[_last(ls, "unit")].replace('"fact_type": "', '"fact_type": "x')
+            ),
             "unit: fact_type",
         ),
+        (
+            lambda ls: ls.__setitem__(-1, ls[-1].replace('"level": ', '"level": 1')),
+            "tree_node: level",
+        ),
+        (lambda ls: ls.__setitem__(-1, _moved(ls[-1])), r"tree_node: \S+: interval does not cover child"),
+        (
+            lambda ls: ls.__setitem__(_session(ls), _orphaned(ls[_session(ls)])),
+            "is not a memory unit of the bank",
+        ),
+        (lambda ls: ls.insert(-1, ls[-1]), "is also on line"),
     ],
 )
 def test_bad_input_names_the_line_and_writes_nothing(fx, second, mutate, message):
     lines = _lines(fx)
     # a bank that already holds something: it must be left as it was
     import_bank(second, lines, bank_id="target")
-    counts, units = _counts(second, "target"), _units(second, "target")
+    counts, units, tree = _counts(second, "target"), _units(second, "target"), _tree(second, "target")
     mutate(lines)
     with pytest.raises(InvalidInput, match=message.replace("(", r"\(")):
         import_bank(second, lines, bank_id="target")
     assert _counts(second, "target") == counts
     assert _units(second, "target") == units
+    assert _tree(second, "target") == tree
     with pytest.raises(InvalidInput, match=message.replace("(", r"\(")):
         import_bank(second, lines, bank_id="fresh")
     assert "fresh" not in {b.bank_id for b in second.list_banks()}
@@ -144,4 +214,23 @@ def test_vectors_of_another_embedder_are_re_embedded(fx, second):
     report = import_bank(second, records)
     assert report["vectors"] == "re-embedded" and "some-other-model" in report["reembed_reason"]
     assert report["reembedded"] == report["units"] > 0
+    assert report["reembedded_tree_nodes"] == report["tree_nodes"] > 0
     assert _recall_ids(second, "fx") == _recall_ids(fx, "fx")
+
+
+def test_a_format_1_file_imports_without_a_tree(fx, second):
+    """Files written before tree nodes joined the format (format 1) still import; a tree_node
+    record is not part of that format."""
+    lines = [line for line in _lines(fx) if '"kind": "tree_node"' not in line]
+    header = json.loads(lines[0])
+    header["format"] = 1
+    del header["counts"]["tree_nodes"]
+    lines[0] = json.dumps(header)
+    report = import_bank(second, lines)
+    assert report["units"] == header["counts"]["units"] and report["tree_nodes"] == 0
+    assert _units(second, "fx") == _units(fx, "fx") and second.tree("fx") == []
+    with_node = [*lines, next(line for line in _lines(fx) if '"kind": "tree_node"' in line)]
+    with pytest.raises(
+        InvalidInput, match=rf"line {len(with_node)}: unknown record kind 'tree_node' \(format 1"
+    ):
+        import_bank(second, with_node, bank_id="fresh")

@@ -241,12 +241,16 @@ def _shot(driver, name):
 
 def test_explorer_in_chromium(service, browser):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     d = browser
     by_css = lambda sel: d.find_elements(By.CSS_SELECTOR, sel)  # noqa: E731
     with _http(service, "k-alice") as http:
         units = http.get("/v1/banks/alice/stats").json()["units"]
         entity_ids = _entities(http, "alice")
+        # the temporal tree the timeline shows (its windows are all in the past: all closed)
+        assert http.post("/v1/banks/alice/consolidate").status_code == 200
+        tree = http.get("/v1/banks/alice/tree").json()["nodes"]
 
     # 1. the key is asked for; a wrong one is refused and asked for again
     d.get(service["url"] + "/ui")
@@ -280,9 +284,11 @@ def test_explorer_in_chromium(service, browser):
     assert d.find_element(By.ID, "memory-count").text == "1-1 of 1"
     _shot(d, "03-memories")
 
-    # 4. recall: the retained fact first, with its trace (channels, fusion, boosts)
+    # 4. recall: the retained fact first, with its trace (channels, fusion, boosts); memories
+    # only (the tree's nodes may stand in for the memories they quote: see 4b)
     _tab(d, "recall")
     d.find_element(By.CSS_SELECTOR, '#recall-form input[name="query"]').send_keys("Where did Carla move?")
+    Select(d.find_element(By.CSS_SELECTOR, '#recall-form select[name="planner"]')).select_by_value("off")
     d.find_element(By.CSS_SELECTOR, '#recall-form button[type="submit"]').click()
     _ready(d, "recall")
     results = by_css(".result")
@@ -302,6 +308,27 @@ def test_explorer_in_chromium(service, browser):
     assert len(results[0].find_elements(By.CSS_SELECTOR, ".trace-boost")) == 3
     _shot(d, "04-recall")
 
+    # 4b. with the planner's levels: the tree's nodes in their place in the one ranking, as
+    # the API answers the same request
+    Select(d.find_element(By.CSS_SELECTOR, '#recall-form select[name="planner"]')).select_by_value("")
+    d.find_element(By.CSS_SELECTOR, '#recall-form button[type="submit"]').click()
+    _ready(d, "recall")
+    with _http(service, "k-alice") as http:
+        body = {"query": "Where did Carla move?", "max_tokens": 500, "budget": "mid", "trace": True}
+        answer = http.post("/v1/banks/alice/recall", json=body).json()
+    ranking: list = [("memory", m["unit"]["id"]) for m in answer["memories"]]
+    for n in sorted(answer["nodes"], key=lambda n: n["rank"]):
+        ranking.insert(min(n["rank"], len(ranking)), ("node", n["node"]["id"]))
+    shown_ranking = [
+        ("node" if "tree-result" in r.get_attribute("class") else "memory", r.get_attribute("data-id"))
+        for r in by_css(".result")
+    ]
+    assert shown_ranking == ranking and ranking
+    assert d.find_element(By.ID, "recall-summary").text.startswith(
+        f"{len(answer['memories'])} memories, {len(answer['nodes'])} tree nodes"
+    )
+    _shot(d, "04b-recall-tree")
+
     # 5. an entity: its facts and neighbours (opened from the entity list)
     _tab(d, "entities")
     link = [a for a in by_css("#entity-table .entity-link") if a.text == "Carla"][0]
@@ -316,7 +343,7 @@ def test_explorer_in_chromium(service, browser):
     assert "Bob" in neighbours and "Berlin" in neighbours
     _shot(d, "05-entity")
 
-    # 6. the timeline: one row per session in time order, and the place of the temporal tree
+    # 6. the timeline: one row per session in time order, and the temporal tree above them
     _tab(d, "timeline")
     rows = by_css(".tl-row")
     assert [(r.get_attribute("data-document"), r.get_attribute("data-session")) for r in rows] == [
@@ -328,7 +355,18 @@ def test_explorer_in_chromium(service, browser):
         float(r.find_element(By.CSS_SELECTOR, ".tl-bar").value_of_css_property("left")[:-2]) for r in rows
     ]
     assert lefts[0] < lefts[1] < lefts[2]  # the bars are placed by time (CSP let the script style them)
-    assert "not built yet" in d.find_element(By.ID, "temporal-tree").text
+    # the tree: a list per level, the profile first, each node with its interval
+    box = d.find_element(By.ID, "temporal-tree")
+    assert box.get_attribute("data-levels") == "4"
+    shown = [(n.get_attribute("data-level"), n.get_attribute("data-id")) for n in by_css(".tree-node")]
+    order = ["profile", "week", "day", "session"]
+    assert shown == sorted(((n["level_name"], n["id"]) for n in tree), key=lambda x: order.index(x[0]))
+    assert [lv for lv, _ in shown].count("session") == 3  # one per seeded session
+    sessions = [n for n in by_css(".tree-node") if n.get_attribute("data-level") == "session"]
+    assert (
+        sessions[0].find_element(By.CSS_SELECTOR, ".tree-interval").text
+        == "2024-05-01 10:00:00 .. 2024-05-01 10:05:00"
+    )
     _shot(d, "06-timeline")
     [link] = [a for a in by_css(".tl-row a") if a.text == "chat-move / s2"]
     link.click()  # a session's document opens its memories

@@ -65,11 +65,22 @@ CHECKS = ",".join(
         "access_refused",
     ]
 )
-# Reflect answers 503 llm_not_configured by design (no LLM here); any other 5xx is a failure.
+# Reflect, and consolidate with "consolidator": "llm", answer 503 llm_not_configured by design
+# (no LLM here); any other 5xx is a failure.
 CONFIG = """
 [[operations]]
 include-name = "POST /v1/banks/{bank_id}/reflect"
 checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
+
+[[operations]]
+include-name = "POST /v1/banks/{bank_id}/consolidate"
+checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
+
+# Scenarios of up to 10 steps (schemathesis' default is 6): operations two links away from a
+# bank's creation (an operation, an entity, the tree after a consolidation) are reached
+# within the stateful phase's budget.
+[phases.stateful]
+max-steps = 10
 """
 
 

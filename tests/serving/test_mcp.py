@@ -15,7 +15,7 @@ from live import live_service
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"k-alice": ["alice"], "k-bob": ["bob"], "k-admin": "*"}
-TOOLS = {"retain", "recall", "reflect", "list_banks", "create_bank", "delete_document"}
+TOOLS = {"retain", "recall", "reflect", "list_banks", "create_bank", "delete_document", "get_tree"}
 LIMIT_S = 240  # one MCP session, including the first retain's model loads
 
 
@@ -59,6 +59,9 @@ def test_tools_are_listed_with_their_schemas(service):
     assert tools["retain"].input_schema["required"] == ["content"]
     assert tools["create_bank"].input_schema["required"] == ["bank"]
     assert tools["reflect"].input_schema["properties"]["answer_max_tokens"]["maximum"] == 32_768
+    tree = tools["get_tree"].input_schema
+    assert set(tree["properties"]) == {"bank", "level", "from", "to"} and not tree.get("required")
+    assert tools["get_tree"].annotations.read_only_hint is True
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -116,6 +119,69 @@ def test_a_key_without_the_bank_gets_a_tool_error_and_changes_nothing(service):
         assert rest.get("/v1/banks/bob/memories").json()["total"] == 1
 
 
+def _tree_of_alice(service):
+    """TREE_ITEMS in bank alice (document "tree"), consolidated through the REST API."""
+    from tree_samples import TREE_ITEMS
+
+    with httpx.Client(
+        base_url=service["url"], headers={"Authorization": "Bearer k-admin"}, timeout=300
+    ) as rest:
+        assert rest.put("/v1/banks/alice", json={"name": "Alice"}).status_code in (200, 201)
+        rest.post(
+            "/v1/banks/alice/memories", json={"items": TREE_ITEMS, "document_id": "tree"}
+        ).raise_for_status()
+        rest.post("/v1/banks/alice/consolidate", json={"consolidator": "rules"}).raise_for_status()
+
+
+# May 2024 holds only TREE_ITEMS (the other tests of this module retain with today's time)
+MAY = {"from": "2024-05-01T00:00:00Z", "to": "2024-06-01T00:00:00Z"}
+
+
+def test_get_tree_lists_the_consolidated_tree_and_refuses_what_the_rest_api_refuses(service):
+    _tree_of_alice(service)
+
+    async def body(client):
+        return {
+            "weeks": await client.call_tool("get_tree", {"bank": "alice", "level": "week", **MAY}),
+            "days": await client.call_tool(
+                "get_tree", {"bank": "alice", "level": "day", "from": "2024-05-07T00:00:00Z", "to": MAY["to"]}
+            ),
+            "bad_level": await client.call_tool("get_tree", {"bank": "alice", "level": "year"}),
+            "backwards": await client.call_tool(
+                "get_tree", {"bank": "alice", "from": MAY["to"], "to": MAY["from"]}
+            ),
+            "bad_time": await client.call_tool("get_tree", {"bank": "alice", "from": "last spring"}),
+        }
+
+    out = _session(service, "k-alice", body)
+    weeks = out["weeks"]
+    assert not weeks.is_error, _text(weeks)
+    assert [(n["level"], n["start"], n["end"], n["children"]) for n in weeks.structured_content["nodes"]] == [
+        ("week", "2024-05-06T09:00:00Z", "2024-05-08T18:10:00Z", 2),
+        ("week", "2024-05-14T08:30:00Z", "2024-05-14T08:40:00Z", 1),
+    ]
+    assert [n["start"][:10] for n in out["days"].structured_content["nodes"]] == ["2024-05-08", "2024-05-14"]
+    for key in ("bad_level", "backwards", "bad_time"):
+        assert out[key].is_error, key
+    assert "level" in _text(out["bad_level"])
+    assert "invalid_argument: to: must be after from" in _text(out["backwards"])
+    assert "from" in _text(out["bad_time"])
+
+    async def foreign(client):
+        return {
+            "forbidden": await client.call_tool("get_tree", {"bank": "alice"}),
+            "unknown": await client.call_tool("get_tree", {"bank": "nobody"}),
+        }
+
+    other = _session(service, "k-bob", foreign)
+    assert other["forbidden"].is_error and "forbidden: this API key may not use bank 'alice'" in _text(
+        other["forbidden"]
+    )
+    assert other["unknown"].is_error and "forbidden" in _text(other["unknown"])  # not even its existence
+    admin = _session(service, "k-admin", lambda c: c.call_tool("get_tree", {"bank": "nobody"}))
+    assert admin.is_error and "bank_not_found: unknown bank 'nobody'" in _text(admin)
+
+
 @pytest.mark.parametrize("key", [None, "nope"])
 def test_a_missing_or_unknown_key_is_401(service, key):
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -169,6 +235,8 @@ def test_bad_arguments_and_reflect_without_an_llm_are_tool_errors(service):
 def test_stdio_with_url_uses_the_service_and_its_key(service):
     """`memlane mcp --url` (stdio, SDK client backend): the key's banks are enforced by the service."""
     from mcp import Client
+
+    _tree_of_alice(service)  # for get_tree (idempotent: the same tree whichever test ran first)
     from mcp.client.stdio import StdioServerParameters
 
     params = StdioServerParameters(
@@ -189,6 +257,8 @@ def test_stdio_with_url_uses_the_service_and_its_key(service):
                     "recall": await client.call_tool("recall", {"query": "Where does the sister live?"}),
                     "forbidden": await client.call_tool("recall", {"bank": "bob", "query": "locker"}),
                     "reflect": await client.call_tool("reflect", {"query": "Should I visit?"}),
+                    "tree": await client.call_tool("get_tree", {"level": "day", **MAY}),
+                    "tree_forbidden": await client.call_tool("get_tree", {"bank": "bob"}),
                 }
 
     out = anyio.run(main)
@@ -197,3 +267,10 @@ def test_stdio_with_url_uses_the_service_and_its_key(service):
     assert "user: Alice's sister lives in Porto." in texts
     assert out["forbidden"].is_error and "forbidden" in _text(out["forbidden"])
     assert out["reflect"].is_error and "llm_not_configured" in _text(out["reflect"])
+    assert not out["tree"].is_error, _text(out["tree"])
+    assert [n["start"][:10] for n in out["tree"].structured_content["nodes"]] == [
+        "2024-05-06",
+        "2024-05-08",
+        "2024-05-14",
+    ]
+    assert out["tree_forbidden"].is_error and "forbidden" in _text(out["tree_forbidden"])
