@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -51,6 +52,10 @@ def _remote_memory(embedder_handle, reranker_handle=None, local_embedder: bool =
 
     install_store_metrics()  # this replica's Milvus calls, as ray_memlane_store_*
     settings = Settings()
+    if "MEMLANE_TREE__ONLINE" not in os.environ:
+        # The service keeps every bank's temporal tree current: consolidation after each write,
+        # on a background thread of the replica that wrote (the engine's own default is "off").
+        settings.tree.online = "background"
     if local_embedder:
         from memlane.models.embedder import build_embedder
 
