@@ -207,10 +207,11 @@ class TreeSettings(_Area):
     online: Literal["background", "sync", "off"] = "off"
     # A session closes when the bank's next session starts or after this long without a turn.
     session_idle_s: float = Field(1800.0, gt=0)
-    # Recall: who plans a query's complexity: "auto" (the LLM when the consolidation role has
-    # a model, else rules), "rules", "llm" (rules when its call fails) or "off" (flat recall,
-    # the tree is never read).
-    planner: Literal["auto", "rules", "llm", "off"] = "auto"
+    # Recall: who plans a query's complexity: "rules", "llm" (the consolidation role's model;
+    # rules when its call fails), "auto" (the LLM when that role has a model, else rules) or
+    # "off" (flat recall, the tree is never read). "rules" by default: with "auto", every
+    # recall of a deployment with an LLM would wait on a model call before its first search.
+    planner: Literal["auto", "rules", "llm", "off"] = "rules"
     # The best-ranked memories whose ancestors recall considers.
     leaves: int = Field(10, gt=0, le=1000)
     # Gating without an LLM: a node whose cosine to the query is below this is dropped, and a
