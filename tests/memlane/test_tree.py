@@ -403,9 +403,12 @@ def test_tree_recall_adds_the_ancestors_of_the_best_units_after_them(lena):
             ancestors.add(a)
             a = parent.get(a)
     assert {n.node.id for n in res.nodes} <= ancestors
-    # the Pixel session itself only repeats its two recalled units: its day comes first
-    assert "chat-b:s1:0" in res.nodes[0].node.source_turns
+    # the Pixel session itself only repeats its two recalled units: dropped as redundant
     assert "chat-b|s1" not in {n.node.key for n in res.nodes} and res.plan["gated"]["nodes_redundant"] >= 1
+    # within a level, nearest in time to the query's "now" (no time expression: today) first
+    for a, b in zip(res.nodes, res.nodes[1:]):
+        if a.node.level == b.node.level:
+            assert a.node.end >= b.node.end
     # no node only repeats units already recalled
     texts = {m.unit.text for m in res.memories}
     assert all(not all(t in texts for t, _ in n.node.metadata["points"]) for n in res.nodes)
