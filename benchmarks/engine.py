@@ -204,8 +204,13 @@ def synthetic_batches(bank_id: str, n: int, dim: int, batch: int = 5000):
     lazily: memory stays bounded by one batch whatever ``n`` is (1M included)."""
     for lo in range(0, n, batch):
         units = synthetic_units(bank_id, min(n, lo + batch) - lo, dim, seed=lo)
+        shift = timedelta(minutes=37 * lo)  # one timeline and one chunk numbering across batches
         for j, u in enumerate(units):
             u.id = f"u{lo + j:07d}"
+            u.chunk_id = f"c{(lo + j) // 8}"
+            u.document_id = f"d{(lo + j) // 500}"
+            u.mentioned_at = u.mentioned_at + shift
+            u.occurred_start = u.occurred_end = u.valid_from = u.mentioned_at
         yield units
 
 
