@@ -18,7 +18,7 @@ from pathlib import Path
 
 import typer
 
-from cluster.common import fail
+from cluster.common import DataDir, MilvusUri, RayAddress, fail
 from memlane.settings import is_secret
 
 FORMAT_CHOICES = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
@@ -57,19 +57,9 @@ def _format(summary: dict) -> str:
 def backfill(
     path: Path = typer.Argument(..., help="A corpus file or a directory of them."),
     format: str = typer.Option("auto", "--format", help="auto | locomo | longmemeval | jsonl | parquet"),
-    address: str | None = typer.Option(
-        None,
-        "--address",
-        help="Ray cluster to join (ray://host:10001 or auto); default: a local Ray on 127.0.0.1.",
-    ),
-    data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
-    ),
-    milvus_uri: str | None = typer.Option(
-        None,
-        "--milvus-uri",
-        help="Milvus server for the workers; default: a local Milvus Lite server over the data directory.",
-    ),
+    address: str | None = RayAddress,
+    data_dir: Path | None = DataDir,
+    milvus_uri: str | None = MilvusUri,
     workers: int | None = typer.Option(
         None, "--workers", help="Retain actors (default: one per CPU, or per GPU)."
     ),

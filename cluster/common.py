@@ -11,6 +11,17 @@ from typing import Iterator, NoReturn
 import typer
 
 DataDir = typer.Option(None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane).")
+# The Ray jobs' options (backfill, consolidate)
+RayAddress = typer.Option(
+    None,
+    "--address",
+    help="Ray cluster to join (ray://host:10001 or auto); default: a local Ray on 127.0.0.1.",
+)
+MilvusUri = typer.Option(
+    None,
+    "--milvus-uri",
+    help="Milvus server for the workers; default: a Milvus Lite server over the data directory.",
+)
 
 
 def fail(message: str) -> NoReturn:

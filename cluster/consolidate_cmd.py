@@ -20,7 +20,7 @@ from typing import Any
 
 import typer
 
-from cluster.common import fail
+from cluster.common import DataDir, MilvusUri, RayAddress, fail
 from memlane.settings import is_secret
 
 CONSOLIDATORS = ("auto", "rules", "llm")
@@ -76,19 +76,9 @@ def consolidate(
     consolidator: str | None = typer.Option(
         None, "--consolidator", help="auto | rules | llm (default: MEMLANE_TREE__CONSOLIDATOR, auto)."
     ),
-    address: str | None = typer.Option(
-        None,
-        "--address",
-        help="Ray cluster to join (ray://host:10001 or auto); default: a local Ray on 127.0.0.1.",
-    ),
-    data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
-    ),
-    milvus_uri: str | None = typer.Option(
-        None,
-        "--milvus-uri",
-        help="Milvus server for the workers; default: a Milvus Lite server over the data directory.",
-    ),
+    address: str | None = RayAddress,
+    data_dir: Path | None = DataDir,
+    milvus_uri: str | None = MilvusUri,
     workers: int | None = typer.Option(
         None, "--workers", help="Consolidation actors (default: one per CPU)."
     ),

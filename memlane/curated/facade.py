@@ -10,7 +10,6 @@ the user's (lowercase slugs), so a PUT is idempotent.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -130,18 +129,7 @@ class CuratedMethods:
         """After a retain: queue (once per bank) a check of the bank's models on a background
         thread; a model that a new memory comes near, or whose cited memory is gone, is
         refreshed (memlane/curated/touch.py). Never blocks the write that asked."""
-        worker = self._curated_background()
-        with worker.lock:
-            if bank_id in worker.pending:
-                return
-            worker.pending.add(bank_id)
-
-        def job() -> None:
-            with worker.lock:
-                worker.pending.discard(bank_id)
-            self.refresh_touched(bank_id)
-
-        worker.submit(job)
+        self._curated_background().submit_once(bank_id, lambda: self.refresh_touched(bank_id))
 
     def refresh_touched(self, bank_id: str) -> list[str]:
         """Refresh every model of the bank that new facts touch; the ids refreshed."""
@@ -165,10 +153,7 @@ class CuratedMethods:
         if self._curated_worker is None:
             from memlane.reflect.background import BackgroundWorker
 
-            worker = BackgroundWorker(name="memlane-curated", max_pending=256)
-            worker.lock = threading.Lock()  # type: ignore[attr-defined]
-            worker.pending = set()  # type: ignore[attr-defined]
-            self._curated_worker = worker
+            self._curated_worker = BackgroundWorker(name="memlane-curated", max_pending=256)
         return self._curated_worker
 
     def wait_curated(self) -> None:

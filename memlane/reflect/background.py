@@ -29,6 +29,8 @@ class BackgroundWorker:
         self._closed = False
         self.errors: list[str] = []
         self.done = 0
+        self._pending_keys: set[str] = set()
+        self._keys_lock = threading.Lock()
 
     def _ensure_thread(self) -> None:
         with self._start_lock:
@@ -42,6 +44,23 @@ class BackgroundWorker:
             raise RuntimeError("background worker is closed")
         self._ensure_thread()
         self._queue.put(job)
+
+    def submit_once(self, key: str, job: Callable[[], None]) -> bool:
+        """Queue ``job`` unless a job for ``key`` (e.g. a bank) is already queued and not yet
+        started: a burst of writes to one bank queues one refresh, which reads what they all
+        wrote. True when queued."""
+        with self._keys_lock:
+            if key in self._pending_keys:
+                return False
+            self._pending_keys.add(key)
+
+        def once() -> None:
+            with self._keys_lock:
+                self._pending_keys.discard(key)
+            job()
+
+        self.submit(once)
+        return True
 
     def flush(self) -> None:
         """Wait until every job submitted so far has run."""

@@ -4,7 +4,6 @@ consolidate a bank, read its tree, and the online schedule after writes."""
 from __future__ import annotations
 
 import logging
-import threading
 from datetime import datetime
 from typing import Any, Callable
 
@@ -93,26 +92,15 @@ class TreeMethods:
 
     # the online schedule --------------------------------------------------------------------
     def _tree_after_write(self, bank_id: str) -> None:
-        """After a retain or a deletion: consolidate as ``tree.online`` says (background by
-        default: queued once per bank, never blocking the write that asked)."""
+        """After a retain or a deletion: consolidate as ``tree.online`` says ("background":
+        queued once per bank, never blocking the write that asked; "sync"; "off")."""
         mode = self.settings.tree.online
         if mode == "off":
             return
         if mode == "sync":
             self._consolidate_quietly(bank_id)
             return
-        worker = self._tree_background()
-        with worker.lock:
-            if bank_id in worker.pending:
-                return
-            worker.pending.add(bank_id)
-
-        def job() -> None:
-            with worker.lock:
-                worker.pending.discard(bank_id)
-            self._consolidate_quietly(bank_id)
-
-        worker.submit(job)
+        self._tree_background().submit_once(bank_id, lambda: self._consolidate_quietly(bank_id))
 
     def _consolidate_quietly(self, bank_id: str) -> None:
         try:
@@ -127,10 +115,7 @@ class TreeMethods:
         if self._tree_worker is None:
             from memlane.reflect.background import BackgroundWorker
 
-            worker = BackgroundWorker(name="memlane-tree", max_pending=256)
-            worker.lock = threading.Lock()  # type: ignore[attr-defined]
-            worker.pending = set()  # type: ignore[attr-defined]
-            self._tree_worker = worker
+            self._tree_worker = BackgroundWorker(name="memlane-tree", max_pending=256)
         return self._tree_worker
 
     def wait_tree(self) -> None:

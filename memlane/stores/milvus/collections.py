@@ -198,6 +198,20 @@ class Collections:
         res = self.client.query(name, filter="", output_fields=["count(*)"])
         return int(res[0]["count(*)"]) if res else 0
 
+    def _delete_existing(self, bank_id: str, kind: str, ids: Sequence[str]) -> list[str]:
+        """Delete the rows of ``ids`` that exist in one of the bank's collections (flushed);
+        returns those ids. Call with the write lock held."""
+        ids = list(dict.fromkeys(i for i in (ids or ()) if isinstance(i, str)))
+        if not ids:
+            check_bank_id(bank_id)
+            return []
+        existing = self._read(bank_id, kind, lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], [])
+        if existing:
+            name = self._names(bank_id)[kind]
+            self._delete_ids(name, existing)
+            self._flush([name])
+        return existing
+
     def _forget(self, name: str) -> None:
         self._ready.discard(name)
 

@@ -103,16 +103,5 @@ class TreeRecords(Records):
 
     def delete_tree_nodes(self, bank_id: str, ids: Sequence[str]) -> int:
         """Delete tree nodes by id; returns how many existed."""
-        ids = list(dict.fromkeys(i for i in (ids or ()) if isinstance(i, str)))
-        if not ids:
-            check_bank_id(bank_id)
-            return 0
         with self._write_lock:
-            existing = self._read(
-                bank_id, "tree", lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], []
-            )
-            if existing:
-                name = self._names(bank_id)["tree"]
-                self._delete_ids(name, existing)
-                self._flush([name])
-            return len(existing)
+            return len(self._delete_existing(bank_id, "tree", ids))
