@@ -22,7 +22,7 @@ install: $(STAMP)
 ## The main job on the embedded default: a Ray Data backfill of the bundled sample history on a
 ## local Ray (127.0.0.1) into Milvus Lite + igraph, then a recall from one of its banks.
 demo: $(STAMP)
-	$(BIN)/memlane backfill samples/conversations.jsonl
+	$(BIN)/memlane backfill samples/conversations.jsonl --consolidate
 	$(BIN)/memlane recall --bank priya "What is the name of Priya's dog?" --max-tokens 200
 
 ## The test suite (unit + integration on real Milvus Lite, igraph and models).

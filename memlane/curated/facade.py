@@ -151,7 +151,7 @@ class CuratedMethods:
 
     def _curated_background(self):
         if self._curated_worker is None:
-            from memlane.reflect.background import BackgroundWorker
+            from memlane.background import BackgroundWorker
 
             self._curated_worker = BackgroundWorker(name="memlane-curated", max_pending=256)
         return self._curated_worker

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from memlane.background import BackgroundWorker
 from memlane.interfaces import VectorStore
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
 from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, now_utc
-from memlane.reflect.background import BackgroundWorker
 from memlane.reflect.observations import ObservationReply, observation_id, observation_messages
 from memlane.reflect.opinions import Assessment, assess_messages, updated_confidence
 from memlane.settings import Settings

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 from pydantic import ValidationError
 
+from memlane.background import BackgroundWorker
 from memlane.curated.directives import directives_section
 from memlane.errors import BankNotFound, InvalidInput
 from memlane.interfaces import VectorStore
 from memlane.llm import build_llm, require_llm
 from memlane.llm.structured import complete_json
 from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, RecallResult, now_utc
-from memlane.reflect.background import BackgroundWorker
 from memlane.reflect.consolidation import MAX_SOURCES, Consolidation
 from memlane.reflect.disposition import system_message
 from memlane.reflect.opinions import (

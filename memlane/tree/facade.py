@@ -113,7 +113,7 @@ class TreeMethods:
 
     def _tree_background(self):
         if self._tree_worker is None:
-            from memlane.reflect.background import BackgroundWorker
+            from memlane.background import BackgroundWorker
 
             self._tree_worker = BackgroundWorker(name="memlane-tree", max_pending=256)
         return self._tree_worker

@@ -1,4 +1,6 @@
-"""A bounded background worker: one thread, a bounded job queue, flush and close.
+"""A bounded background worker: one thread, a bounded job queue, flush and close. Used by
+reflect (opinions, observations), the temporal tree and mental models; its own module so that
+none of them imports another to get it.
 
 Why one thread: the jobs (observation refresh, opinion reinforcement) are read-modify-write
 updates of a bank's opinion and observation units, and their cost is LLM latency, not CPU.
