@@ -310,6 +310,10 @@ class RecallRequest(_Strict):
     tags_match: Literal["any", "all"] = "any"
     # A validity filter: only what was known and still valid at that time.
     as_of: datetime | None = None
+    # Superseded facts (Engram, memlane/facts): False hides them (recall "as of now"), True
+    # returns them ranked below their successors, None decides from the query (a question
+    # about the past: "before", "used to", "previously" ... includes them).
+    include_history: bool | None = None
     # "Now" for relative expressions in the query ("last month") and for recency; filters
     # nothing. Default: as_of, else the current time. Separate from as_of because a question
     # asked at 09:14 may need a fact said at 19:37 the same day (a LongMemEval haystack that

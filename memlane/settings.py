@@ -220,6 +220,26 @@ class TreeSettings(_Area):
     unit_floor: float = Field(0.5, ge=0.0, le=1.0)
 
 
+class FactsSettings(_Area):
+    """Engram: slots on facts, supersession, salience and abstention (memlane/facts)."""
+
+    # Fill slots (subject, predicate, object) on facts at retain: the rules extractor from
+    # its patterns (memlane/facts/patterns.py), the LLM extractor from its schema.
+    slots: bool = True
+    # Conflict resolution between facts of one slot: "auto" (the cheap rules, then the LLM
+    # adjudicator for ambiguous pairs when the consolidation role has a model), "rules"
+    # (ambiguous pairs stay both valid, marked possibly_superseded), "llm" (a config error
+    # without a model) or "off" (every fact stays valid: what recall did before).
+    resolve: Literal["auto", "rules", "llm", "off"] = "auto"
+    # Two predicates of one subject whose embeddings are at least this close are a likely
+    # update (the ambiguous tier) rather than two different slots.
+    predicate_similarity: float = Field(0.8, ge=-1.0, le=1.0)
+    # Salience (reinforcement by restatement or citation) decays with this half-life; it is a
+    # boost of at most 1 + salience_alpha in recall, never a deletion.
+    salience_half_life_days: float = Field(30.0, gt=0)
+    salience_alpha: float = Field(0.1, ge=0.0, le=1.0)
+
+
 def _legacy_map() -> dict[str, tuple[str, ...]]:
     """Every flat name of the first release -> its path in the nested object."""
     out: dict[str, tuple[str, ...]] = {}
@@ -349,6 +369,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     reflect: ReflectSettings = Field(default_factory=ReflectSettings)
     tree: TreeSettings = Field(default_factory=TreeSettings)
+    facts: FactsSettings = Field(default_factory=FactsSettings)
 
     @classmethod
     def settings_customise_sources(
