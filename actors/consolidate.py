@@ -33,12 +33,15 @@ COLUMNS = (
     "seconds",
     "worker_pid",
     *(f"{kind}_{lv}" for kind in ("written", "unchanged", "nodes") for lv in LEVEL_NAMES),
+    "facts_written",  # facts conflict resolution rewrote (memlane/facts)
+    "facts_superseded",  # of which invalidated by a newer value
 )
 
 
 class _Metrics:
     """``ray_memlane_consolidate_nodes_total{level, outcome}`` (outcome ``written`` or
-    ``unchanged``), ``ray_memlane_consolidate_banks_total{status}`` and the seconds per bank."""
+    ``unchanged``), ``ray_memlane_consolidate_banks_total{status}``, the seconds per bank and
+    ``ray_memlane_consolidate_facts_total{outcome}`` (conflict resolution's outcomes)."""
 
     def __init__(self) -> None:
         from ray.util.metrics import Counter, Histogram
@@ -53,6 +56,12 @@ class _Metrics:
         )
         self.bank_seconds = Histogram(
             "memlane_consolidate_bank_seconds", "Seconds to consolidate one bank.", boundaries=_BOUNDARIES
+        )
+        self.facts = Counter(
+            "memlane_consolidate_facts",
+            "Conflict resolution between facts (memlane/facts), by outcome: superseded, restated, "
+            "elaboration, ambiguous, both_valid, adjudicated, written.",
+            tag_keys=("outcome",),
         )
 
 
@@ -123,6 +132,9 @@ class ConsolidateWorker:
             out["worker_pid"].append(os.getpid())
             for key in ("leaves", "removed", "fallbacks"):
                 out[key].append(int(report[key]) if report else 0)
+            facts = (report or {}).get("facts") or {}
+            out["facts_written"].append(int(facts.get("written", 0)))
+            out["facts_superseded"].append(int(facts.get("superseded", 0)))
             for kind in ("written", "unchanged", "nodes"):
                 for lv in LEVEL_NAMES:
                     out[f"{kind}_{lv}"].append(int(report[kind].get(lv, 0)) if report else 0)
@@ -135,6 +147,9 @@ class ConsolidateWorker:
                             n = int(report[outcome].get(lv, 0))
                             if n:
                                 self.metrics.nodes.inc(n, tags={"level": lv, "outcome": outcome})
+                    for outcome, n in (report.get("facts") or {}).items():
+                        if n:
+                            self.metrics.facts.inc(int(n), tags={"outcome": outcome})
         return out
 
     def __del__(self) -> None:

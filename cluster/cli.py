@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import typer
@@ -100,6 +101,14 @@ def recall(
         [], "--level", help="Temporal tree levels to climb to (repeatable, 1-5; 1 alone: flat recall)."
     ),
     planner: str | None = typer.Option(None, "--planner", help="auto | rules | llm | off (flat recall)"),
+    as_of: datetime | None = typer.Option(
+        None, "--as-of", help="Answer from what was known and valid then (ISO date or datetime, UTC)."
+    ),
+    history: bool | None = typer.Option(
+        None,
+        "--history/--no-history",
+        help="Include superseded facts (after their successors); default: when the query asks about the past.",
+    ),
     json_out: bool = typer.Option(False, "--json"),
     url: str | None = typer.Option(
         None,
@@ -121,6 +130,8 @@ def recall(
         trace=trace,
         levels=level or None,
         planner=planner,
+        as_of=as_of.isoformat() if as_of else None,
+        include_history=history,
     )
     if url:
         _recall_remote(url, api_key, bank, query, options, json_out)
@@ -138,7 +149,8 @@ def _print_recall(result, via: str = "") -> None:
     for m in result.memories:
         u = m.unit
         when = (u.occurred_start or u.mentioned_at).date().isoformat()
-        typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}")
+        replaced = f"  (superseded {u.invalid_at:%Y-%m-%d})" if u.invalid_at else ""
+        typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}{replaced}")
     for r in result.nodes:
         n = r.node
         typer.echo(f"{r.score:.3f}  [{n.level.name} {n.start:%Y-%m-%d} - {n.end:%Y-%m-%d}] {n.text}")

@@ -40,6 +40,9 @@ def format_summary(s: dict[str, Any]) -> str:
         + (f", {s['fallbacks']} LLM replies fell back to the rules" if s["fallbacks"] else "")
     )
     lines.append(
+        f"  facts: {s.get('facts_superseded', 0)} superseded by a newer value, {s.get('facts_written', 0)} written"
+    )
+    lines.append(
         f"  {s['wall_s']:.1f}s wall, {s['nodes_per_s']:.1f} nodes/s written, "
         f"{s['leaves_per_s']:.1f} memory units/s ({s['workers']} workers)"
     )

@@ -41,6 +41,7 @@ class Components:
         self._cara: CARA | None = None  # reflect and consolidation (memlane/reflect)
         self._tree_llm: list = []  # [llm or None] once built: the consolidation role's model
         self._tree_worker = None  # background tree consolidation (memlane/tree)
+        self._extract_worker = None  # deferred LLM extraction (memlane/retain/deferred.py)
 
     # backends -----------------------------------------------------------------------------
     @property
@@ -166,6 +167,8 @@ class Components:
 
     def close(self) -> None:
         """Flush CARA's queued jobs, stop the recall pool and close the store."""
+        if self._extract_worker is not None:
+            self._extract_worker.close()  # deferred extractions first: they queue consolidations
         if self._tree_worker is not None:
             self._tree_worker.close()  # runs queued consolidations first: they write too
         if self._cara is not None:

@@ -28,6 +28,7 @@ from memlane.model import (
     now_utc,
     utc,
 )
+from memlane.retain.deferred import DeferredExtraction
 from memlane.retain.items import DocumentPlan, check_tags
 from memlane.tree.facade import TreeMethods
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from memlane.retain.pipeline import RetainReport
 
 
-class Memory(CuratedMethods, FactsMethods, TreeMethods, Components):
+class Memory(CuratedMethods, FactsMethods, TreeMethods, DeferredExtraction, Components):
     """A Memlane memory engine: banks, retain, recall, reflect, invalidation and deletion.
     Backends are built lazily from ``settings`` unless given (memlane/components.py)."""
 
@@ -195,10 +196,16 @@ class Memory(CuratedMethods, FactsMethods, TreeMethods, Components):
         plan = self.plan_items(bank_id, items, document_id=document_id, tags=tags)
         bank = self._bank_to_retain_into(bank_id, create_bank)
         total = RetainReport(bank_id=bank_id)
+        episode = self.episode_extractor()  # the LLM's extraction deferred: the rules now
         for doc_id, (doc_tags, turns) in plan.items():
             with self.writer.write(bank_id) as w:
                 w.delete_document(doc_id)
-                report = self.retainer.retain(bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress)
+                report = self.retainer.retain(
+                    bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress, extractor=episode
+                )
+            if episode is not None:
+                self._extract_later(bank_id, doc_id, turns, doc_tags)
+                report.deferred = 1
             self._retained(bank_id)
             total.add(report)
         return total
@@ -259,7 +266,10 @@ class Memory(CuratedMethods, FactsMethods, TreeMethods, Components):
         tags, ...). Returns a :class:`~memlane.reflect.ReflectResult`. Needs an LLM for the
         reflect role; raises :class:`~memlane.errors.LLMNotConfigured` naming the setting."""
         self.get_bank(bank_id)
-        return self.cara.reflect(bank_id, query, **options)
+        result = self.cara.reflect(bank_id, query, **options)
+        if result.memory_ids and self.settings.facts.salience_alpha > 0:
+            self.reinforce_cited(bank_id, result.memory_ids)  # cited facts gain salience
+        return result
 
     def merge_background(self, bank_id: str, snippet: str) -> Bank:
         """Merge a biographical snippet into the bank's first-person background; the snippet
@@ -269,6 +279,7 @@ class Memory(CuratedMethods, FactsMethods, TreeMethods, Components):
     def wait_background(self) -> None:
         """Wait for the consolidation jobs retain queued (observations, opinion updates, the
         temporal tree)."""
+        self.wait_extraction()
         if self._cara is not None:
             self._cara.wait()
         self.wait_tree()

@@ -85,6 +85,10 @@ class RetainSettings(_Area):
     # "rules": the LLM-free extractor. "llm": the LLM extractor of the retain role, falling back
     # to the rules per chunk whenever the model's output is rejected.
     extractor: Literal["rules", "llm"] = "rules"
+    # With the LLM extractor: an API retain writes the episode (chunks and one fact per turn
+    # from the rules) and returns; the LLM's extraction replaces those facts in the background
+    # (memlane/retain/deferred.py). False: the retain waits for the model.
+    defer_llm: bool = True
     chunk_max_turns: int = Field(8, gt=0)
     semantic_link_threshold: float = Field(0.7, ge=-1.0, le=1.0)
     semantic_link_top_k: int = Field(5, ge=0)

@@ -53,6 +53,8 @@ class ConsolidateSummary:
     nodes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEVEL_NAMES, 0))
     removed: int = 0
     fallbacks: int = 0
+    facts_written: int = 0  # conflict resolution (memlane/facts)
+    facts_superseded: int = 0
     wall_s: float = 0.0
     nodes_per_s: float = 0.0
     leaves_per_s: float = 0.0
@@ -73,6 +75,8 @@ class ConsolidateSummary:
         self.leaves += int(rec["leaves"])
         self.removed += int(rec["removed"])
         self.fallbacks += int(rec["fallbacks"])
+        self.facts_written += int(rec.get("facts_written", 0))
+        self.facts_superseded += int(rec.get("facts_superseded", 0))
         for kind in ("written", "unchanged", "nodes"):
             totals = getattr(self, kind)
             for lv in LEVEL_NAMES:

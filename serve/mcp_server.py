@@ -173,6 +173,16 @@ def _memory_row(m: dict[str, Any]) -> dict[str, Any]:
         "score": round(float(m.get("score", 0.0)), 4),
         "when": unit.get("occurred_start") or unit.get("mentioned_at"),
         "document_id": unit.get("document_id"),
+        # Engram: a fact a newer one replaced, and the one it replaced (memlane/facts)
+        **{
+            k: v
+            for k, v in (
+                ("superseded_by", unit.get("superseded_by")),
+                ("invalid_at", unit.get("invalid_at")),
+                ("supersedes", ((unit.get("metadata") or {}).get("engram") or {}).get("supersedes")),
+            )
+            if v
+        },
     }
 
 
@@ -333,6 +343,13 @@ def build_mcp_server(
         include_chunks: Annotated[
             bool, Field(description="Also return the conversation chunks the memories came from.")
         ] = False,
+        include_history: Annotated[
+            bool | None,
+            Field(
+                description="Superseded facts (a value that changed): true returns them after their "
+                "successors, false hides them, unset decides from the question ('before', 'used to')."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Recall the memories a question needs from a bank, best first, within a token budget."""
         bank_id = _bank(bank, default_bank)
@@ -347,6 +364,8 @@ def build_mcp_server(
             request["types"] = [t.value for t in types]
         if tags:
             request["tags"] = list(tags)
+        if include_history is not None:
+            request["include_history"] = include_history
         for key, value in (("as_of", as_of), ("reference_time", reference_time)):
             if value is not None:
                 request[key] = value.isoformat()

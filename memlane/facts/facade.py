@@ -3,7 +3,7 @@ bank's facts (run by :meth:`~memlane.tree.facade.TreeMethods.consolidate` before
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from memlane.errors import ConfigError
 from memlane.facts.service import FactResolver, ResolveReport
@@ -50,3 +50,22 @@ class FactsMethods:
             predicate_similarity=self.settings.facts.predicate_similarity,
             rules_slots=self.settings.facts.slots,
         ).run(bank_id)
+
+    def reinforce_cited(self, bank_id: str, unit_ids: Sequence[str]) -> int:
+        """One more citation on each of these memories (reflect cited them): their salience
+        grows, then fades with ``facts.salience_half_life_days`` (memlane/facts/salience.py).
+        Returns how many were written (a memory deleted meanwhile is skipped)."""
+        from memlane.facts.salience import reinforce
+        from memlane.model import now_utc
+
+        ids = list(dict.fromkeys(unit_ids))
+        if not ids:
+            return 0
+        now_s = now_utc().timestamp()
+        half_life = self.settings.facts.salience_half_life_days
+        with self.writer.write(bank_id) as w:
+            units = self.store.get_units(bank_id, ids, with_embedding=True)
+            out = [u.model_copy(update={"metadata": reinforce(u.metadata, now_s, half_life)}) for u in units]
+            if out:
+                w.units(out)
+        return len(out)

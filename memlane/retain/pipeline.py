@@ -45,6 +45,8 @@ class RetainReport:
     units: int = 0
     entities: int = 0
     links: int = 0
+    # Documents whose LLM extraction runs in the background (memlane/retain/deferred.py).
+    deferred: int = 0
     seconds: float = 0.0
     timings_s: dict[str, float] = field(default_factory=dict)
 
@@ -54,7 +56,7 @@ class RetainReport:
     def add(self, other: RetainReport) -> None:
         """Add another report's counts and seconds to this one (a call that retains several
         documents one at a time reports their sum)."""
-        for key in ("documents", "turns", "chunks", "units", "entities", "links", "seconds"):
+        for key in ("documents", "turns", "chunks", "units", "entities", "links", "deferred", "seconds"):
             setattr(self, key, getattr(self, key) + getattr(other, key))
 
 

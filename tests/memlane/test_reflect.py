@@ -172,6 +172,10 @@ def test_reflect_answers_cites_and_forms_opinions(settings, embedder, extractor,
         res = memory.reflect("ana", "Tell me about Pixel", max_tokens=500, budget="low")
         assert res.answer == "Pixel is my beagle [M1]."
         assert res.memory_ids == [res.memories[0].unit.id]  # M1 once; M99 is not a memory
+        # the cited memory gained salience (memlane/facts/salience.py); the others did not
+        assert memory.get_memory("ana", res.memory_ids[0]).metadata["salience"]["n"] == 1.0
+        others = [m.unit.id for m in res.memories[1:]]
+        assert others and all("salience" not in memory.get_memory("ana", i).metadata for i in others)
         req = next(r for r in server.requests if r["messages"][-1]["content"].startswith("Question:"))
         assert "I am a vet in Lisbon." in req["messages"][0]["content"]
         assert "highly skeptical" in req["messages"][0]["content"]
