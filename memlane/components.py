@@ -81,6 +81,7 @@ class Components:
     def writer(self) -> BankWriter:
         """The one write path to banks: store, derived state, revision (memlane/writes.py)."""
         if self._writer is None:
+            from memlane.facts.service import restore_superseded
             from memlane.leases import BankLeases
             from memlane.reflect.observations import prune_observations
             from memlane.tree.invariants import prune_tree
@@ -89,7 +90,10 @@ class Components:
             store = self.settings.store
             leases = BankLeases(self.store, ttl_s=store.write_lease_ttl_s, timeout_s=store.write_lease_wait_s)
             self._writer = BankWriter(
-                self.store, self.derived, on_delete=[prune_observations, prune_tree], leases=leases
+                self.store,
+                self.derived,
+                on_delete=[prune_observations, prune_tree, restore_superseded],
+                leases=leases,
             )
         return self._writer
 

@@ -181,3 +181,28 @@ class FactResolver:
         if report.written:
             log.info("facts of %s: %s", bank_id, report.as_dict())
         return report
+
+
+def restore_superseded(store, bank_id: str) -> None:
+    """The writer's delete hook: a fact resolution invalidated whose successor was deleted is
+    valid again at once (not only at the next consolidation), so no fact points at nothing and
+    the value it held is current again. Invalidations made by hand are left alone."""
+    from memlane.interfaces import UnitFilter
+
+    every = set(store.list_unit_ids(bank_id, UnitFilter(only_valid=False)))
+    invalid = sorted(every - set(store.list_unit_ids(bank_id, UnitFilter())))
+    if not invalid:
+        return
+    restored = []
+    for u in store.get_units(bank_id, invalid, with_embedding=True):
+        engram = dict(u.metadata.get(ENGRAM) or {})
+        if engram.get("resolved_invalid") and u.superseded_by is not None and u.superseded_by not in every:
+            engram.pop("resolved_invalid", None)
+            meta = {k: v for k, v in u.metadata.items() if k != ENGRAM}
+            if engram:
+                meta[ENGRAM] = engram
+            restored.append(
+                u.model_copy(update={"invalid_at": None, "superseded_by": None, "metadata": meta})
+            )
+    if restored:
+        store.upsert_units(bank_id, restored)

@@ -298,6 +298,9 @@ def test_deleting_the_successor_restores_its_predecessor_and_manual_invalidation
     bo = units["Bristol is lovely!"]
     memory.invalidate("ana", bo.id)  # by hand: resolution must leave it alone
     memory.delete_document("ana", "s3")
+    units = _by_text(memory, "ana")  # restored by the delete itself, before any consolidation
+    assert units["Big news: we moved to Leeds last week!"].invalid_at is None
+    assert memory.doctor("ana").ok
     memory.consolidate("ana")
     units = _by_text(memory, "ana")
     leeds = units["Big news: we moved to Leeds last week!"]
