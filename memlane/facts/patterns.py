@@ -7,8 +7,14 @@ wrong slot would invalidate a true fact. So a sentence is skipped when it asks (
 to", "lived", "worked"): none of them states a current value. Places and organisations must be
 capitalised; counts of things come from a list of countable possessions.
 
+Only first-person statements fill a slot here (the speaker's own): on the LongMemEval dev
+banks, third-person matches were mostly an assistant's stories ("Luna became a hero"). Plans are
+not a slot of the rules: people hold many at once, and treating "planning to X" as one value
+superseded 229 true facts on those banks. The LLM extractor fills both (memlane/facts/resolve.py
+never supersedes a plan).
+
 Predicates: ``lives_in``, ``works_at``, ``job_title``, ``relationship``, ``owns:<thing>`` (with
-a count), ``favourite:<category>``, ``plans``.
+a count), ``favourite:<category>``.
 """
 
 from __future__ import annotations
@@ -33,16 +39,7 @@ _GUARD = re.compile(
     r"was living|was working|will|going to|should|plan to|planning to)\b",
     re.I,
 )
-# A plan is about the future by nature: only the negations and suppositions rule one out.
-_GUARD_PLANS = re.compile(
-    r"\b(?:not|n['’]t|never|no longer|if|would|could|might|maybe|used to|wish|dream)\b", re.I
-)
-_NAME_STOP = frozenset(
-    "the a an my our your his her their this that these those today yesterday then so and but "
-    "also well oh yes yeah no hey hi wow now last next when after before since because it there "
-    "here what why how who where which".split()
-)
-_SUBJECT = r"(?P<subj>\bI|\b[Ww]e|\b[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
+_SUBJECT = r"(?P<subj>\bI|\b[Ww]e)"
 _ADV = r"(?:\s+(?:just|finally|recently|now|officially|actually|also|already|eventually|currently|"
 _ADV += r"have|has|am|are|is|got|been|since|all|both))*"
 _PLACE = r"(?P<obj>[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|upon|on|of|am))*(?:,\s*[A-Z][\w'’-]*)?)"
@@ -179,7 +176,7 @@ def _works_at(m: re.Match[str]):
 
 @_rule(
     "job_title",
-    _SUBJECT + _ADV + r"\s+(?:work as|working as|started as|promoted to|became|a new role as|a new job as)"
+    _SUBJECT + _ADV + r"\s+(?:work as|working as|started as|promoted to|a new role as|a new job as)"
     r"\s+(?:an?\s+|the\s+)?" + _WORDS,
 )
 def _job_title(m: re.Match[str]):
@@ -238,18 +235,6 @@ def _owns(m: re.Match[str]):
     return (thing, count)
 
 
-@_rule("plans", _SUBJECT + _ADV + r"\s+(?:planning|plan|planned)\s+to\s+" + _WORDS)
-def _plans(m: re.Match[str]):
-    plan = _trim(m.group("obj"), 6)
-    return (plan, None) if plan else None
-
-
-@_rule("plans", r"\b(?P<subj>[Mm]y|[Oo]ur)\s+(?:new\s+)?plan\s+is\s+to\s+" + _WORDS)
-def _plan_is(m: re.Match[str]):
-    plan = _trim(m.group("obj"), 6)
-    return (plan, None) if plan else None
-
-
 @_rule(
     "favourite",
     r"\b(?P<subj>[Mm]y|[Oo]ur)\s+(?:new\s+|current\s+|all-time\s+|absolute\s+)?favou?rite\s+(?P<cat>[a-z]+)"
@@ -289,16 +274,11 @@ def find_slot(text: str, speaker: str, *, order: int = 0) -> Slot | None:
             continue
         for predicate, pattern, build in _RULES:
             m = pattern.search(sentence)
-            guard = _GUARD_PLANS if predicate == "plans" else _GUARD
-            if m is None or guard.search(sentence[: m.start("obj")]):
+            if m is None or _GUARD.search(sentence[: m.start("obj")]):
                 continue
-            subj = m.group("subj")
-            if subj.lower() in ("i", "we", "my", "our"):
-                subject = speaker
-            elif subj.split()[0].lower() in _NAME_STOP:
-                continue
-            else:
-                subject = subj
+            if m.group("subj").lower() not in ("i", "we", "my", "our"):
+                continue  # the speaker's own statements only (see the module docstring)
+            subject = speaker
             found = build(m)
             if found is None:
                 continue

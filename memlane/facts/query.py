@@ -29,7 +29,6 @@ _ASKS = (
         ),
         "relationship",
     ),
-    (re.compile(r"\b(?:plan|plans|planning)\b", re.I), "plans"),
 )
 _HOW_MANY = re.compile(r"\bhow many\s+(?P<thing>guinea pigs?|[a-z]+(?:\s+[a-z]+)?)", re.I)
 _FAVOURITE = re.compile(r"\bfavou?rite\s+(?P<cat>[a-z]+)", re.I)

@@ -39,6 +39,10 @@ CANONICAL = frozenset({"lives_in", "works_at", "job_title", "relationship", "pla
 CANONICAL_PREFIXES = ("owns:", "favourite:")
 
 
+# Predicates a subject holds several values of at once: never superseded, only restated.
+MULTI_VALUED = frozenset({"plans"})
+
+
 def is_canonical(predicate: str) -> bool:
     return predicate in CANONICAL or predicate.startswith(CANONICAL_PREFIXES)
 
@@ -129,6 +133,8 @@ def resolve(
         valid: list[SlotFact] = []
         for new in group:
             for old in list(valid):
+                if new.slot.predicate in MULTI_VALUED and old.slot.value != new.slot.value:
+                    continue  # another plan, not a changed one
                 if old.slot.value == new.slot.value:
                     d_new = out.decisions[new.id]
                     d_new.restates = old.id

@@ -56,12 +56,16 @@ def _ts(dt: datetime | None) -> float | None:
 def slot_of(unit: MemoryUnit, *, rules: bool = True) -> Slot | None:
     """The unit's slot: stored by its extractor, else (``rules``) found by the patterns."""
     slot = unit_slot(unit.metadata)
-    if slot is not None or not rules or "slot" in unit.metadata:
+    if slot is not None and slot.by != "rules":
+        return slot  # the LLM's: kept as it said
+    if not rules:
         return slot
+    # The rules' slot is found again from the text: patterns that changed since the unit was
+    # written (plans stopped being a slot) must not leave a stale one deciding.
     speaker = unit.metadata.get("speaker")
     if not isinstance(speaker, str) or not speaker:
         return None
-    return find_slot(unit.text, speaker)
+    return find_slot(unit.text, speaker, order=slot.order if slot is not None else 0)
 
 
 def _wanted(unit: MemoryUnit, slot: Slot | None, d: Decision) -> MemoryUnit | None:
@@ -83,14 +87,20 @@ def _wanted(unit: MemoryUnit, slot: Slot | None, d: Decision) -> MemoryUnit | No
     invalid_at = datetime.fromtimestamp(d.invalid_at, UTC) if d.invalid_at is not None else None
     superseded_by = d.superseded_by
     had = meta.get(ENGRAM) or {}
-    if not engram and not had:
+    stored = meta.get("slot")
+    fresh_slot = stored == (slot.as_metadata() if slot is not None else None) or (
+        slot is not None and slot.by != "rules"
+    )
+    if not engram and not had and fresh_slot:
         return None
     if engram:
         meta[ENGRAM] = engram
     else:
         meta.pop(ENGRAM, None)
-    if slot is not None and "slot" not in meta:
+    if slot is not None:
         meta["slot"] = slot.as_metadata()
+    elif (meta.get("slot") or {}).get("by") == "rules":
+        meta.pop("slot")
     same_validity = _ts(unit.invalid_at) == d.invalid_at and unit.superseded_by == superseded_by
     if meta == unit.metadata and same_validity:
         return None
@@ -146,7 +156,7 @@ class FactResolver:
                 if u.invalid_at is not None and not engram.get("resolved_invalid"):
                     continue  # invalidated by hand: not resolution's to decide
                 slot = slot_of(u, rules=self.rules_slots)
-                if slot is None and not engram:
+                if slot is None and not engram and "slot" not in u.metadata:
                     continue
                 units[u.id], slots[u.id] = u, slot
                 if slot is not None:
