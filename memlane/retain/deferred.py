@@ -20,6 +20,7 @@ from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.facts import Fact
 
 log = logging.getLogger(__name__)
+_START = threading.Lock()
 
 
 class FactsByChunk:
@@ -57,12 +58,13 @@ class DeferredExtraction:
     def _extract_later(
         self, bank_id: str, document_id: str, turns: Sequence[Turn], tags: Sequence[str]
     ) -> None:
-        if self._extract_worker is None:
-            from memlane.background import BackgroundWorker
+        with _START:  # two first retains at once must not build two workers
+            if self._extract_worker is None:
+                from memlane.background import BackgroundWorker
 
-            self._extract_worker = BackgroundWorker(name="memlane-extract", max_pending=1024)
-            self._extract_pending: dict[str, tuple[Sequence[Turn], Sequence[str]]] = {}
-            self._extract_lock = threading.Lock()
+                self._extract_pending: dict[str, tuple[Sequence[Turn], Sequence[str]]] = {}
+                self._extract_lock = threading.Lock()
+                self._extract_worker = BackgroundWorker(name="memlane-extract", max_pending=1024)
         key = f"{bank_id}\x00{document_id}"
         with self._extract_lock:
             self._extract_pending[key] = (turns, tags)
