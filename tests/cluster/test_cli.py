@@ -69,6 +69,37 @@ def test_retain_recall_banks_delete(run, tmp_path):
     assert json.loads(run("banks", "--json").stdout) == []
 
 
+MOVES = [
+    {"speaker": "Ana", "text": "I live in Bristol.", "timestamp": "2025-01-05T09:00:00Z", "session_id": "s1"},
+    {
+        "speaker": "Ana",
+        "text": "We moved to Leeds last week!",
+        "timestamp": "2025-03-05T09:00:00Z",
+        "session_id": "s2",
+    },
+]
+
+
+def test_recall_as_of_and_history_through_the_cli(run, tmp_path):
+    assert (
+        run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "m.jsonl", MOVES))).exit_code == 0
+    )
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    with Memory(Settings(data_dir=tmp_path / "data")) as m:  # the engine's consolidation (no Ray)
+        assert m.consolidate("ana").facts["superseded"] == 1
+
+    def texts(*args):
+        r = run("recall", "--bank", "ana", "Where does Ana live?", "--planner", "off", "--json", *args)
+        assert r.exit_code == 0, r.stderr
+        return [m["unit"]["text"] for m in json.loads(r.stdout)["memories"]]
+
+    assert texts() == ["Ana: We moved to Leeds last week!"]  # as of now: Bristol superseded
+    assert texts("--as-of", "2025-02-01") == ["Ana: I live in Bristol."]
+    assert texts("--history") == ["Ana: We moved to Leeds last week!", "Ana: I live in Bristol."]
+
+
 def test_retain_is_idempotent_through_the_cli(run, tmp_path):
     path = write_locomo_fixture(tmp_path / "fx.json")
     assert run("retain", "--bank", "fx", str(path)).exit_code == 0
