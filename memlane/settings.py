@@ -112,6 +112,11 @@ class RecallSettings(_Area):
     graph_hops: int = Field(2, ge=1, le=4)
     graph_seeds: int = Field(10, gt=0)
     graph_decay: float = Field(0.5, gt=0.0, le=1.0)
+    # Multi-hop decomposition (memlane/recall/decompose.py): a question that joins facts is
+    # split into sub-queries, each recalled on its own and fused with the question's channels.
+    # "auto": the consolidation role's LLM when configured, the rules otherwise; "rules",
+    # "llm" or "off" force one. RecallRequest.decompose overrides it per request.
+    decompose: Literal["auto", "rules", "llm", "off"] = "auto"
 
 
 class KeyPolicy(_Area):
