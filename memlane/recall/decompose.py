@@ -87,15 +87,34 @@ _VERB = (
     r"drove|meets|sees|makes|takes|likes|loves|knows|works|lives|visits|calls)"
 )
 # Words after a clause's verb that are not its object (a preposition, a time adverb).
-_NOT_OBJECT = r"(?:in|at|on|from|to|with|during|for|about|last|this|next|yesterday|today|ago)"
+_NOT_OBJECT = (
+    r"(?:in|at|on|from|to|with|during|for|about|last|this|next|yesterday|today|ago|that|which|who|"
+    r"when|while|before|after|since|and|or|but)"
+)
+# A prepositional phrase on a time word ("in the past two months") is the question's time
+# expression, not part of the clause: taking it out would leave "two months" stranded.
+_TIME_WORD = (
+    r"(?:past|last|next|previous|coming|few|couple|day|days|week|weeks|month|months|year|years|"
+    r"morning|evening|night|weekend|summer|winter|spring|autumn|fall)"
+)
 _SUBJECT = r"(?:I|you|he|she|we|they|[A-Z][a-z]+)"
 _RELATIVE = re.compile(
-    rf"(?P<np>\b(?:the|a|an|that)\s+(?:[a-z]+\s+)?[a-z]+)\s+"
+    rf"(?P<np>\b(?:the|a|an|that)\s+(?:[a-z]+\s+)?(?P<head>[a-z]+))\s+"
     rf"(?P<rc>(?:(?:who|whom|that|which)\s+{_SUBJECT}\s+{_VERB}|(?:who|that|which)\s+{_VERB}|"
     rf"{_SUBJECT}\s+{_VERB})\b"
     rf"(?:\s+(?:(?:me|him|her|them|us|{_NAME})\s+)?(?:(?:the|a|an|his|her|their|my|our)\s+)?(?!{_NOT_OBJECT}\b)[a-z]+)?"
     rf"(?:\s+(?:in|at|on|from|to|with|during|for)\s+(?:(?:the|a|an|his|her|their|my|our)\s+)?"
-    rf"(?:{_NAME}|[a-z]+))?)"
+    rf"(?!{_TIME_WORD}\b)(?:{_NAME}|[a-z]+))?)"
+)
+# The nouns a relative clause must describe for the rule to split: a person, a place or an
+# organisation, something another fact says more about under its name (the bridge). "The three
+# trips I took" or "the new feed I purchased" are one thing asked about, not a join.
+_ENTITY_HEADS = frozenset(
+    """person people man woman guy girl boy kid friend friends colleague coworker neighbor
+    neighbour doctor teacher coach boss partner artist author singer band musician player team
+    company firm brand startup organization organisation charity club school university college
+    city town country place restaurant cafe bar shop store hotel gym museum park venue
+    """.split()
 )
 _PRONOUN = re.compile(r"\b(he|she|they|him|them|her|his|their)\b", re.I)
 _OWNER = {"his", "their"}
@@ -184,8 +203,13 @@ def _split_names(query: str) -> list[str]:
     return [rest.format(n) for n in names]
 
 
+def _relative(query: str) -> re.Match | None:
+    """The first relative clause on a person, place or organisation noun."""
+    return next((m for m in _RELATIVE.finditer(query) if m.group("head") in _ENTITY_HEADS), None)
+
+
 def _split_relative(query: str) -> list[str]:
-    m = _RELATIVE.search(query)
+    m = _relative(query)
     if m is None:
         return []
     inner = f"{m.group('np')} {m.group('rc')}"
@@ -194,7 +218,7 @@ def _split_relative(query: str) -> list[str]:
 
 
 def _relative_np(query: str) -> str | None:
-    m = _RELATIVE.search(query)
+    m = _relative(query)
     return m.group("np") if m else None
 
 

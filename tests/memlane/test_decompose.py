@@ -280,3 +280,10 @@ def test_engine_join_recalls_the_second_fact_only_with_decomposition(tmp_path, e
     assert {"lexical", "lexical@2", "semantic@2"} <= set(flat.trace["channels"])
     assert "decompose" in rules.timings_ms and "subqueries" in rules.timings_ms
     assert "subqueries" not in plain.timings_ms
+
+
+def test_eval_system_nodecomp_is_recall_without_decomposition():
+    from evals.systems import ALLOWED, channels_of, parse_systems
+
+    assert parse_systems("NoDecomp, bm25") == ["memlane", "nodecomp", "bm25"]
+    assert channels_of("nodecomp") is None and "nodecomp" in ALLOWED
