@@ -439,7 +439,9 @@ class RecallResult(BaseModel):
     nodes: list[RecalledNode] = Field(default_factory=list)
     # The planner's decision and what the tree stage did, when it ran (see memlane/tree/recall).
     plan: dict[str, Any] | None = None
-    # The sub-queries the question was split into and recalled with (empty: not split).
+    # The sub-queries the question was split into and recalled with, a bridged one with the
+    # name it was given (empty: not split). In a memory's trace, channel "lexical@2" is the
+    # lexical channel of subqueries[1] (memlane/recall/decompose.py).
     subqueries: list[str] = Field(default_factory=list)
     chunks: list[Chunk] = Field(default_factory=list)
     tokens: int = 0

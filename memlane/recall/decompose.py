@@ -6,7 +6,8 @@ Marco in Lisbon", "Marco lives in Porto"); the second shares almost no words wit
 so the question's own channels rank it low. Recalling "the person she met in Lisbon" and "the
 city where the person lives" separately gives each fact a ranking where it stands near the top.
 
-Who decomposes (``RecallSettings.decompose``, or ``RecallRequest.decompose`` per request):
+Who decomposes (``RecallSettings.decompose``, off by default, or ``RecallRequest.decompose``
+per request):
 
 * ``rules`` (no model call, :func:`decompose_rules`):
 
@@ -55,7 +56,12 @@ MAX_SUBQUERIES = 3
 # RRF (or RSF) weight of a sub-query's channel list, relative to the main query's list of the
 # same channel: the question itself stays the strongest voice, and a sub-query can lift a fact
 # into the candidates without pushing the question's own best hits out. Set a priori, not
-# tuned on the dev sets.
+# tuned on the dev sets. Measured on LoCoMo (86 of 1,536 questions split by the rules): the
+# split questions' rankings changed, but no multi-hop question gained or lost evidence in its
+# top 10 turns (turn recall@10 0.399 with and without): with RRF's k=60 a sub-query's first
+# place adds 0.5/61 while the question's own lists, 3 of them voting for the same units, keep
+# their order. A fact no channel of the question ranks (the engine test's bridged join) is
+# what it lifts.
 SUBQUERY_WEIGHT = 0.5
 # A bridging sub-query takes the new names of the first of the earlier sub-query's best this
 # many units that has any (the earlier query's answer is among its first hits, not always the

@@ -113,6 +113,11 @@ def test_relative_clause_bridges_and_bridge_puts_in_the_new_name():
     )
 
 
+def test_off_by_default():
+    # the rules did not move LoCoMo multi-hop recall (memlane/settings.py has the figures)
+    assert Settings().recall.decompose == "off"
+
+
 def test_off_and_modes_without_an_llm():
     calls = []
 
@@ -255,13 +260,14 @@ def test_engine_join_recalls_the_second_fact_only_with_decomposition(tmp_path, e
         s = Settings(
             data_dir=tmp_path / "data",
             llm={"consolidation": {"base_url": server.base_url, "model": "fake"}, "background": "off"},
+            recall={"decompose": "auto"},
         )
         with Memory(s, embedder=embedder, extractor=extractor) as m:
             m.retain("nora", _conversations())
             plain = m.recall("nora", JOIN, decompose="off")
             rules = m.recall("nora", JOIN, decompose="rules", trace=True)
             llm = m.recall("nora", JOIN, decompose="llm")
-            auto = m.recall("nora", JOIN)  # the setting's default, "auto": the LLM is configured
+            auto = m.recall("nora", JOIN)  # the setting, "auto": the LLM is configured
             with pytest.raises(InvalidInput):
                 m.recall("nora", JOIN, decompose="sometimes")
         asked = len(server.requests)
