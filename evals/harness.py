@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from evals.metrics import ranked_turns
-from evals.systems import DEFAULT_SYSTEMS, FLAT, MEMLANE, channels_of
+from evals.systems import DEFAULT_SYSTEMS, FLAT, MEMLANE, NODECOMP, channels_of
 
 SYSTEMS = DEFAULT_SYSTEMS
 QA_SYSTEMS = ("memlane", "full-context")
@@ -66,7 +66,7 @@ def rank_all(
 
     Returns ``(rankings, result, latency_ms, tokens)``: turn rankings by system name (only the
     systems asked for), Memlane's :class:`~memlane.model.RecallResult` (for QA), its recall
-    latency and the tokens each recall-based system returned (memlane, flat, ablations)."""
+    latency and the tokens each recall-based system returned (memlane, flat, nodecomp, ablations)."""
     options: dict[str, Any] = {"max_tokens": recall_tokens, "as_of": as_of, "reference_time": reference_time}
     start = time.perf_counter()
     result = memory.recall(bank_id, query, **options)
@@ -81,6 +81,10 @@ def rank_all(
             flat = memory.recall(bank_id, query, planner="off", **options)
             rankings[system] = result_turns(flat)
             tokens[system] = flat.tokens
+        elif system == NODECOMP:
+            plain = memory.recall(bank_id, query, decompose="off", **options)
+            rankings[system] = result_turns(plain)
+            tokens[system] = plain.tokens
         elif system == "bm25":
             hits = memory.store.search_lexical(bank_id, query, depth, fields=["source_turns"])
             rankings[system] = _turns_of(hits)

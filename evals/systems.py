@@ -4,6 +4,8 @@
   bank before its questions);
 * ``flat``: the same recall with the tree stage off (``planner="off"``): memory units only,
   the ablation the tree is measured against;
+* ``nodecomp``: the same recall with multi-hop decomposition off (``decompose="off"``): the
+  question's own channels only, the ablation decomposition is measured against;
 * ``bm25``, ``dense``: the single-channel **baselines**, ranked straight from the store (plain
   BM25 over the same analysed text, plain cosine with the same embedder; no fusion, graph,
   temporal channel or boosts);
@@ -23,14 +25,15 @@ from memlane.recall.pipeline import CHANNELS  # recall's channels: one list, rec
 
 MEMLANE = "memlane"
 FLAT = "flat"
+NODECOMP = "nodecomp"
 BASELINES = ("bm25", "dense")
 DEFAULT_SYSTEMS = (MEMLANE, FLAT, *BASELINES)
-ALLOWED = f"{MEMLANE}, {FLAT}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
+ALLOWED = f"{MEMLANE}, {FLAT}, {NODECOMP}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
 
 
 def _canonical(spec: str) -> str:
     name = spec.strip().lower()
-    if name in DEFAULT_SYSTEMS:
+    if name in DEFAULT_SYSTEMS or name == NODECOMP:
         return name
     channels = [c.strip() for c in name.split("+")]
     bad = [c for c in channels if c not in CHANNELS]
@@ -65,7 +68,7 @@ def parse_systems(specs: str | Iterable[str] | None = None) -> list[str]:
 def channels_of(system: str) -> list[str] | None:
     """The recall channels of an ablation system (None for ``memlane``, the baselines and any
     other name)."""
-    if system in (MEMLANE, FLAT) or system in BASELINES:
+    if system in (MEMLANE, FLAT, NODECOMP) or system in BASELINES:
         return None
     channels = system.split("+")
     return channels if all(c in CHANNELS for c in channels) else None

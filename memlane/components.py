@@ -141,11 +141,13 @@ class Components:
                 self.reranker,
                 derived if derived.with_index else None,
                 tree=TreeRecall(self.store, self.embedder, self.settings, self.tree_llm),
+                llm=self.tree_llm,  # multi-hop decomposition: the planner's model
             )
         return self._recaller
 
     def tree_llm(self):
-        """The consolidation role's LLM (the tree's consolidator and planner), or None."""
+        """The consolidation role's LLM (the tree's consolidator and planner, recall's
+        decomposer), or None."""
         if not self._tree_llm:
             from memlane.llm import build_llm
 

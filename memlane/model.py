@@ -331,6 +331,9 @@ class RecallRequest(_Strict):
     # Who plans: "auto", "rules", "llm" or "off" (flat recall); None: the settings'
     # tree.planner (memlane/settings.py TreeSettings).
     planner: Literal["auto", "rules", "llm", "off"] | None = None
+    # Multi-hop decomposition into sub-queries: "auto", "rules", "llm" or "off"; None: the
+    # settings' recall.decompose (memlane/recall/decompose.py).
+    decompose: Literal["auto", "rules", "llm", "off"] | None = None
 
     @field_validator("query")
     @classmethod
@@ -436,6 +439,10 @@ class RecallResult(BaseModel):
     nodes: list[RecalledNode] = Field(default_factory=list)
     # The planner's decision and what the tree stage did, when it ran (see memlane/tree/recall).
     plan: dict[str, Any] | None = None
+    # The sub-queries the question was split into and recalled with, a bridged one with the
+    # name it was given (empty: not split). In a memory's trace, channel "lexical@2" is the
+    # lexical channel of subqueries[1] (memlane/recall/decompose.py).
+    subqueries: list[str] = Field(default_factory=list)
     chunks: list[Chunk] = Field(default_factory=list)
     tokens: int = 0
     chunk_tokens: int = 0

@@ -116,6 +116,17 @@ class RecallSettings(_Area):
     graph_hops: int = Field(2, ge=1, le=4)
     graph_seeds: int = Field(10, gt=0)
     graph_decay: float = Field(0.5, gt=0.0, le=1.0)
+    # Multi-hop decomposition (memlane/recall/decompose.py): a question that joins facts is
+    # split into sub-queries, each recalled on its own and fused with the question's channels.
+    # "auto": the consolidation role's LLM when configured, the rules otherwise; "rules" or
+    # "llm" force one; RecallRequest.decompose overrides it per request. Off by default: the
+    # rules split 86 of LoCoMo's 1,536 questions and changed multi-hop turn recall@10 by +0.000
+    # [+0.000, +0.000] (0.399 both; session recall@5 +0.004 [+0.000, +0.011]) and nothing
+    # elsewhere beyond the interval; on LongMemEval dev60 they split 3 of 60 and every
+    # headline metric moved by +0.000 to +0.001 (Nov 2026, `memlane eval locomo|longmemeval
+    # --systems memlane,nodecomp` with MEMLANE_RECALL__DECOMPOSE=rules). The LLM decomposer
+    # is not measured (no model on the dev machine) and would add a model call to every recall.
+    decompose: Literal["auto", "rules", "llm", "off"] = "off"
 
 
 class KeyPolicy(_Area):

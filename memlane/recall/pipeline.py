@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from memlane.facts import salience
 from memlane.facts.ordering import history_intent
@@ -28,6 +28,7 @@ from memlane.interfaces import (
 )
 from memlane.model import Chunk, RecalledMemory, RecalledNode, RecallRequest, RecallResult, now_utc
 from memlane.recall import boosts
+from memlane.recall.decompose import BRIDGE_UNITS, bridge, decompose, merge_channels
 from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
 from memlane.settings import BUDGET_DEPTH, Settings
@@ -50,9 +51,11 @@ class Recaller:
         reranker: Reranker,
         search: SearchBackend | None = None,
         tree: TreeRecall | None = None,
+        llm: Callable[[], object | None] = lambda: None,
     ) -> None:
         """``search`` serves the channels: the in-process DerivedState, or the store itself
-        (``search_backend="milvus"``) when None."""
+        (``search_backend="milvus"``) when None. ``llm`` returns the model that decomposes
+        multi-hop questions (None: the rules), built on first use."""
         self.settings = settings
         self.store = store
         self.search: SearchBackend = search if search is not None else store
@@ -60,6 +63,7 @@ class Recaller:
         self.embedder = embedder
         self.reranker = reranker
         self.tree = tree  # the hierarchical stage (memlane/tree/recall.py); None: flat only
+        self.llm = llm
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memlane-recall")
 
     def close(self) -> None:
@@ -119,7 +123,8 @@ class Recaller:
         if "semantic" not in channels:
             hits.pop("semantic", None)
 
-        fused = fuse(hits, s.recall.fusion, s.recall.rrf_k, s.recall.channel_weights)
+        hits, weights, subqueries = self._with_subqueries(bank_id, req, channels, depth, flt, hits, timings)
+        fused = fuse(hits, s.recall.fusion, s.recall.rrf_k, weights)
 
         # Channels return ids only; fields are read once for the best fused candidates. The
         # store already filtered its channels; graph hits are filtered here.
@@ -212,11 +217,92 @@ class Recaller:
             tokens=sum(m.tokens for m in memories) + sum(n.tokens for n in nodes),
             query_interval=interval,
         )
+        result.subqueries = subqueries
         if req.include_chunks:
             result.chunks, result.chunk_tokens = self._chunks(bank_id, memories, req.max_chunk_tokens)
         timings["total"] = _ms(t0)
         result.timings_ms = {k: round(v, 2) for k, v in timings.items()}
         return result
+
+    def _with_subqueries(
+        self,
+        bank_id: str,
+        req: RecallRequest,
+        channels: set[str],
+        depth: int,
+        flt: UnitFilter,
+        hits: dict[str, list[Hit]],
+        timings: dict[str, float],
+    ) -> tuple[dict[str, list[Hit]], dict[str, float], list[str]]:
+        """Multi-hop decomposition (memlane/recall/decompose.py): the question's channel lists
+        with each sub-query's semantic, lexical and graph lists beside them, the fusion weights
+        (:func:`~memlane.recall.decompose.merge_channels`) and the sub-queries as recalled.
+
+        A sub-query that bridges from an earlier one ("the city where the person lives" after
+        "the person she met in Lisbon") runs second, with the names in that one's best units
+        put in (:func:`~memlane.recall.decompose.bridge`). The temporal channel is the
+        question's alone: a sub-query's time expression is the question's. Not split: ``hits``
+        and the channel weights unchanged."""
+        s = self.settings
+        start = time.perf_counter()
+        split = decompose(req.query, req.decompose or s.recall.decompose, self.llm)
+        timings["decompose"] = _ms(start)
+        if not split.subqueries:
+            return hits, dict(s.recall.channel_weights), []
+        start = time.perf_counter()
+        queries = list(split.subqueries)
+        subs: list[dict[str, list[Hit]]] = [{} for _ in queries]
+        first = [i for i in range(len(queries)) if i not in split.bridges]
+        for i, sub in zip(
+            first, self._channel_lists(bank_id, [queries[i] for i in first], channels, depth, flt)
+        ):
+            subs[i] = sub
+        later = [i for i in range(len(queries)) if i in split.bridges]
+        for i in later:
+            src, placeholder = split.bridges[i]
+            merged, w = merge_channels({}, [subs[src]], s.recall.channel_weights)
+            top = [doc for doc, _ in fuse(merged, s.recall.fusion, s.recall.rrf_k, w)[:BRIDGE_UNITS]]
+            found = self.search.candidates(bank_id, top, flt)
+            queries[i] = bridge(
+                queries[i], placeholder, [found[d]["text"] for d in top if d in found], req.query
+            )
+        if later:
+            for i, sub in zip(
+                later, self._channel_lists(bank_id, [queries[i] for i in later], channels, depth, flt)
+            ):
+                subs[i] = sub
+        timings["subqueries"] = _ms(start)
+        merged, weights = merge_channels(hits, subs, s.recall.channel_weights)
+        return merged, weights, queries
+
+    def _channel_lists(
+        self, bank_id: str, queries: list[str], channels: set[str], depth: int, flt: UnitFilter
+    ) -> list[dict[str, list[Hit]]]:
+        """The semantic, lexical and graph lists of each of ``queries`` (one embedding call,
+        one dense search for all; the lexical searches on the pool)."""
+        s = self.settings
+        lexical = []
+        if "lexical" in channels:
+            lexical = [
+                self._pool.submit(self.search.search_lexical, bank_id, q, depth, flt, ()) for q in queries
+            ]
+        dense: list[list[Hit]] = [[] for _ in queries]
+        if channels & {"semantic", "graph"}:
+            vectors = self.embedder.embed(queries)
+            dense = self.search.search_dense(
+                bank_id, vectors, depth, flt, (), chunk_prior=s.recall.chunk_prior
+            )
+        out: list[dict[str, list[Hit]]] = []
+        for i in range(len(queries)):
+            sub: dict[str, list[Hit]] = {}
+            if "semantic" in channels:
+                sub["semantic"] = dense[i]
+            if lexical:
+                sub["lexical"] = lexical[i].result()
+            if "graph" in channels:
+                sub["graph"] = self._graph(bank_id, dense[i], depth)
+            out.append(sub)
+        return out
 
     def _temporal(self, bank_id, interval, depth, flt, proximity) -> list[Hit]:
         q0, q1 = interval[0].timestamp(), interval[1].timestamp()
