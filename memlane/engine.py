@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from memlane.components import Components
 from memlane.curated import CuratedMethods
 from memlane.errors import BankNotFound, InvalidInput, NotFound
+from memlane.facts.facade import FactsMethods
 from memlane.model import (
     Bank,
     Disposition,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from memlane.retain.pipeline import RetainReport
 
 
-class Memory(CuratedMethods, TreeMethods, Components):
+class Memory(CuratedMethods, FactsMethods, TreeMethods, Components):
     """A Memlane memory engine: banks, retain, recall, reflect, invalidation and deletion.
     Backends are built lazily from ``settings`` unless given (memlane/components.py)."""
 

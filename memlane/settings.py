@@ -238,6 +238,9 @@ class FactsSettings(_Area):
     # boost of at most 1 + salience_alpha in recall, never a deletion.
     salience_half_life_days: float = Field(30.0, gt=0)
     salience_alpha: float = Field(0.1, ge=0.0, le=1.0)
+    # Recall: the latest fact of the slot the question asks about ("where does Ana live?" ->
+    # lives_in, memlane/facts/query.py) comes first (what a structured lookup would answer).
+    slot_first: bool = True
 
 
 def _legacy_map() -> dict[str, tuple[str, ...]]:

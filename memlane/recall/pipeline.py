@@ -13,6 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+from memlane.facts import salience
+from memlane.facts.ordering import history_intent
+from memlane.facts.ordering import order as supersession_order
+from memlane.facts.query import current_values_first
 from memlane.interfaces import (
     Embedder,
     GraphStore,
@@ -71,7 +75,14 @@ class Recaller:
         t0 = time.perf_counter()
         depth = BUDGET_DEPTH[req.budget]
         channels = set(req.channels or CHANNELS)
-        flt = UnitFilter(fact_types=req.types, tags=req.tags, tags_match=req.tags_match, as_of=req.as_of)
+        history = req.include_history if req.include_history is not None else history_intent(req.query)
+        flt = UnitFilter(
+            fact_types=req.types,
+            tags=req.tags,
+            tags_match=req.tags_match,
+            as_of=req.as_of,
+            only_valid=not history,
+        )
         reference = req.reference_time or req.as_of or now_utc()
         interval = query_interval(req.query, reference) if "temporal" in channels else None
 
@@ -149,8 +160,15 @@ class Recaller:
                     ),
                 )
             b_prf = boosts.factor(s.recall.proof_alpha, boosts.proof(f.get("proof_count"), max_proof))
-            scored.append((rerank[i] * b_rec * b_tmp * b_prf, i, (b_rec, b_tmp, b_prf)))
+            b_sal = salience.boost(f, ref_s, s.facts.salience_half_life_days, s.facts.salience_alpha)
+            scored.append((rerank[i] * b_rec * b_tmp * b_prf * b_sal, i, (b_rec, b_tmp, b_prf, b_sal)))
         scored.sort(key=lambda x: (-x[0], x[1]))
+        # Engram: a superseded or possibly superseded fact after its successor (memlane/facts).
+        at = {cands[x[1]]: x for x in scored}
+        ranking = supersession_order([cands[x[1]] for x in scored], fields, req.query, history)
+        if s.facts.slot_first and not history:  # "before Leeds" asks for an older value
+            ranking = current_values_first(ranking, fields, req.query)
+        scored = [at[c] for c in ranking]
 
         ordered = [cands[i] for _, i, _ in scored]
         counts = self.embedder.count_tokens([fields[c]["text"] for c in ordered])
@@ -159,7 +177,7 @@ class Recaller:
         fused_rank = {doc: r for r, (doc, _) in enumerate(fused, start=1)}
         memories: list[RecalledMemory] = []
         for k in kept:
-            final, i, (b_rec, b_tmp, b_prf) = scored[k]
+            final, i, (b_rec, b_tmp, b_prf, b_sal) = scored[k]
             c = cands[i]
             trace = None
             if req.trace:
@@ -169,7 +187,7 @@ class Recaller:
                     },
                     "rrf": {"rank": fused_rank[c], "score": rrf_score[c]},
                     "rerank": {"model": self.reranker.name, "score": rerank[i]},
-                    "boosts": {"recency": b_rec, "temporal": b_tmp, "proof": b_prf},
+                    "boosts": {"recency": b_rec, "temporal": b_tmp, "proof": b_prf, "salience": b_sal},
                     "final": final,
                 }
             memories.append(

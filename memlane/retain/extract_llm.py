@@ -23,6 +23,7 @@ from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlane.facts.slots import Slot, norm_predicate
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json, validate_reply
 from memlane.model import Bank, FactType, LinkType
@@ -50,6 +51,19 @@ class ExtractedCause(_Lenient):
     strength: float = Field(ge=0.0, le=1.0)
 
 
+class ExtractedSlot(_Lenient):
+    """The attribute a fact sets (memlane/facts): who, which attribute, what value."""
+
+    subject: str = Field(min_length=1, description="the person or thing, by name")
+    predicate: str = Field(
+        min_length=1,
+        description="lives_in, works_at, job_title, relationship, owns:<thing>, favourite:<category>, "
+        "plans, or another short snake_case attribute",
+    )
+    object: str = Field(min_length=1, description="the value (for owns: the count)")
+    count: int | None = Field(None, ge=0, description="for owns:<thing>: how many")
+
+
 class ExtractedFact(_Lenient):
     what: str = Field(
         min_length=1, description="the fact as a self-contained sentence, pronouns replaced by names"
@@ -64,6 +78,7 @@ class ExtractedFact(_Lenient):
     entities: list[ExtractedEntity] = Field(default_factory=list)
     source_turn_ids: list[str] = Field(default_factory=list)
     causal_relations: list[ExtractedCause] = Field(default_factory=list)
+    slot: ExtractedSlot | None = None
 
 
 class ExtractionReply(_Lenient):
@@ -85,6 +100,11 @@ Write 2 to 5 narrative facts (fewer only if the chunk holds less). Each fact:
 - source_turn_ids: the ids of the turns it comes from.
 - causal_relations: links to EARLIER facts of your list (target_index < this fact's index),
   with relation causes / caused_by / enables / prevents and a strength in [0, 1].
+- slot: when the fact states the current value of an attribute that can change later (where
+  someone lives, works, their job title, relationship, how many pets or children they have, a
+  favourite thing, a plan): {{subject, predicate, object, count}} with predicate one of lives_in,
+  works_at, job_title, relationship, owns:<thing> (count = how many), favourite:<category>,
+  plans, or another short snake_case attribute; null otherwise.
 Skip greetings and small talk."""
 
 
@@ -163,6 +183,15 @@ def _text(f: ExtractedFact) -> str:
     return " ".join(p if p.endswith((".", "!", "?", ":")) else p + "." for p in parts)
 
 
+def _slot_metadata(slot: ExtractedSlot | None, order: int) -> dict:
+    if slot is None:
+        return {}
+    count = slot.count
+    obj = str(count) if count is not None and slot.predicate.startswith("owns:") else slot.object
+    found = Slot(slot.subject.strip(), norm_predicate(slot.predicate), obj.strip(), count, "llm", order)
+    return {"slot": found.as_metadata()} if found.predicate else {}
+
+
 def to_facts(bank: Bank, item: ChunkInput, reply: ExtractionReply, *, model: str = "") -> list[Fact]:
     """Facts of a validated reply (see :func:`facts_from_reply`)."""
     by_id = {t.turn_id: t for t in item.turns}
@@ -193,6 +222,7 @@ def to_facts(bank: Bank, item: ChunkInput, reply: ExtractionReply, *, model: str
                     "model": model,
                     "session_id": item.chunk.session_id,
                     **{k: v for k, v in (("when", f.when), ("where", f.where), ("why", f.why)) if v},
+                    **_slot_metadata(f.slot, turns[0].index),
                 },
             )
         )

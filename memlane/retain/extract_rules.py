@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from memlane.facts.patterns import find_slot
 from memlane.model import Bank, FactType
 from memlane.retain.chunking import ChunkInput, format_turn
 from memlane.retain.facts import Fact, Mention
@@ -42,8 +43,9 @@ class RuleExtractor:
 
     name = "rules"
 
-    def __init__(self, ner: SpacyNER) -> None:
+    def __init__(self, ner: SpacyNER, *, slots: bool = True) -> None:
         self._ner = ner
+        self._slots = slots  # fill slots from memlane/facts/patterns.py
 
     def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
         from memlane.temporal import find_time_expressions
@@ -65,6 +67,10 @@ class RuleExtractor:
                 spans = find_time_expressions(turn.text, turn.timestamp) if turn.text else []
                 start, end = (spans[0].start, spans[0].end) if spans else (turn.timestamp, turn.timestamp)
                 is_owner = owner is not None and _norm(turn.speaker) == owner
+                meta: dict = {"speaker": turn.speaker, "session_id": turn.session_id}
+                slot = find_slot(turn.text, turn.speaker, order=turn.index) if self._slots else None
+                if slot is not None:
+                    meta["slot"] = slot.as_metadata()
                 facts.append(
                     Fact(
                         text=format_turn(turn),
@@ -77,7 +83,7 @@ class RuleExtractor:
                         mentions=[Mention(turn.speaker, "PERSON")]
                         + [Mention(s, l) for s, l in ents]
                         + _speaker_mentions(turn.text, speakers, ents),
-                        metadata={"speaker": turn.speaker, "session_id": turn.session_id},
+                        metadata=meta,
                     )
                 )
             out.append(facts)

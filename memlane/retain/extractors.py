@@ -15,7 +15,7 @@ def build_extractor(settings: Settings) -> Extractor:
     from memlane.retain.extract_rules import RuleExtractor
     from memlane.retain.ner import SpacyNER
 
-    rules = RuleExtractor(SpacyNER(settings.models.spacy_model))
+    rules = RuleExtractor(SpacyNER(settings.models.spacy_model), slots=settings.facts.slots)
     if settings.retain.extractor == "rules":
         return rules
     from memlane.llm import require_llm

@@ -47,10 +47,12 @@ class TreeReport:
     leaves: int = 0
     fallbacks: int = 0
     seconds: float = 0.0
+    # Conflict resolution run first (memlane/facts): facts written and outcomes by name.
+    facts: dict = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
-        return bool(sum(self.written.values()) or self.removed)
+        return bool(sum(self.written.values()) or self.removed or self.facts.get("written"))
 
     def as_dict(self) -> dict:
         return {
@@ -61,6 +63,7 @@ class TreeReport:
             "nodes": self.nodes,
             "removed": self.removed,
             "fallbacks": self.fallbacks,
+            "facts": self.facts,
             "seconds": round(self.seconds, 3),
         }
 

@@ -27,6 +27,7 @@ class TreeMethods:
     _tree_worker: Any
     get_bank: Callable[[str], Any]
     consolidator: Callable[..., Any]
+    resolve_facts: Callable[[str], Any]
 
     def consolidate(
         self,
@@ -39,8 +40,11 @@ class TreeMethods:
         """Consolidate the bank's temporal tree: every session, day and week window closed by
         ``now`` (default: the current time) and the profile, written where their children
         changed (a re-run over the same data writes nothing). ``consolidator``: "auto",
-        "rules" or "llm" (default: the settings'). Returns a :class:`TreeReport`."""
+        "rules" or "llm" (default: the settings'). Conflicts between facts are resolved first
+        (:meth:`resolve_facts`; its counts are the report's ``facts``). Returns a
+        :class:`TreeReport`."""
         self.get_bank(bank_id)
+        resolved = self.resolve_facts(bank_id)
         builder = TreeBuilder(
             self.store,
             self.embedder,
@@ -55,7 +59,9 @@ class TreeMethods:
                 # LLM never blocks a retain) must not leave nodes pointing at them.
                 prune_tree(self.store, bank)
 
-        return builder.build(bank_id, write, now=utc(now) if now else None, progress=progress)
+        report = builder.build(bank_id, write, now=utc(now) if now else None, progress=progress)
+        report.facts = {"written": resolved.written, **resolved.outcomes}
+        return report
 
     def tree(
         self,

@@ -89,7 +89,7 @@ def test_trace_reports_channel_ranks_and_boosts(memory, tmp_path):
     top = res.memories[0].trace
     assert top["channels"]["lexical"]["rank"] == 1
     assert "semantic" in top["channels"]
-    assert set(top["boosts"]) == {"recency", "temporal", "proof"}
+    assert set(top["boosts"]) == {"recency", "temporal", "proof", "salience"}
     assert top["final"] == pytest.approx(res.memories[0].score)
     ranks = [m.trace["rrf"]["score"] for m in res.memories]
     assert ranks[0] == max(ranks)

@@ -1,0 +1,313 @@
+"""The rules' slots: a small set of patterns over one sentence, first person resolved to the
+speaker (the LLM-free extractor's half of Engram's structured facts).
+
+Precision over recall: a fact the patterns miss stays slotless and is ranked as before, while a
+wrong slot would invalidate a true fact. So a sentence is skipped when it asks ("?"), negates
+("not", "no longer"), supposes ("if", "would", "might", "thinking about") or looks back ("used
+to", "lived", "worked"): none of them states a current value. Places and organisations must be
+capitalised; counts of things come from a list of countable possessions.
+
+Predicates: ``lives_in``, ``works_at``, ``job_title``, ``relationship``, ``owns:<thing>`` (with
+a count), ``favourite:<category>``, ``plans``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from memlane.facts.slots import Slot
+
+_CONTRACTIONS = (
+    (re.compile(r"\b(I|we|you|they)['’]m\b", re.I), r"\1 am"),
+    (re.compile(r"\b(I|we|you|they)['’]ve\b", re.I), r"\1 have"),
+    (re.compile(r"\b(we|you|they)['’]re\b", re.I), r"\1 are"),
+    (re.compile(r"\b(I|we|you|they)['’]ll\b", re.I), r"\1 will"),
+    (re.compile(r"\b(I|we|you|they)['’]d\b", re.I), r"\1 would"),
+)
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+# A statement of a current value is none of these (see the module docstring).
+_GUARD = re.compile(
+    r"\b(?:not|n['’]t|never|no longer|if|would|could|might|may|maybe|wanna|want to|wants to|"
+    r"hope|hoping|wish|dream|thinking (?:of|about)|considering|used to|lived|worked|"
+    r"was living|was working|will|going to|should|plan to|planning to)\b",
+    re.I,
+)
+# A plan is about the future by nature: only the negations and suppositions rule one out.
+_GUARD_PLANS = re.compile(
+    r"\b(?:not|n['’]t|never|no longer|if|would|could|might|maybe|used to|wish|dream)\b", re.I
+)
+_NAME_STOP = frozenset(
+    "the a an my our your his her their this that these those today yesterday then so and but "
+    "also well oh yes yeah no hey hi wow now last next when after before since because it there "
+    "here what why how who where which".split()
+)
+_SUBJECT = r"(?P<subj>\bI|\b[Ww]e|\b[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
+_ADV = r"(?:\s+(?:just|finally|recently|now|officially|actually|also|already|eventually|currently|"
+_ADV += r"have|has|am|are|is|got|been|since|all|both))*"
+_PLACE = r"(?P<obj>[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|upon|on|of|am))*(?:,\s*[A-Z][\w'’-]*)?)"
+_ORG = _PLACE
+_WORDS = r"(?P<obj>[\w'’&-]+(?:\s+[\w'’&-]+){0,5})"
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a second": 2,
+    "a third": 3,
+    "a fourth": 4,
+    "a fifth": 5,
+}
+_COUNTABLE = {
+    "dog": "dog",
+    "puppy": "dog",
+    "pup": "dog",
+    "cat": "cat",
+    "kitten": "cat",
+    "kitty": "cat",
+    "rabbit": "rabbit",
+    "bunny": "rabbit",
+    "hamster": "hamster",
+    "guinea pig": "guinea pig",
+    "fish": "fish",
+    "goldfish": "fish",
+    "bird": "bird",
+    "parrot": "bird",
+    "horse": "horse",
+    "turtle": "turtle",
+    "tortoise": "turtle",
+    "snake": "snake",
+    "lizard": "lizard",
+    "chicken": "chicken",
+    "pet": "pet",
+    "kid": "child",
+    "child": "child",
+    "son": "son",
+    "daughter": "daughter",
+    "grandchild": "grandchild",
+    "car": "car",
+    "bike": "bike",
+    "bicycle": "bike",
+    "motorcycle": "motorcycle",
+    "house": "house",
+    "guitar": "guitar",
+}
+_PLURALS = {"children": "child", "puppies": "puppy", "bunnies": "bunny", "kitties": "kitty", "fish": "fish"}
+# Where an object's words end: punctuation or a word that starts another clause.
+_BOUNDARY = re.compile(
+    r"[,.;:!?()\"]|\s(?:and|but|because|since|so|which|where|who|when|while|after|before|last|next|"
+    r"this|that|for|now|today|yesterday|with|from|as|until|though|although|in|at|on|to|recently|these|"
+    r"lately|anymore|again|too|though|right)\b",
+    re.I,
+)
+_STATUS = r"(?P<obj>single|married|engaged|divorced|separated|widowed|in a relationship)"
+
+
+def _trim(value: str, max_words: int = 5) -> str:
+    """The object up to the first clause boundary, at most ``max_words`` words."""
+    cut = _BOUNDARY.search(" " + value)
+    head = (" " + value)[: cut.start()] if cut else " " + value
+    return " ".join(head.split()[:max_words]).strip(" '’-")
+
+
+def _place(value: str) -> str:
+    # A place or organisation stops at its last capitalised word ("Leeds last week" -> "Leeds").
+    words = value.replace(",", " , ").split()
+    kept: list[str] = []
+    for w in words:
+        if w == "," or w[:1].isupper() or (kept and w in ("de", "del", "la", "le", "upon", "on", "of", "am")):
+            kept.append(w)
+        else:
+            break
+    while kept and not kept[-1][:1].isupper():
+        kept.pop()
+    return " ".join(kept).replace(" , ", ", ").strip(", ").rstrip(".")
+
+
+_RULES: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], tuple[str, int | None] | None]]] = []
+
+
+def _rule(predicate: str, pattern: str):
+    def add(fn):
+        _RULES.append((predicate, re.compile(pattern), fn))
+        return fn
+
+    return add
+
+
+@_rule(
+    "lives_in",
+    _SUBJECT
+    + _ADV
+    + r"\s+(?:live|lives|living|moved|moving|relocated|settled|based)(?:\s+back|\s+here|\s+over)?"
+    r"(?:\s+from\s+[A-Z][\w'’ -]*?\s+to|\s+(?:in|to|into|down to|up to|out to))\s+(?:the\s+)?" + _PLACE,
+)
+def _lives_in(m: re.Match[str]):
+    place = _place(m.group("obj"))
+    return (place, None) if place else None
+
+
+@_rule(
+    "lives_in",
+    _SUBJECT + _ADV + r"\s+(?:moved into|bought|found|got)\s+(?:a|an|our|my|the)\s+(?:new\s+|own\s+)?"
+    r"(?:place|home|house|flat|apartment|condo|bungalow|cottage)\s+(?:in|near)\s+" + _PLACE,
+)
+def _new_home(m: re.Match[str]):
+    place = _place(m.group("obj"))
+    return (place, None) if place else None
+
+
+@_rule(
+    "works_at",
+    _SUBJECT + _ADV + r"\s+(?:work|works|working|started working|started|landed a job|took a job|got a job|"
+    r"got a new job|have a new job|have a job|accepted a job|accepted an offer|accepted a position|"
+    r"started a new job|started a job|started my new job|started my job|began working|joined|employed|hired)"
+    r"(?:\s+(?:at|for|with|by))?\s+(?:the\s+)?" + _ORG,
+)
+def _works_at(m: re.Match[str]):
+    org = _place(m.group("obj"))
+    return (org, None) if org else None
+
+
+@_rule(
+    "job_title",
+    _SUBJECT + _ADV + r"\s+(?:work as|working as|started as|promoted to|became|a new role as|a new job as)"
+    r"\s+(?:an?\s+|the\s+)?" + _WORDS,
+)
+def _job_title(m: re.Match[str]):
+    title = _trim(m.group("obj"), 4)
+    return (title, None) if title else None
+
+
+@_rule(
+    "job_title",
+    r"\b(?P<subj>[Mm]y)\s+(?:new\s+)?(?:job title|title|role|position)\s+is(?:\s+now)?\s+(?:an?\s+)?"
+    + _WORDS,
+)
+def _title_is(m: re.Match[str]):
+    title = _trim(m.group("obj"), 4)
+    return (title, None) if title else None
+
+
+@_rule(
+    "relationship",
+    _SUBJECT + _ADV + r"\s+(?:got\s+|gotten\s+)?" + _STATUS + r"(?:\s+to\s+(?P<partner>[A-Z][a-z]+))?",
+)
+def _status(m: re.Match[str]):
+    partner = m.group("partner")
+    status = m.group("obj").lower()
+    return (f"{status} to {partner}" if partner else status, None)
+
+
+@_rule("relationship", _SUBJECT + _ADV + r"\s+(?:started\s+)?dating\s+(?P<obj>[A-Z][a-z]+)")
+def _dating(m: re.Match[str]):
+    return (f"dating {m.group('obj')}", None)
+
+
+@_rule("relationship", _SUBJECT + _ADV + r"\s+broke up(?:\s+with\s+[A-Z][a-z]+)?(?P<obj>)")
+def _broke_up(m: re.Match[str]):
+    return ("single", None)
+
+
+@_rule(
+    "owns",
+    _SUBJECT
+    + _ADV
+    + r"\s+(?:have|own|adopted|got|bought|rescued)\s+(?P<n>\d+|an?(?:\s+(?:second|third|fourth|fifth))?"
+    r"|one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:[a-z]+\s+)?(?P<obj>guinea pigs?|[a-z]+)\b",
+)
+def _owns(m: re.Match[str]):
+    noun = m.group("obj").lower()
+    noun = _PLURALS.get(noun, noun[:-1] if noun.endswith("s") and noun[:-1] in _COUNTABLE else noun)
+    thing = _COUNTABLE.get(noun)
+    if thing is None:
+        return None
+    n = m.group("n").lower()
+    count = int(n) if n.isdigit() else _NUMBERS.get(" ".join(n.split()))
+    verb_is_having = re.search(r"\b(?:have|own)\s+" + re.escape(m.group("n")), m.group(0)) is not None
+    if count is None or (count == 1 and n in ("a", "an") and not verb_is_having):
+        return None  # "got a dog" says one more, not how many
+    return (thing, count)
+
+
+@_rule("plans", _SUBJECT + _ADV + r"\s+(?:planning|plan|planned)\s+to\s+" + _WORDS)
+def _plans(m: re.Match[str]):
+    plan = _trim(m.group("obj"), 6)
+    return (plan, None) if plan else None
+
+
+@_rule("plans", r"\b(?P<subj>[Mm]y|[Oo]ur)\s+(?:new\s+)?plan\s+is\s+to\s+" + _WORDS)
+def _plan_is(m: re.Match[str]):
+    plan = _trim(m.group("obj"), 6)
+    return (plan, None) if plan else None
+
+
+@_rule(
+    "favourite",
+    r"\b(?P<subj>[Mm]y|[Oo]ur)\s+(?:new\s+|current\s+|all-time\s+|absolute\s+)?favou?rite\s+(?P<cat>[a-z]+)"
+    r"\s+(?:is|has to be|these days is|right now is|at the moment is)(?:\s+now)?\s+" + _WORDS,
+)
+def _favourite(m: re.Match[str]):
+    value = _trim(m.group("obj"), 5)
+    return (value, None) if value else None
+
+
+# A sentence that starts with its verb ("Started my new job at Acme today!") is the speaker's.
+_NO_SUBJECT = re.compile(
+    r"^(?:just|finally|officially|started|moved|joined|got|adopted|relocated|landed|bought|living|working)\b",
+    re.I,
+)
+
+
+def _sentences(text: str) -> list[str]:
+    for pattern, repl in _CONTRACTIONS:
+        text = pattern.sub(repl, text)
+    out = []
+    for s in _SENTENCES.split(text):
+        s = s.strip()
+        if s:
+            out.append("I " + s[0].lower() + s[1:] if _NO_SUBJECT.match(s) else s)
+    return out
+
+
+def find_slot(text: str, speaker: str, *, order: int = 0) -> Slot | None:
+    """The first slot a sentence of ``text`` fills, first person resolved to ``speaker``; None
+    when no pattern matches a plain statement. ``text`` may start with ``"<speaker>: "``."""
+    prefix = f"{speaker}: "
+    if text.startswith(prefix):
+        text = text[len(prefix) :]
+    for sentence in _sentences(text):
+        if sentence.endswith("?"):
+            continue
+        for predicate, pattern, build in _RULES:
+            m = pattern.search(sentence)
+            guard = _GUARD_PLANS if predicate == "plans" else _GUARD
+            if m is None or guard.search(sentence[: m.start("obj")]):
+                continue
+            subj = m.group("subj")
+            if subj.lower() in ("i", "we", "my", "our"):
+                subject = speaker
+            elif subj.split()[0].lower() in _NAME_STOP:
+                continue
+            else:
+                subject = subj
+            found = build(m)
+            if found is None:
+                continue
+            obj, count = found
+            if predicate == "owns":
+                predicate_name, obj, count = f"owns:{obj}", str(count), count
+            elif predicate == "favourite":
+                predicate_name = f"favourite:{m.group('cat').lower()}"
+            else:
+                predicate_name = predicate
+            return Slot(subject=subject, predicate=predicate_name, object=obj, count=count, order=order)
+    return None
