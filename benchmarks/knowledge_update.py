@@ -765,8 +765,12 @@ def run_config(
         retain_s = time.perf_counter() - t0
         memory.wait_background()
         t0 = time.perf_counter()
+        facts: dict[str, int] = {}
         for u in users:
-            memory.consolidate(u.bank_id)
+            tree = memory.consolidate(u.bank_id)
+            # what conflict resolution did (memlane/facts; empty with resolve "off")
+            for name, n in (getattr(tree, "facts", None) or {}).items():
+                facts[name] = facts.get(name, 0) + int(n)
             tick("consolidate", 1)
         consolidate_s = time.perf_counter() - t0
         if isinstance(embedder, MemoEmbedder):
@@ -808,6 +812,7 @@ def run_config(
             "resolve": resolve,
             "retain_s": round(retain_s, 1),
             "consolidate_s": round(consolidate_s, 1),
+            "facts": facts,
             "recall_p50_ms": round(1000 * latencies[len(latencies) // 2], 1) if latencies else None,
             "rows": rows,
         }
@@ -941,7 +946,7 @@ def print_report(report: dict[str, Any], console=None) -> None:
         reused = " (embeddings of the first engine reused)" if r.get("embeddings_reused") else ""
         console.print(
             f"resolve={c}: retain {r['retain_s']} s, consolidate {r['consolidate_s']} s{reused}, "
-            f"recall p50 {r['recall_p50_ms']} ms"
+            f"recall p50 {r['recall_p50_ms']} ms; resolution: {r.get('facts') or 'nothing'}"
         )
     console.print(
         f"{report['sessions']} sessions, {report['turns']} turns, {report['changes']} value changes; "
