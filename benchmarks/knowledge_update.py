@@ -441,12 +441,15 @@ REPLIES = (
 
 @dataclass
 class Change:
-    """One value of one slot, stated at ``at`` in session ``session``."""
+    """One value of one slot, stated at ``at`` in session ``session`` by turn ``turn_id``
+    with ``template``."""
 
     slot: str
     value: str
     at: datetime
     session: str
+    turn_id: str = ""
+    template: str = ""
 
 
 @dataclass
@@ -567,8 +570,10 @@ def _make_user(rng: random.Random, index: int) -> User:
             value = pending[slot_name][pos[slot_name]]
             pos[slot_name] += 1
             chain = user.chains.setdefault(slot_name, [])
-            chain.append(Change(slot_name, value, when, doc))
-            lines.append((name, _fill(_statement(rng, slot, chain), value)))
+            change = Change(slot_name, value, when, doc, f"{doc}:{len(lines) + 1}")
+            chain.append(change)
+            change.template = _statement(rng, slot, chain)
+            lines.append((name, _fill(change.template, value)))
             lines.append((other, _fill(rng.choice(slot.ack), value)))
             if other != ASSISTANT and rng.random() < 0.3:
                 # the friend's own value of the slot: never one of the user's
@@ -742,6 +747,42 @@ def _memory(data_dir: Path, resolve: str, embedder=None):
     return Memory(settings, embedder=embedder)
 
 
+def supersession(memory, users: Sequence[User]) -> dict[str, Any]:
+    """Diagnostics of resolution after consolidation, from the user's statement turns: of the
+    values a later one replaced, how many have their statement's memories invalidated
+    (``superseded``: every memory of that turn naming the value), per slot and per phrasing;
+    and of the current values, how many were invalidated (``current_invalidated``: wrong,
+    nothing replaced them). A value whose turn left no memory naming it is ``unextracted``."""
+    by_slot: dict[str, dict[str, int]] = {}
+    by_template: dict[str, dict[str, int]] = {}
+    current_invalidated = 0
+    for u in users:
+        units, _ = memory.list_memories(u.bank_id, limit=1000, include_invalid=True)
+        by_turn: dict[str, list[Any]] = {}
+        for unit in units:
+            for turn in unit.source_turns:
+                by_turn.setdefault(turn, []).append(unit)
+        for slot, chain in u.chains.items():
+            for i, c in enumerate(chain):
+                mine = [x for x in by_turn.get(c.turn_id, []) if c.value in mentioned(x.text, [c.value])]
+                gone = bool(mine) and all(x.invalid_at is not None for x in mine)
+                if i == len(chain) - 1:
+                    current_invalidated += gone
+                    continue
+                for key, table in ((slot, by_slot), (f"{slot}: {c.template}", by_template)):
+                    entry = table.setdefault(key, {"older_values": 0, "superseded": 0, "unextracted": 0})
+                    entry["older_values"] += 1
+                    entry["superseded"] += gone
+                    entry["unextracted"] += not mine
+    total = {k: sum(e[k] for e in by_slot.values()) for k in ("older_values", "superseded", "unextracted")}
+    return {
+        "total": total,
+        "current_invalidated": current_invalidated,
+        "by_slot": by_slot,
+        "by_template": by_template,
+    }
+
+
 def run_config(
     users: Sequence[User],
     data_dir: Path,
@@ -775,6 +816,7 @@ def run_config(
         consolidate_s = time.perf_counter() - t0
         if isinstance(embedder, MemoEmbedder):
             embedder.reuse = False  # every engine embeds its queries itself
+        superseded = supersession(memory, users)
         rows = []
         latencies = []
         for u in users:
@@ -813,6 +855,7 @@ def run_config(
             "retain_s": round(retain_s, 1),
             "consolidate_s": round(consolidate_s, 1),
             "facts": facts,
+            "supersession": superseded,
             "recall_p50_ms": round(1000 * latencies[len(latencies) // 2], 1) if latencies else None,
             "rows": rows,
         }
@@ -948,6 +991,14 @@ def print_report(report: dict[str, Any], console=None) -> None:
             f"resolve={c}: retain {r['retain_s']} s, consolidate {r['consolidate_s']} s{reused}, "
             f"recall p50 {r['recall_p50_ms']} ms; resolution: {r.get('facts') or 'nothing'}"
         )
+        sup = r.get("supersession")
+        if sup:
+            t = sup["total"]
+            console.print(
+                f"  replaced values whose statement was invalidated: {t['superseded']} of "
+                f"{t['older_values']} ({t['unextracted']} left no memory naming the value); "
+                f"current values invalidated: {sup['current_invalidated']}"
+            )
     console.print(
         f"{report['sessions']} sessions, {report['turns']} turns, {report['changes']} value changes; "
         f"wall {report['wall_s']} s"

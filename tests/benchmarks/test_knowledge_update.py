@@ -189,3 +189,45 @@ def test_a_small_run_end_to_end(tmp_path, embedder):
     for row in rows:
         if row["first_fact"] is not None:
             assert row["hit"] == (row["found"] == [row["expected"]])
+
+
+class _Bank:
+    """A stand-in engine whose bank holds given units (list_memories only)."""
+
+    def __init__(self, units):
+        self.units = units
+
+    def list_memories(self, bank_id, *, limit, include_invalid):
+        assert include_invalid  # invalidated memories are what is counted
+        return self.units, len(self.units)
+
+
+def test_supersession_diagnostics_count_statement_memories():
+    from benchmarks.knowledge_update import supersession
+    from memlane.model import MemoryUnit
+
+    user = generate(1, seed=3)[0]
+    slot, chain = next(iter(user.chains.items()))
+    t0 = chain[0].at
+
+    def unit(i, change, invalid):
+        return MemoryUnit(
+            id=f"u{i}",
+            bank_id=user.bank_id,
+            text=f"{user.name}: something about {change.value}.",
+            mentioned_at=t0,
+            source_turns=[change.turn_id],
+            invalid_at=t0 if invalid else None,
+        )
+
+    # first value invalidated (right), second left valid (missed), last invalidated (wrong);
+    # any values in between leave no memory at all
+    units = [unit(0, chain[0], True), unit(1, chain[1], False), unit(2, chain[-1], True)]
+    out = supersession(_Bank(units), [user])
+    entry = out["by_slot"][slot]
+    older = len(chain) - 1
+    assert entry == {"older_values": older, "superseded": 1, "unextracted": older - 2}
+    assert out["current_invalidated"] == 1
+    assert sum(e["older_values"] for e in out["by_template"].values()) == sum(
+        len(c) - 1 for c in user.chains.values()
+    )
