@@ -21,7 +21,12 @@ Metrics per question and system (k in 1, 3, 5, 10, 30, 50 by default):
   (``_abs``) have none of them;
 * ``answer_session_recall_any@k``: whether any of the file's ``answer_session_ids`` is among
   the first k distinct sessions, for every question that names answer sessions (abstention
-  questions included).
+  questions included);
+* ``latest_answer_session_first`` (issue 13, facts that change): for a ``knowledge-update``
+  question with two or more answer sessions, 1.0 when the most recent answer session (by the
+  haystack session dates) is ranked above every older answer session in the same distinct
+  session ranking, else 0.0; a session not retrieved ranks below every retrieved one (see
+  :func:`latest_answer_session_first`). No ``@k``: it reads the whole ranking.
 
 Differences from the official retrieval script, on purpose: its corpus holds user turns only
 (and session texts made of user turns); a Memlane bank holds every turn, so our corpus and
@@ -66,6 +71,42 @@ HEADLINE_METRICS = (
 )
 
 
+KNOWLEDGE_UPDATE = "knowledge-update"
+LATEST_FIRST = "latest_answer_session_first"
+
+
+def latest_answer_session_first(
+    sessions: Sequence[str], answer_sessions: Sequence[str], dates: dict[str, tuple[Any, int]]
+) -> float | None:
+    """1.0 when the most recent of ``answer_sessions`` is ranked above every older one in
+    ``sessions`` (distinct session ids, best first), else 0.0; None with fewer than two
+    answer sessions (nothing to order).
+
+    ``dates`` maps a session id to a sort key, ``(date, haystack position)``: the latest key is
+    the most recent session (the position breaks ties between sessions of one date, the
+    haystack being in time order). A session missing from ``sessions`` ranks below every
+    ranked one, so a latest session not retrieved scores 0.0 whatever the older ones do.
+    Raises KeyError for an answer session without a date (a file the reader would refuse)."""
+    gold = list(dict.fromkeys(answer_sessions))
+    if len(gold) < 2:
+        return None
+    latest = max(gold, key=lambda s: dates[s])
+    rank = {s: i for i, s in enumerate(dict.fromkeys(sessions))}
+    if latest not in rank:
+        return 0.0
+    return float(all(rank[latest] < rank.get(s, len(rank)) for s in gold if s != latest))
+
+
+def _session_keys(q: LMEQuestion) -> dict[str, tuple[Any, int]]:
+    """``{file session id: (date, haystack position)}``; a session id repeated in a haystack
+    (the reader's ``#n`` copies) takes its latest copy."""
+    keys: dict[str, tuple[Any, int]] = {}
+    for pos, (sid, when) in enumerate(q.session_dates.items()):
+        orig = q.original_session(sid)
+        keys[orig] = max(keys.get(orig, (when, pos)), (when, pos))
+    return keys
+
+
 def score_question(q: LMEQuestion, ranked: Sequence[str], ks: Sequence[int]) -> dict[str, float]:
     """Every metric of one system's turn ranking for one question (see the module doc)."""
     scores: dict[str, float] = {}
@@ -80,6 +121,10 @@ def score_question(q: LMEQuestion, ranked: Sequence[str], ks: Sequence[int]) -> 
         sessions = list(dict.fromkeys(q.original_session(session_of(t)) for t in ranked))
         for k in ks:
             scores[f"answer_session_recall_any@{k}"] = recall_any_at_k(sessions, q.answer_session_ids, k)
+        if q.question_type == KNOWLEDGE_UPDATE:
+            first = latest_answer_session_first(sessions, q.answer_session_ids, _session_keys(q))
+            if first is not None:
+                scores[LATEST_FIRST] = first
     return scores
 
 
@@ -190,6 +235,9 @@ def run_longmemeval(
         "ndcg_any (its DCG, its turn-to-session conversion); abstention (_abs) questions are "
         "excluded from them. answer_session_recall_any covers every question naming answer "
         "sessions, abstention included.",
+        f"{LATEST_FIRST}: knowledge-update questions with >= 2 answer sessions; 1 when the most "
+        "recent answer session (haystack dates) ranks above every older answer session in the "
+        "system's distinct session ranking (a session not retrieved ranks last).",
         "Corpus: every retained turn (user and assistant); the official script indexes user turns only.",
         "Baselines rank the same units straight from the store: bm25 (plain BM25) and dense "
         "(plain cosine with the same embedder), no fusion, graph, time or boosts. An ablation "

@@ -65,6 +65,9 @@ def markdown(report: dict[str, Any]) -> str:
     if tree:
         lines += ["## Temporal tree ablation", "", "```", *tree, "```", ""]
     for family, ks in families(summary, systems).items():
+        if not ks:  # a metric without a cut-off (LongMemEval's latest_answer_session_first)
+            lines += _single_metric(summary, systems, family)
+            continue
         lines += [
             f"## {family}",
             "",
@@ -103,6 +106,18 @@ def markdown(report: dict[str, Any]) -> str:
     for note in report.get("notes", []):
         lines.append(f"> {note}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _single_metric(summary: dict[str, Any], systems: Sequence[str], metric: str) -> list[str]:
+    """A table of one metric without ``@k``: its mean per system and category where scored
+    (the families tables need a column per k, which such a metric does not have)."""
+    lines = [f"## {metric}", "", "| system | category | n | mean |", "| --- | --- | ---: | ---: |"]
+    for system in systems:
+        for cat, entry in summary.items():
+            value = entry.get(system, {}).get(metric)
+            if value is not None:
+                lines.append(f"| {system} | {cat} | {entry['n'].get(metric, 0)} | {_fmt(value)} |")
+    return lines + [""]
 
 
 # --------------------------------------------------------------------------------------------
