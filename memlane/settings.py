@@ -238,6 +238,22 @@ class FactsSettings(_Area):
     # boost of at most 1 + salience_alpha in recall, never a deletion.
     salience_half_life_days: float = Field(30.0, gt=0)
     salience_alpha: float = Field(0.1, ge=0.0, le=1.0)
+    # Abstention (memlane/recall/abstain.py): "rules" flags a recall whose evidence does not
+    # support an answer (RecallResult.abstain; the memories are still returned), "llm" adds
+    # the reflect role's model as a gate (the rules decide when it fails or is unconfigured),
+    # "off" computes nothing.
+    abstain: Literal["off", "rules", "llm"] = "rules"
+    # How many of recall's best candidates the signals read.
+    abstain_depth: int = Field(10, gt=0)
+    # A name in the query that the bank's lexical index does not hold at all.
+    abstain_unknown_entities: bool = True
+    # Wrong subject: abstain when the best content match among the top memories beats the
+    # best match among memories about the queried person by at least abstain_gap, and the
+    # latter is at most abstain_named_max. CALIBRATED below (see evals/abstention.py).
+    abstain_gap: float = Field(0.34, ge=0.0, le=1.0)
+    abstain_named_max: float = Field(0.5, ge=0.0, le=1.0)
+    # Floor on the semantic channel's best score (cosine plus the chunk prior). CALIBRATED.
+    abstain_min_cosine: float = Field(0.0, ge=-1.0, le=4.0)
 
 
 def _legacy_map() -> dict[str, tuple[str, ...]]:
