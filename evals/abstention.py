@@ -9,7 +9,7 @@ Recall runs once per question on banks already retained (``memlane eval locomo``
 default settings (the flag as shipped) and the signals recorded. The thresholds are then swept
 on a calibration half of the conversations (the even-numbered ones in file order: conv-26, 41,
 43, 47, 49), the operating point with the highest category-5 abstain rate whose category 1-4
-abstain rate stays <= ``--max-false`` is chosen there, and it is reported on the held-out half
+abstain rate stays <= ``--max-false`` (default 4 %, a margin under the 5 % target) is chosen there, and it is reported on the held-out half
 and on all ten. Nothing is tuned on single questions.
 
     python -m evals.abstention locomo10.json --data-dir DIR [--lme longmemeval_s_dev60.json
@@ -30,12 +30,20 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterable
 
-from memlane.recall.abstain import decide
+from memlane.recall.abstain import decide, signals
 
 RECALL_TOKENS = 8192  # as evals/locomo.py
 GAPS = [round(0.05 * i, 2) for i in range(1, 21)]
 NAMED_MAX = [0.0, 0.2, 0.25, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 1.0]
-COSINES = [0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
+COSINES = [0.0, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7]
+
+
+def _top(result, n: int = 20) -> list[dict[str, Any]]:
+    """The best memories' text and speaker: enough to recompute the signals offline."""
+    return [
+        {"text": m.unit.text, "metadata": {"speaker": (m.unit.metadata or {}).get("speaker")}}
+        for m in result.memories[:n]
+    ]
 
 
 def collect_locomo(path: Path, data_dir: Path) -> list[dict[str, Any]]:
@@ -66,6 +74,7 @@ def collect_locomo(path: Path, data_dir: Path) -> list[dict[str, Any]]:
                         "signals": r.abstain_signals,
                         "abstain_ms": r.timings_ms.get("abstain"),
                         "total_ms": r.timings_ms.get("total"),
+                        "top": _top(r),
                     }
                 )
             memory.derived.evict(bank)
@@ -123,7 +132,7 @@ def rates(rows: Iterable[dict[str, Any]], flag) -> dict[str, Any]:
     return out
 
 
-def point(gap: float, named: float, cosine: float, unknown: bool = True) -> SimpleNamespace:
+def point(gap: float, named: float, cosine: float, unknown: str = "all") -> SimpleNamespace:
     """A FactsSettings-like object for :func:`decide`."""
     return SimpleNamespace(
         abstain_gap=gap, abstain_named_max=named, abstain_min_cosine=cosine, abstain_unknown_entities=unknown
@@ -134,7 +143,7 @@ def sweep(rows: list[dict[str, Any]], max_false: float) -> tuple[SimpleNamespace
     """The grid point with the highest cat-5 abstain rate on ``rows`` whose categories 1-4
     abstain at most ``max_false`` (ties: the lower false rate, then the larger margins)."""
     best = None
-    for unknown, gap, named, cos in itertools.product((True, False), GAPS, NAMED_MAX, COSINES):
+    for unknown, gap, named, cos in itertools.product(("all", "any", "off"), GAPS, NAMED_MAX, COSINES):
         p = point(gap, named, cos, unknown)
         m = rates(rows, lambda r, p=p: decide(r["signals"], p)[0])
         if m["cat1-4_false_abstain"] is None or m["cat1-4_false_abstain"] > max_false:
@@ -163,7 +172,10 @@ def report(rows: list[dict[str, Any]], max_false: float) -> str:
     cal = [r for r in loco if r["half"] == "calibration"]
     held = [r for r in loco if r["half"] == "held-out"]
     lines = [f"LoCoMo: {len(loco)} questions ({len(cal)} calibration, {len(held)} held-out)"]
-    flag = lambda r: r["abstain"]  # noqa: E731 - what recall shipped with the default settings
+    from memlane.settings import FactsSettings
+
+    shipped = FactsSettings()
+    flag = lambda r: decide(r["signals"], shipped)[0]  # noqa: E731 - the defaults, on the signals
     lines.append(_fmt("default settings, all", rates(loco, flag)))
     lines.append(_fmt("default settings, held-out", rates(held, flag)))
     ms = sorted(r["abstain_ms"] for r in loco if r["abstain_ms"] is not None)
@@ -171,7 +183,7 @@ def report(rows: list[dict[str, Any]], max_false: float) -> str:
         lines.append(f"abstain step: p50 {ms[len(ms) // 2]:.2f} ms, p95 {ms[int(0.95 * len(ms))]:.2f} ms")
     p, m = sweep(cal, max_false)
     lines.append(
-        f"calibrated on the calibration half (cat 1-4 <= {max_false:.0%}): abstain_gap={p.abstain_gap} "
+        f"calibrated on the calibration half (cat 1-4 <= {max_false:.1%}): abstain_gap={p.abstain_gap} "
         f"abstain_named_max={p.abstain_named_max} abstain_min_cosine={p.abstain_min_cosine} "
         f"unknown_entities={p.abstain_unknown_entities}"
     )
@@ -181,9 +193,9 @@ def report(rows: list[dict[str, Any]], max_false: float) -> str:
     lines.append(_fmt("all", rates(loco, chosen)))
     # Each signal alone, at the chosen point, on all: what each contributes.
     for label, q in (
-        ("unknown entities only", point(2.0, -1.0, -9.0, True)),
-        ("wrong subject only", point(p.abstain_gap, p.abstain_named_max, -9.0, False)),
-        ("cosine floor only", point(2.0, -1.0, p.abstain_min_cosine, False)),
+        ("unknown entities only", point(2.0, -1.0, -9.0, "all")),
+        ("wrong subject only", point(p.abstain_gap, p.abstain_named_max, -9.0, "off")),
+        ("cosine floor only", point(2.0, -1.0, p.abstain_min_cosine, "off")),
     ):
         lines.append(_fmt(label + ", all", rates(loco, lambda r, q=q: decide(r["signals"], q)[0])))
     lme = [r for r in rows if r["dataset"] == "longmemeval"]
@@ -204,13 +216,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, help="The LoCoMo banks (a Memlane data dir).")
     ap.add_argument("--lme", type=Path, help="A LongMemEval file whose banks are in --lme-data-dir.")
     ap.add_argument("--lme-data-dir", type=Path)
-    ap.add_argument("--max-false", type=float, default=0.05, help="Cat 1-4 abstain rate allowed.")
+    ap.add_argument(
+        "--max-false",
+        type=float,
+        default=0.04,
+        help="Cat 1-4 abstain rate allowed on the calibration half (default 0.04: under the 0.05 target).",
+    )
     ap.add_argument("--signals", type=Path, help="Write the per-question rows (JSON Lines).")
     ap.add_argument("--from-signals", type=Path, help="Sweep rows written by --signals; no recall.")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     if args.from_signals:
         rows = [json.loads(line) for line in args.from_signals.read_text().splitlines() if line.strip()]
+        for r in rows:  # recompute with this version of the signals (the probe's answers kept)
+            if "top" in r:
+                unknown = set(r["signals"]["unknown_entities"])
+                r["signals"] = signals(
+                    r["question"], r["top"], r["signals"]["top_cosine"], lambda n, u=unknown: n not in u
+                )
     else:
         if args.locomo is None or args.data_dir is None:
             ap.error("give the LoCoMo file and --data-dir (or --from-signals)")

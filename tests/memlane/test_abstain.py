@@ -71,8 +71,8 @@ def test_signals_wrong_subject_and_unknown_names():
     ]
     sig = signals("How long was the charity marathon Ana ran?", top, 0.6, lambda n: n != "Zed")
     assert sig["names"] == ["Ana"] and sig["unknown_entities"] == []
-    assert sig["support_any"] == pytest.approx(2 / 3, abs=1e-3)  # charity, marathon of long/charity/marathon
-    assert sig["support_named"] == 0.0 and sig["gap"] == pytest.approx(2 / 3, abs=1e-3)
+    assert sig["support_any"] == 0.75  # charity, marathon, ran of long/charity/marathon/ran
+    assert sig["support_named"] == 0.0 and sig["gap"] == 0.75
     # The same content said by the named person is support, not a gap.
     sig = signals("How long was the charity marathon Ben ran?", top, 0.6, lambda n: True)
     assert sig["gap"] == 0.0
@@ -99,7 +99,7 @@ def test_supported_question_does_not_abstain(bank):
     res = bank.recall("chat", "What instrument does Ben play in the jazz band?")
     assert res.abstain is False and res.abstain_reason is None
     assert res.abstain_signals["support_named"] >= 0.5
-    assert "trumpet" in res.memories[0].unit.text
+    assert any("trumpet" in m.unit.text for m in res.memories)  # the supporting memory
     assert "abstain" in res.timings_ms
 
 
