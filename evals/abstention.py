@@ -168,14 +168,17 @@ def _fmt(name: str, m: dict[str, Any]) -> str:
 
 def report(rows: list[dict[str, Any]], max_false: float) -> str:
     """The text report: the shipped flag, then the calibrated point on each half and on all."""
-    loco = [r for r in rows if r["dataset"] == "locomo"]
-    cal = [r for r in loco if r["half"] == "calibration"]
-    held = [r for r in loco if r["half"] == "held-out"]
-    lines = [f"LoCoMo: {len(loco)} questions ({len(cal)} calibration, {len(held)} held-out)"]
     from memlane.settings import FactsSettings
 
     shipped = FactsSettings()
     flag = lambda r: decide(r["signals"], shipped)[0]  # noqa: E731 - the defaults, on the signals
+    lines = lme_lines([r for r in rows if r["dataset"] == "longmemeval"], flag)
+    loco = [r for r in rows if r["dataset"] == "locomo"]
+    if not loco:
+        return "\n".join(lines)
+    cal = [r for r in loco if r["half"] == "calibration"]
+    held = [r for r in loco if r["half"] == "held-out"]
+    lines.append(f"LoCoMo: {len(loco)} questions ({len(cal)} calibration, {len(held)} held-out)")
     lines.append(_fmt("default settings, all", rates(loco, flag)))
     lines.append(_fmt("default settings, held-out", rates(held, flag)))
     ms = sorted(r["abstain_ms"] for r in loco if r["abstain_ms"] is not None)
@@ -198,16 +201,23 @@ def report(rows: list[dict[str, Any]], max_false: float) -> str:
         ("cosine floor only", point(2.0, -1.0, p.abstain_min_cosine, "off")),
     ):
         lines.append(_fmt(label + ", all", rates(loco, lambda r, q=q: decide(r["signals"], q)[0])))
-    lme = [r for r in rows if r["dataset"] == "longmemeval"]
-    if lme:
-        for name, f in (("default", flag), ("calibrated", chosen)):
-            abs_ = [f(r) for r in lme if r["category"] == "abs"]
-            ans = [f(r) for r in lme if r["category"] != "abs"]
-            lines.append(
-                f"LongMemEval ({name}): _abs abstain {sum(abs_)}/{len(abs_)}, "
-                f"answerable abstain {sum(ans)}/{len(ans)}"
-            )
+    lines += lme_lines(
+        [r for r in rows if r["dataset"] == "longmemeval"], chosen, "the LoCoMo-calibrated point"
+    )
     return "\n".join(lines)
+
+
+def lme_lines(lme: list[dict[str, Any]], flag, name: str = "default settings") -> list[str]:
+    """LongMemEval: how many ``_abs`` questions abstain, and how many answerable ones do."""
+    if not lme:
+        return []
+    abs_ = [flag(r) for r in lme if r["category"] == "abs"]
+    ans = [flag(r) for r in lme if r["category"] != "abs"]
+    ms = sorted(r["abstain_ms"] for r in lme if r["abstain_ms"] is not None)
+    return [
+        f"LongMemEval ({name}): _abs abstain {sum(abs_)}/{len(abs_)}, answerable abstain "
+        f"{sum(ans)}/{len(ans)}" + (f"; abstain step p50 {ms[len(ms) // 2]:.2f} ms" if ms else "")
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,9 +245,9 @@ def main(argv: list[str] | None = None) -> int:
                     r["question"], r["top"], r["signals"]["top_cosine"], lambda n, u=unknown: n not in u
                 )
     else:
-        if args.locomo is None or args.data_dir is None:
-            ap.error("give the LoCoMo file and --data-dir (or --from-signals)")
-        rows = collect_locomo(args.locomo, args.data_dir)
+        if (args.locomo is None or args.data_dir is None) and args.lme is None:
+            ap.error("give the LoCoMo file and --data-dir, or --lme (or --from-signals)")
+        rows = collect_locomo(args.locomo, args.data_dir) if args.locomo is not None else []
         if args.lme is not None:
             rows += collect_lme(args.lme, args.lme_data_dir or args.data_dir)
         if args.signals:
