@@ -88,7 +88,6 @@ _STOP = _NOT_NAMES | frozenset(
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _CAP = re.compile(r"\b([A-Z][a-z]+(?:[A-Z][a-z]+)?)(?:'s|s')?\b")
-_SPEAKER = re.compile(r"^\s*([^:\n]{1,40}):\s")
 
 
 def stem(word: str) -> str:
@@ -132,14 +131,12 @@ def query_names(query: str) -> list[str]:
 
 
 def subjects(fields: Mapping[str, Any]) -> set[str]:
-    """Who a memory is about: the speaker it was retained from (``metadata.speaker``), else the
-    "Speaker: " prefix of its text; lower-cased."""
+    """Who a memory is about when retain knew: the speaker it was retained from
+    (``metadata.speaker``), lower-cased; empty otherwise. (Not a "Name: " prefix of the text:
+    an extracted fact such as "Note: ..." would name a subject that is none.)"""
     meta = fields.get("metadata") or {}
     speaker = meta.get("speaker") if isinstance(meta, Mapping) else None
-    if not speaker:
-        m = _SPEAKER.match(fields.get("text") or "")
-        speaker = m.group(1) if m else None
-    return {speaker.lower()} if speaker else set()
+    return {str(speaker).lower()} if speaker else set()
 
 
 def about(fields: Mapping[str, Any], text: str, names: Sequence[str], lowered: set[str]) -> bool:
