@@ -253,7 +253,7 @@ class FactsSettings(_Area):
     # best match among memories about the queried person by at least abstain_gap, and the
     # latter is at most abstain_named_max. Calibrated on half of LoCoMo's conversations (the
     # module's docstring has the sweep): category 5 abstains 25.7 % on the held-out half,
-    # categories 1-4 4.3 % (all ten: 28.0 % and 3.8 %).
+    # categories 1-4 4.1 % (all ten: 28.0 % and 3.6 %).
     abstain_gap: float = Field(0.25, ge=0.0, le=1.0)
     abstain_named_max: float = Field(0.4, ge=0.0, le=1.0)
     # Floor on the semantic channel's best score (cosine plus the chunk prior). On LoCoMo no
