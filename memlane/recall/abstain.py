@@ -53,6 +53,10 @@ after seeing those two held-out figures).
 * unknown names: "all" fired on 1 of 1540 answerable questions and on none of category 5
   (LoCoMo's questions name its two speakers); "any" on 24 answerable and 10 adversarial.
 * cost: the step's p50 0.71 ms, p95 4.8 ms per recall (recall's p50 is about 100 ms).
+* LongMemEval (longmemeval_s_dev60.json, ``--lme``): the one ``_abs`` question does not
+  abstain (0/1: "What did I bake for my uncle's birthday party?" names no one, and its best
+  memories are not far off); 1 of 59 answerable questions abstains (an unknown name: no
+  memory says "Miami"). Step p50 1.6 ms.
 """
 
 from __future__ import annotations

@@ -80,6 +80,17 @@ def test_signals_wrong_subject_and_unknown_names():
     assert sig["unknown_entities"] == ["Zed"]
 
 
+def test_names_that_are_not_speakers_count_by_mention():
+    """A bank whose speakers are "user" and "assistant": a queried name is a pet, not a
+    speaker, so the memory that mentions it supports the question (no wrong subject)."""
+    top = [
+        {"text": "I adopted my cat Luna three years ago.", "metadata": {"speaker": "user"}},
+        {"text": "Cats like Luna enjoy routine.", "metadata": {"speaker": "assistant"}},
+    ]
+    sig = signals("How long have I had my cat, Luna?", top, 0.8, lambda n: True)
+    assert sig["names"] == ["Luna"] and sig["support_named"] == sig["support_any"] and sig["gap"] == 0.0
+
+
 def test_decide_follows_the_thresholds(settings):
     f = settings.facts
     base = {"names": ["Ana"], "unknown_entities": [], "support_any": 0.8, "top_cosine": 0.6}
