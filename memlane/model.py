@@ -448,6 +448,11 @@ class RecallResult(BaseModel):
     chunk_tokens: int = 0
     query_interval: tuple[datetime, datetime] | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # Abstention (memlane/recall/abstain.py): the evidence does not support an answer (the
+    # memories are still returned); the reason, and the signals the decision read.
+    abstain: bool = False
+    abstain_reason: str | None = None
+    abstain_signals: dict[str, Any] = Field(default_factory=dict)
 
     def ranked(self) -> list[RecalledMemory | RecalledNode]:
         """Memories and nodes in one ranking, best first: each node at its ``rank``, the

@@ -256,6 +256,28 @@ class FactsSettings(_Area):
     # Recall: the latest fact of the slot the question asks about ("where does Ana live?" ->
     # lives_in, memlane/facts/query.py) comes first (what a structured lookup would answer).
     slot_first: bool = True
+    # Abstention (memlane/recall/abstain.py): "rules" flags a recall whose evidence does not
+    # support an answer (RecallResult.abstain; the memories are still returned), "llm" adds
+    # the reflect role's model as a gate (the rules decide when it fails or is unconfigured),
+    # "off" computes nothing.
+    abstain: Literal["off", "rules", "llm"] = "rules"
+    # How many of recall's best candidates the signals read.
+    abstain_depth: int = Field(10, gt=0)
+    # Names in the query that the bank's lexical index does not hold at all: "all" abstains
+    # when none of the query's names is known, "any" when one is not (24 false abstentions
+    # on LoCoMo's 1540 answerable questions for 10 of its 446 adversarial ones), "off".
+    abstain_unknown_entities: Literal["all", "any", "off"] = "all"
+    # Wrong subject: abstain when the best content match among the top memories beats the
+    # best match among memories about the queried person by at least abstain_gap, and the
+    # latter is at most abstain_named_max. Calibrated on half of LoCoMo's conversations (the
+    # module's docstring has the sweep): measured end to end, category 5 abstains 28.0 % on
+    # the held-out half, categories 1-4 4.4 % (all ten: 29.6 % and 4.0 %).
+    abstain_gap: float = Field(0.25, ge=0.0, le=1.0)
+    abstain_named_max: float = Field(0.4, ge=0.0, le=1.0)
+    # Floor on the semantic channel's best score (cosine plus the chunk prior). On LoCoMo no
+    # floor separates adversarial questions (0.7 abstains on 7.2 % of them and 5.2 % of the
+    # answerable ones), so only "nothing at all is similar" abstains.
+    abstain_min_cosine: float = Field(0.0, ge=-1.0, le=4.0)
 
 
 def _legacy_map() -> dict[str, tuple[str, ...]]:

@@ -373,6 +373,10 @@ def build_mcp_server(
         out: dict[str, Any] = {
             "memories": [_memory_row(m) for m in result.get("memories", [])],
             "tokens": result.get("tokens", 0),
+            # The evidence does not support an answer (memlane/recall/abstain.py); the
+            # memories are still listed.
+            "abstain": result.get("abstain", False),
+            "abstain_reason": result.get("abstain_reason"),
         }
         # The temporal tree's summaries recall chose (a node can stand in for the memories it
         # quotes, so without them an answer could come back empty)
@@ -413,6 +417,7 @@ def build_mcp_server(
             "answer": result["answer"],
             "memory_ids": result.get("memory_ids", []),
             "opinions": [o["text"] for o in result.get("opinions", [])],
+            "abstain": result.get("abstain", False),  # recall abstained: the bank does not know
         }
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True))

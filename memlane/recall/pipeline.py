@@ -220,6 +220,12 @@ class Recaller:
         result.subqueries = subqueries
         if req.include_chunks:
             result.chunks, result.chunk_tokens = self._chunks(bank_id, memories, req.max_chunk_tokens)
+        if s.facts.abstain != "off":  # does the evidence support an answer? (recall/abstain.py)
+            from memlane.recall import abstain
+
+            start = time.perf_counter()
+            abstain.apply(self, bank_id, req, result, [fields[c] for c in ordered], hits, flt)
+            timings["abstain"] = _ms(start)
         timings["total"] = _ms(t0)
         result.timings_ms = {k: round(v, 2) for k, v in timings.items()}
         return result

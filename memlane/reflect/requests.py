@@ -40,3 +40,7 @@ class ReflectResult(BaseModel):
     opinions: list[MemoryUnit] = Field(default_factory=list)
     memories: list[RecalledMemory] = Field(default_factory=list)  # what the model was shown
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # Recall abstained (memlane/recall/abstain.py): the answer says the bank does not know,
+    # and no model was asked for one.
+    abstain: bool = False
+    abstain_reason: str | None = None

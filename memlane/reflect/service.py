@@ -59,6 +59,10 @@ Recall = Callable[..., RecallResult]
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
+# What reflect answers when recall abstains (the reason follows in parentheses).
+DONT_KNOW = "I don't know: nothing I remember answers that"
+
+
 class CARA:
     """Reflect and consolidation for one engine."""
 
@@ -108,6 +112,8 @@ class CARA:
             tags_match=req.tags_match,
         )
         timings["recall"] = _ms(t0)
+        if recalled.abstain:
+            return self._dont_know(recalled, timings, t0)
         labels = {f"M{i}": m.unit for i, m in enumerate(recalled.memories, start=1)}
         rules = directives_section(self.store, bank_id, req.tags)  # the user's (memlane/curated)
         tick = time.perf_counter()
@@ -137,6 +143,27 @@ class CARA:
             opinions=opinions,
             memories=recalled.memories,
             timings_ms=timings,
+        )
+
+    @staticmethod
+    def _dont_know(recalled, timings: dict[str, float], t0: float) -> ReflectResult:
+        """Recall abstained: say the bank does not know, without asking the model.
+
+        Not an instruction to the model ("say you don't know if ..."): the questions recall
+        abstains on are mostly the trap kind (LoCoMo category 5: the right content about the
+        wrong person), where a model shown the near-miss memories answers from them anyway.
+        The decision is recall's (rules, or the LLM gate when configured), so reflect does not
+        ask twice; it saves the call, forms no opinions, and still returns what it recalled."""
+        timings["total"] = _ms(t0)
+        for m in recalled.memories:
+            m.unit.embedding = None
+        reason = recalled.abstain_reason or "the memories do not support an answer"
+        return ReflectResult(
+            answer=f"{DONT_KNOW} ({reason}).",
+            memories=recalled.memories,
+            timings_ms=timings,
+            abstain=True,
+            abstain_reason=recalled.abstain_reason,
         )
 
     @staticmethod
