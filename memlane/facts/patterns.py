@@ -23,6 +23,7 @@ import re
 from typing import Callable
 
 from memlane.facts.slots import Slot
+from memlane.temporal.vocabulary import NUM_WORDS
 
 _CONTRACTIONS = (
     (re.compile(r"\b(I|we|you|they)['’]m\b", re.I), r"\1 am"),
@@ -46,18 +47,9 @@ _PLACE = r"(?P<obj>[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*|de|del|la|le|upon|o
 _ORG = _PLACE
 _WORDS = r"(?P<obj>[\w'’&-]+(?:\s+[\w'’&-]+){0,5})"
 _NUMBERS = {
+    **NUM_WORDS,  # the time rules' number words, one list
     "a": 1,
     "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
     "a second": 2,
     "a third": 3,
     "a fourth": 4,
@@ -147,31 +139,23 @@ def _rule(predicate: str, pattern: str):
     + r"\s+(?:live|lives|living|moved|moving|relocated|settled|based)(?:\s+back|\s+here|\s+over)?"
     r"(?:\s+from\s+[A-Z][\w'’ -]*?\s+to|\s+(?:in|to|into|down to|up to|out to))\s+(?:the\s+)?" + _PLACE,
 )
-def _lives_in(m: re.Match[str]):
+def _as_place(m: re.Match[str]):
     place = _place(m.group("obj"))
     return (place, None) if place else None
 
 
-@_rule(
+_rule(
     "lives_in",
     _SUBJECT + _ADV + r"\s+(?:moved into|bought|found|got)\s+(?:a|an|our|my|the)\s+(?:new\s+|own\s+)?"
     r"(?:place|home|house|flat|apartment|condo|bungalow|cottage)\s+(?:in|near)\s+" + _PLACE,
-)
-def _new_home(m: re.Match[str]):
-    place = _place(m.group("obj"))
-    return (place, None) if place else None
-
-
-@_rule(
+)(_as_place)
+_rule(
     "works_at",
     _SUBJECT + _ADV + r"\s+(?:work|works|working|started working|started|landed a job|took a job|got a job|"
     r"got a new job|have a new job|have a job|accepted a job|accepted an offer|accepted a position|"
     r"started a new job|started a job|started my new job|started my job|began working|joined|employed|hired)"
     r"(?:\s+(?:at|for|with|by))?\s+(?:the\s+)?" + _ORG,
-)
-def _works_at(m: re.Match[str]):
-    org = _place(m.group("obj"))
-    return (org, None) if org else None
+)(_as_place)
 
 
 @_rule(
@@ -179,19 +163,16 @@ def _works_at(m: re.Match[str]):
     _SUBJECT + _ADV + r"\s+(?:work as|working as|started as|promoted to|a new role as|a new job as)"
     r"\s+(?:an?\s+|the\s+)?" + _WORDS,
 )
-def _job_title(m: re.Match[str]):
+def _as_title(m: re.Match[str]):
     title = _trim(m.group("obj"), 4)
     return (title, None) if title else None
 
 
-@_rule(
+_rule(
     "job_title",
     r"\b(?P<subj>[Mm]y)\s+(?:new\s+)?(?:job title|title|role|position)\s+is(?:\s+now)?\s+(?:an?\s+)?"
     + _WORDS,
-)
-def _title_is(m: re.Match[str]):
-    title = _trim(m.group("obj"), 4)
-    return (title, None) if title else None
+)(_as_title)
 
 
 @_rule(
