@@ -215,7 +215,9 @@ def test_reflect_carries_the_directives_in_scope(settings, embedder, extractor, 
     server.responder = _by_kind(reflect=[json.dumps({"answer": "Trains.", "cited": [], "opinions": []})] * 2)
     with _llm_engine(settings, embedder, extractor, server) as m:
         m.create_bank("priya", name="Priya")
-        m.retain_items("priya", _items(TRAVEL))
+        # tagged, so the office-scoped reflect recalls them (with nothing to go on it would
+        # abstain without asking the model: memlane/recall/abstain.py)
+        m.retain_items("priya", _items(TRAVEL), tags=["office"])
         m.put_directive("priya", "no-ex", "Never mention her ex.")
         m.put_directive("priya", "kids", "Speak simply to the children.", tags=["kids"])
         m.put_directive("priya", "work", "Keep work talk formal.", tags=["work", "office"])
