@@ -305,7 +305,8 @@ def test_explorer_in_chromium(service, browser):
     assert all(rank >= 1 for rank, _ in shown.values())
     assert shown["semantic"][1] > 0.0
     assert results[0].find_element(By.CSS_SELECTOR, ".trace-fusion").text.startswith("fusion (RRF)")
-    assert len(results[0].find_elements(By.CSS_SELECTOR, ".trace-boost")) == 3
+    boosts = results[0].find_elements(By.CSS_SELECTOR, ".trace-boost")
+    assert len(boosts) == 4  # recency, temporal, proof, salience
     _shot(d, "04-recall")
 
     # 4b. with the planner's levels: the tree's nodes in their place in the one ranking, as
