@@ -89,6 +89,11 @@ def _die_with_parent(sig: int = signal.SIGINT) -> Callable[[], None] | None:
     PR_SET_PDEATHSIG = 1
 
     def preexec() -> None:
+        # An ignored signal stays ignored across exec: a driver started in the background by a
+        # script (whose shell ignores SIGINT for it) would give the server a death signal it
+        # ignores, and the server outlived a kill -9 of the driver (the backfill crash test,
+        # run from such a script, Nov 2026). The server gets the default disposition back.
+        signal.signal(sig, signal.SIG_DFL)
         libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
     return preexec
