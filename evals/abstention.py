@@ -38,6 +38,18 @@ NAMED_MAX = [0.0, 0.2, 0.25, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 1.0]
 COSINES = [0.0, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7]
 
 
+def _outcome(r) -> dict:
+    """What one recall said about abstaining, as a signals row records it."""
+    return {
+        "abstain": r.abstain,
+        "reason": r.abstain_reason,
+        "signals": r.abstain_signals,
+        "abstain_ms": r.timings_ms.get("abstain"),
+        "total_ms": r.timings_ms.get("total"),
+        "top": _top(r),
+    }
+
+
 def _top(result, n: int = 20) -> list[dict[str, Any]]:
     """The best memories' text and speaker: enough to recompute the signals offline."""
     return [
@@ -69,12 +81,7 @@ def collect_locomo(path: Path, data_dir: Path) -> list[dict[str, Any]]:
                         "half": "calibration" if order % 2 == 0 else "held-out",
                         "category": qa.category,
                         "question": qa.question,
-                        "abstain": r.abstain,
-                        "reason": r.abstain_reason,
-                        "signals": r.abstain_signals,
-                        "abstain_ms": r.timings_ms.get("abstain"),
-                        "total_ms": r.timings_ms.get("total"),
-                        "top": _top(r),
+                        **_outcome(r),
                     }
                 )
             memory.derived.evict(bank)
@@ -102,12 +109,7 @@ def collect_lme(path: Path, data_dir: Path) -> list[dict[str, Any]]:
                     "half": "all",
                     "category": "abs" if q.abstention else "answerable",
                     "question": q.question,
-                    "abstain": r.abstain,
-                    "reason": r.abstain_reason,
-                    "signals": r.abstain_signals,
-                    "abstain_ms": r.timings_ms.get("abstain"),
-                    "total_ms": r.timings_ms.get("total"),
-                    "top": _top(r),
+                    **_outcome(r),
                 }
             )
             memory.derived.evict(q.bank_id)
