@@ -1,5 +1,5 @@
 """Load benchmark of the service: recall on a bank of 10k memories at concurrency 1, 8 and 32
-beside a trivial Serve endpoint in the same run and through the same proxy, plus the Recall
+beside a trivial Serve endpoint in the same run and through the same proxy, plus the Ingress (recall)
 autoscaler's replica count over time (up under load, down after).
 
 Bounded and loopback only: the service starts on 127.0.0.1 over a scratch data directory,
@@ -68,7 +68,7 @@ def _write_bank(data_dir: Path, bank: str, size: int) -> None:
 def _bench_config(default_config: Path, path: Path, *, upscale_s: float, downscale_s: float) -> Path:
     config = yaml.safe_load(default_config.read_text())
     for dep in config["applications"][0]["deployments"]:
-        if dep["name"] == "Recall":
+        if dep["name"] == "Ingress":
             dep["autoscaling_config"].update(
                 min_replicas=1, max_replicas=2, upscale_delay_s=upscale_s, downscale_delay_s=downscale_s
             )
@@ -132,7 +132,7 @@ async def _load(
 
 
 class _ReplicaWatch:
-    """Samples the Recall deployment's running replica count once a second."""
+    """Samples the running replica count of the Ingress deployment (where recall runs) once a second."""
 
     def __init__(self) -> None:
         self.samples: list[tuple[float, int]] = []
@@ -147,7 +147,7 @@ class _ReplicaWatch:
     def count(self) -> int:
         from ray import serve
 
-        dep = serve.status().applications["memlane"].deployments["Recall"]
+        dep = serve.status().applications["memlane"].deployments["Ingress"]
         return int(dep.replica_states.get("RUNNING", 0))
 
     def _run(self) -> None:
@@ -234,7 +234,7 @@ def run_serve_bench(
                     }
                 )
             load_end = watch.mark()
-            _say(f"load over; watching the Recall replicas scale down (up to {downscale_s + 60:.0f} s)")
+            _say(f"load over; watching the Ingress replicas scale down (up to {downscale_s + 60:.0f} s)")
             deadline = time.monotonic() + downscale_s + 60
             while time.monotonic() < deadline and watch.count() > 1:
                 time.sleep(1)
@@ -243,7 +243,7 @@ def run_serve_bench(
             changes = watch.stop()
             ray.shutdown()
         report["autoscaling"] = {
-            "deployment": "Recall",
+            "deployment": "Ingress",
             "min_replicas": 1,
             "max_replicas": 2,
             "replicas_over_time": [{"t_s": t_, "running": n} for t_, n in changes],
@@ -292,7 +292,7 @@ def format_serve_bench(report: dict[str, Any]) -> str:
     auto = report.get("autoscaling", {})
     timeline = ", ".join(f"{p['t_s']}s: {p['running']}" for p in auto.get("replicas_over_time", []))
     lines.append(
-        f"Recall replicas running over time: {timeline} (load ended at {auto.get('load_ended_s')} s)"
+        f"Ingress (recall) replicas running over time: {timeline} (load ended at {auto.get('load_ended_s')} s)"
     )
     for name, target in report["targets"].items():
         lines.append(f"target {name}: {target}")

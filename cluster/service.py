@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from serve.routing import CALLBACK as ROUTING_CALLBACK
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "serve" / "config.yaml"
 STATE_FILE = "serve.json"
 LOG_FILE = "serve.log"
@@ -124,6 +126,9 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
     exit_code = 0
     try:
         env = _memlane_env(data_dir, server.uri)
+        # Serve's HTTP proxy tags each bank's requests with the bank id (serve/routing.py);
+        # the proxy reads this when it starts, from its environment.
+        env.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", ROUTING_CALLBACK)
         os.environ.update(env)
         config = load_config(config_path, port, env)
         import ray

@@ -119,6 +119,11 @@ class DerivedState:
         """How many banks this process holds an index (and graph) for right now."""
         return len(self._indexes)
 
+    def held_units(self, bank_id: str) -> int:
+        """How many memories this process holds for the bank (0: it holds none)."""
+        index = self._indexes.get(bank_id)
+        return len(index) if index is not None else 0
+
     def drop(self, bank_id: str) -> None:
         self._indexes.pop(bank_id, None)
         self.graph.drop_bank(bank_id)

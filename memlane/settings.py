@@ -149,11 +149,18 @@ class ServeSettings(_Area):
     # "off" only for local development: every request then acts with access to every bank.
     auth: Literal["on", "off"] = "on"
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
-    # Where a recall replica embeds queries: "remote" (the Embedder deployment, batched across
-    # requests) or "local" (its own MiniLM: +~400 MB per replica; in the load benchmark at 10k
-    # memories recall went from 20.3 to 25.7 req/s at concurrency 1 and p95 at concurrency 8
-    # from 378 to 285 ms).
-    recall_embedder: Literal["remote", "local"] = "remote"
+    # Where the service embeds queries and retained text: "local" (each Ingress and Memory
+    # replica runs the embedder itself: no hop, and on 2 CPU cores it measured faster than a
+    # shared replica, see benchmarks/peer_bench.py) or "remote" (one Embedder deployment that
+    # batches for every replica: the shape for a GPU node).
+    embedder: Literal["local", "remote"] = "local"
+    # Route each bank's requests to the Ingress replica that holds it warm (Serve's model
+    # multiplexing, the bank id as the model id; serve/routing.py, serve/bank_host.py).
+    bank_affinity: bool = True
+    # A replica's warm banks: at most this many MB of derived state (estimated, ~6 KB per
+    # memory) and this many banks (Serve's multiplexer); least recently used leave first.
+    recall_max_warm_mb: int = Field(1024, ge=1)
+    recall_max_warm_banks: int = Field(2000, ge=1)
     # Banks a recall replica loads before it takes traffic; when empty, every bank of a store
     # holding at most recall_warm_max_banks banks.
     recall_warm_banks: list[str] = Field(default_factory=list)

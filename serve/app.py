@@ -5,22 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from serve.deployments import (
-    EmbedderDeployment,
-    MemoryDeployment,
-    RecallDeployment,
-    ReflectDeployment,
-    RerankDeployment,
-)
+from serve.deployments import EmbedderDeployment, MemoryDeployment, RerankDeployment
 from serve.ingress import Ingress
 
 
 def build_app(args: dict[str, Any] | None = None):
-    """The Memlane application graph: Ingress -> Memory / Recall / Reflect / Rerank, which
-    share one Embedder deployment. Autoscaling and resources come from the config file."""
-    embedder = EmbedderDeployment.bind()
-    reranker = RerankDeployment.bind()
+    """The Memlane application graph: Ingress (recall and reflect in its replicas) -> Memory
+    (writes). An Embedder deployment joins with ``MEMLANE_SERVE__EMBEDDER=remote`` and a Rerank
+    deployment with a cross-encoder (``MEMLANE_MODELS__RERANKER_MODEL``); without them each
+    replica embeds for itself and the reranker is the RRF fallback, a few microseconds of
+    arithmetic. Read in the process that builds the app, from the same environment the
+    replicas get. Autoscaling and resources come from the config file."""
+    from memlane.settings import Settings
+
+    settings = Settings()
+    embedder = EmbedderDeployment.bind() if settings.serve.embedder == "remote" else None
+    reranker = RerankDeployment.bind() if settings.models.reranker_model else None
     memory = MemoryDeployment.bind(embedder)
-    recall = RecallDeployment.bind(embedder, reranker)
-    reflect = ReflectDeployment.bind(embedder, reranker)
-    return Ingress.bind(memory, recall, reflect, reranker)
+    return Ingress.bind(memory, embedder, reranker)

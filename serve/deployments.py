@@ -1,8 +1,11 @@
-"""The model and engine deployments. Each replica builds its engine parts from ``Settings()``
+"""The deployments behind the Ingress: Memory (writes, listing, deletion, operations), and,
+when configured, Embedder (``MEMLANE_SERVE__EMBEDDER=remote``: one batching model replica,
+e.g. on a GPU) and Rerank (a cross-encoder). Recall and reflect run in the Ingress replica
+itself (serve/bank_host.py). Each replica builds its engine parts from ``Settings()``
 (environment variables set through the application's runtime_env) and talks to the store of
 record directly, so any replica sees what any other wrote as soon as the write returned:
-every Milvus collection is created with consistency level Strong (memlane/stores/milvus.py),
-and each recall checks the bank's revision token before using its in-process index
+every Milvus collection is created with consistency level Strong (memlane/stores/milvus), and
+each recall checks the bank's revision token before using its in-process index
 (memlane/derived.py).
 """
 
@@ -19,33 +22,19 @@ from typing import Any
 import numpy as np
 from ray import serve
 
-from memlane.model import RecallRequest
 from serve.curated_calls import CuratedCalls
 
 log = logging.getLogger("memlane.serve")
 
-# Not part of the API answer: the vector, and the neighbouring turns indexed only for lexical
-# search (a client reads them from the neighbouring memories or from include_chunks).
-_API_EXCLUDE = {
-    "memories": {"__all__": {"unit": {"embedding", "context"}}},
-    "nodes": {"__all__": {"node": {"embedding", "signature"}}},
-}
-_REFLECT_EXCLUDE = {**_API_EXCLUDE, "opinions": {"__all__": {"embedding", "context"}}}
 
-
-def _replica_id() -> str:
-    try:
-        return serve.get_replica_context().replica_id.unique_id
-    except Exception:  # noqa: BLE001 - outside a replica (unit tests)
-        return "local"
-
-
-def _remote_memory(embedder_handle, reranker_handle=None, local_embedder: bool = False):
-    """An engine whose embedder (and, with a cross-encoder configured, reranker) are the
-    Embedder and Rerank deployments."""
+def service_memory(embedder_handle=None, reranker_handle=None):
+    """The engine a replica works with. Queries and retained text are embedded in the replica
+    (``embedder_handle`` None, the default ``MEMLANE_SERVE__EMBEDDER=local``) or by the
+    Embedder deployment (``remote``: a GPU replica that batches for every other); with a
+    cross-encoder configured, reranking is the Rerank deployment's."""
     from actors.store_metrics import install_store_metrics
     from memlane.engine import Memory
-    from memlane.models.embedder import resolve_model_path
+    from memlane.models.embedder import build_embedder, resolve_model_path
     from memlane.models.tokens import TokenCounter
     from memlane.settings import Settings
     from serve.remote import RemoteEmbedder, RemoteReranker
@@ -56,9 +45,7 @@ def _remote_memory(embedder_handle, reranker_handle=None, local_embedder: bool =
         # The service keeps every bank's temporal tree current: consolidation after each write,
         # on a background thread of the replica that wrote (the engine's own default is "off").
         settings.tree.online = "background"
-    if local_embedder:
-        from memlane.models.embedder import build_embedder
-
+    if embedder_handle is None:
         embedder = build_embedder(settings)
     else:
         counter = TokenCounter(resolve_model_path(settings.models.embedder_model))
@@ -71,7 +58,12 @@ def _remote_memory(embedder_handle, reranker_handle=None, local_embedder: bool =
     return Memory(settings, embedder=embedder, reranker=reranker)
 
 
-@serve.deployment(name="Embedder")
+@serve.deployment(
+    name="Embedder",
+    max_ongoing_requests=64,
+    ray_actor_options={"num_cpus": 0.5},
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 16},
+)
 class EmbedderDeployment:
     """MiniLM (or the configured model). Concurrent single queries are batched."""
 
@@ -90,7 +82,12 @@ class EmbedderDeployment:
         return self.embedder.embed(texts)
 
 
-@serve.deployment(name="Rerank")
+@serve.deployment(
+    name="Rerank",
+    max_ongoing_requests=16,
+    ray_actor_options={"num_cpus": 0.1},
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 8},
+)
 class RerankDeployment:
     """The cross-encoder from MEMLANE_MODELS__RERANKER_MODEL, or the RRF-rank fallback."""
 
@@ -108,69 +105,14 @@ class RerankDeployment:
         return {"model": self.reranker.name}
 
 
-@serve.deployment(name="Recall")
-class RecallDeployment:
-    """Recall over per-bank in-process indexes (derived from Milvus, kept coherent by the
-    bank's revision token)."""
-
-    def __init__(self, embedder, reranker) -> None:
-        from memlane.settings import Settings
-        from serve.metrics import RecallMetrics
-
-        self.memory = _remote_memory(
-            embedder, reranker, local_embedder=Settings().serve.recall_embedder == "local"
-        )
-        self.replica = _replica_id()
-        self._warm()
-        self.metrics = RecallMetrics(self.memory.derived.held_banks)
-
-    def _warm(self) -> None:
-        # Serve routes to a replica once __init__ returns. A cold replica builds a bank's
-        # index on its first request (3.4 s for 10k memories here), and requests routed to a
-        # freshly autoscaled replica waited that long (p99 9.5 s at concurrency 8 in the load
-        # benchmark), so the banks named in MEMLANE_SERVE__RECALL_WARM_BANKS, or all banks of a small
-        # store, are loaded before it takes traffic.
-        settings = self.memory.settings
-        banks = list(settings.serve.recall_warm_banks)
-        if not banks:
-            every = self.memory.list_banks()
-            if len(every) <= settings.serve.recall_warm_max_banks:
-                banks = [b.bank_id for b in every]
-        for bank_id in banks:
-            try:
-                self.memory.derived.ensure(bank_id)
-            except Exception:  # noqa: BLE001 - a bank deleted meanwhile; recall loads lazily
-                log.warning("could not warm bank %s", bank_id, exc_info=True)
-
-    def recall(self, bank_id: str, request: dict[str, Any]) -> tuple[bytes, str]:
-        """The result as JSON bytes (pydantic-core serialises it; re-encoding a 100-memory
-        dict in FastAPI cost more than the recall's search) and this replica's id."""
-        result = self.memory.recall(bank_id, RecallRequest.model_validate(request))
-        self.metrics.record(result.timings_ms)
-        return result.model_dump_json(exclude=_API_EXCLUDE).encode(), self.replica
-
-
-@serve.deployment(name="Reflect")
-class ReflectDeployment:
-    """CARA reflect; answers LLMNotConfigured (HTTP 503) until an LLM is configured."""
-
-    def __init__(self, embedder, reranker) -> None:
-        self.memory = _remote_memory(embedder, reranker)
-
-    def reflect(self, bank_id: str, request: dict[str, Any]) -> bytes:
-        options = dict(request)
-        result = self.memory.reflect(bank_id, options.pop("query"), **options)
-        return result.model_dump_json(exclude=_REFLECT_EXCLUDE).encode()
-
-
 @serve.deployment(name="Memory")
 class MemoryDeployment(CuratedCalls):
     """Banks, retain (sync and async), listing and deletion."""
 
-    def __init__(self, embedder) -> None:
+    def __init__(self, embedder=None) -> None:
         from memlane.operations import OperationLog
 
-        self.memory = _remote_memory(embedder)
+        self.memory = service_memory(embedder)
         self.ops = OperationLog(self.memory.store, stale_after_s=self.memory.settings.serve.operation_stale_s)
         # One background retain at a time per replica: retain already keeps both cores busy
         # (extraction overlapped with embedding), a second one would only interleave.

@@ -1,5 +1,6 @@
-"""The FastAPI ingress: auth, validation, the /v1 routes, metrics; the work is done by the
-deployments behind it, called through DeploymentHandles."""
+"""The FastAPI ingress: auth, validation, the /v1 routes, metrics. Recall and reflect run in
+this replica (serve/bank_host.py); the rest is done by the deployments behind it, called
+through DeploymentHandles."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from memlane.model import BANK_ID_PATTERN, FactType
 from serve import curated_routes, explorer
 from serve.auth import Authenticator, Principal
+from serve.bank_host import BankHost
 from serve.errors import (
     APIError,
     api_error_handler,
@@ -378,23 +380,26 @@ async def consolidate(
 # recall, reflect, rerank ----------------------------------------------------------------------
 @api.post("/v1/banks/{bank_id}/recall", tags=["recall"])
 async def recall(request: Request, body: RecallBody, bank_id: str = Depends(bank_access)) -> Response:
-    data, replica = await _call(_ingress(request).recall.recall.remote(bank_id, body.model_dump(mode="json")))
-    return Response(content=data, media_type="application/json", headers={"X-Memlane-Replica": replica})
+    """Recall. Headers: ``X-Memlane-Replica`` names the replica that answered,
+    ``X-Memlane-Bank`` says whether it held the bank warm (``warm``) or loaded it (``loaded``)."""
+    ingress = _ingress(request)
+    data, loaded = await _call(ingress.recall_json(bank_id, body))
+    headers = {"X-Memlane-Replica": ingress.replica, "X-Memlane-Bank": "loaded" if loaded else "warm"}
+    return Response(content=data, media_type="application/json", headers=headers)
 
 
 @api.post("/v1/banks/{bank_id}/reflect", tags=["reflect"])
 async def reflect(request: Request, body: ReflectBody, bank_id: str = Depends(bank_access)) -> Response:
     """Answer in the bank's voice from its memories (needs an LLM: 503 until one is set)."""
     data = await _call(
-        _ingress(request).reflect.reflect.remote(bank_id, body.model_dump(mode="json", exclude_none=True))
+        _ingress(request).reflect_json(bank_id, body.model_dump(mode="json", exclude_none=True))
     )
     return Response(content=data, media_type="application/json")
 
 
 @api.post("/v1/rerank", tags=["recall"])
 async def rerank(request: Request, body: RerankBody, who: Principal = Depends(principal)) -> dict:
-    scores = await _call(_ingress(request).reranker.rerank.remote(body.query, body.documents))
-    return {"scores": scores}
+    return {"scores": await _call(_ingress(request).rerank_scores(body.query, body.documents))}
 
 
 api.include_router(curated_routes.router(bank_access, _call, _ingress))  # mental models, directives
@@ -402,17 +407,18 @@ api.include_router(curated_routes.router(bank_access, _call, _ingress))  # menta
 
 @serve.deployment(name="Ingress")
 @serve.ingress(api)
-class Ingress:
-    """Routes HTTP to the deployments; holds no engine state."""
+class Ingress(BankHost):
+    """Routes HTTP: recall and reflect run here, on this replica's warm banks
+    (serve/bank_host.py); writes and listings go to the Memory deployment."""
 
-    def __init__(self, memory, recall, reflect, reranker) -> None:
+    def __init__(self, memory, embedder=None, reranker=None) -> None:
         import logging
 
         from memlane.settings import Settings
         from serve.metrics import EndpointMetrics
 
         settings = Settings()
-        self.memory, self.recall, self.reflect, self.reranker = memory, recall, reflect, reranker
+        self.memory, self.reranker = memory, reranker
         self.auth = Authenticator(settings.serve.api_keys, enabled=settings.serve.auth == "on")
         self.limiter = RateLimiter(settings.serve.rate_limit_per_s, settings.serve.rate_limit_burst)
         self.max_body_bytes = settings.serve.max_body_bytes
@@ -421,6 +427,14 @@ class Ingress:
         self.mcp = build_http_mcp(self, self.max_body_bytes)
         self._metrics = EndpointMetrics()
         self._log = logging.getLogger("memlane.serve")
+        self.init_host(embedder, reranker)
+
+    async def rerank_scores(self, query: str, documents: list[str]) -> list[float]:
+        """The cross-encoder's scores (the Rerank deployment), or the RRF-rank fallback's."""
+        if self.reranker is not None:
+            return await self.reranker.rerank.remote(query, documents)
+        ranks = list(range(len(documents)))
+        return [float(x) for x in self.engine.reranker.rerank(query, documents, ranks)]
 
     def metrics_record(self, route: str, method: str, status: int, ms: float) -> None:
         self._metrics.record(route, method, status, ms)

@@ -74,14 +74,14 @@ class ServeBackend:
 
     async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
         self._check(bank_id)
-        _validate(RecallRequest, request)  # as the REST route does, before the replica
-        data, _replica = await self.ingress.recall.recall.remote(bank_id, request)
+        valid = _validate(RecallRequest, request)  # as the REST route does
+        data, _loaded = await self.ingress.recall_json(bank_id, valid)
         return json.loads(data)
 
     async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
         self._check(bank_id)
         _validate(ReflectRequest, request)
-        return json.loads(await self.ingress.reflect.reflect.remote(bank_id, request))
+        return json.loads(await self.ingress.reflect_json(bank_id, request))
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
         self._check(bank_id)
@@ -94,11 +94,11 @@ class ServeBackend:
         return await self.ingress.memory.tree.remote(bank_id, level, since, until)
 
 
-def _validate(model: Any, request: dict[str, Any]) -> None:
+def _validate(model: Any, request: dict[str, Any]) -> Any:
     from pydantic import ValidationError
 
     try:
-        model.model_validate(request)
+        return model.model_validate(request)
     except ValidationError as exc:
         raise InvalidInput.from_validation(exc) from None
 

@@ -5,7 +5,7 @@ appear on the Ray dashboard's Metrics view and its Prometheus endpoint as
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 # Milliseconds; recall on this machine sits around 20-60 ms, retain batches take seconds.
 LATENCY_BOUNDARIES_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]
@@ -44,14 +44,18 @@ STAGE_BOUNDARIES_MS = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500]
 
 class RecallMetrics:
     """Recall stage timings (``RecallResult.timings_ms``: embed, semantic, lexical, temporal,
-    graph, fetch, rerank, total) and the banks this replica holds in its derived index. Serve's
-    metric classes add the deployment, replica and application tags, so the gauge is per
-    replica: ``ray_memlane_recall_stage_ms`` and ``ray_memlane_recall_warm_banks``."""
+    graph, fetch, rerank, total) and this replica's warm banks (serve/bank_host.py): how many
+    it holds and their estimated bytes (gauges), recalls that found their bank warm or had to
+    load it, evictions (counters), and load time. Serve's metric classes add the deployment,
+    replica and application tags: ``ray_memlane_recall_stage_ms``,
+    ``ray_memlane_recall_warm_banks``, ``ray_memlane_recall_warm_bytes``,
+    ``ray_memlane_recall_bank_hits_total``, ``..._bank_loads_total``,
+    ``..._bank_evictions_total``, ``ray_memlane_recall_bank_load_ms``."""
 
-    def __init__(self, held_banks: Callable[[], int]) -> None:
-        """``held_banks``: how many banks the replica holds now (read every few seconds, see
-        actors/gauges.py)."""
-        from ray.serve.metrics import Gauge, Histogram
+    def __init__(self, held_banks: Callable[[], int], warm: Any = None) -> None:
+        """``held_banks``: how many banks the replica holds now; ``warm``: its WarmBanks (for
+        the bytes gauge); both read every few seconds (actors/gauges.py)."""
+        from ray.serve.metrics import Counter, Gauge, Histogram
 
         from actors.gauges import keep
 
@@ -63,7 +67,22 @@ class RecallMetrics:
         )
         warm_banks = Gauge("memlane_recall_warm_banks", "Banks held in this replica's derived index")
         keep("memlane_recall_warm_banks", warm_banks, held_banks)
+        if warm is not None:
+            warm_bytes = Gauge("memlane_recall_warm_bytes", "Estimated bytes of this replica's warm banks")
+            keep("memlane_recall_warm_bytes", warm_bytes, warm.total_bytes)
+        self.hits = Counter("memlane_recall_bank_hits_total", "Recalls whose bank this replica held warm")
+        self.loads = Counter("memlane_recall_bank_loads_total", "Recalls that loaded their bank first")
+        self.evictions = Counter("memlane_recall_bank_evictions_total", "Banks evicted from this replica")
+        self.load_ms = Histogram(
+            "memlane_recall_bank_load_ms",
+            "Recall time when the bank had to be loaded first",
+            boundaries=LATENCY_BOUNDARIES_MS,
+        )
 
-    def record(self, timings_ms: dict[str, float]) -> None:
+    def record(self, timings_ms: dict[str, float], *, hit: bool = True) -> None:
         for stage, ms in timings_ms.items():
             self.stage.observe(float(ms), tags={"stage": stage})
+        (self.hits if hit else self.loads).inc()
+
+    def loaded(self, ms: float) -> None:
+        self.load_ms.observe(ms)

@@ -43,7 +43,7 @@ def service(tmp_path_factory):
     root = tmp_path_factory.mktemp("service")
     config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
     for dep in config["applications"][0]["deployments"]:
-        if dep["name"] == "Recall":  # two replicas: writes must be visible on both
+        if dep["name"] == "Ingress":  # two replicas: writes must be visible on both
             dep["autoscaling_config"].update(min_replicas=2, max_replicas=2)
     cfg = root / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
@@ -149,8 +149,14 @@ def test_locomo_session_retained_over_http_is_recalled_on_every_replica_then_del
         assert report["turns"] == len(turns) and report["units"] == len(turns)
         probe = turns[5]["content"]
         replicas, answers = set(), []
-        for _ in range(40):  # the router spreads requests; stop once both replicas answered
-            r = http.post("/v1/banks/alice/recall", json={"query": probe, "max_tokens": 300})
+        for i in range(40):
+            # A bank's requests go to the replica that holds it; a routing header naming no
+            # bank lets the router spread them. Stop once both replicas answered.
+            r = http.post(
+                "/v1/banks/alice/recall",
+                json={"query": probe, "max_tokens": 300},
+                headers={"serve_multiplexed_model_id": f"spread-{i}"},
+            )
             assert r.status_code == 200, r.text
             replicas.add(r.headers["X-Memlane-Replica"])
             answers.append(r.json()["memories"][0]["unit"]["text"])
@@ -169,6 +175,26 @@ def test_locomo_session_retained_over_http_is_recalled_on_every_replica_then_del
         assert (stats["units"], stats["chunks"], stats["graph"]["units"]) == (0, 0, 0)
         for _ in range(4):  # every replica sees the deletion
             assert http.post("/v1/banks/alice/recall", json={"query": probe}).json()["memories"] == []
+
+
+def test_a_banks_recalls_stay_on_the_replica_that_holds_it(service):
+    """Bank affinity (serve/routing.py, serve/bank_host.py): of two Ingress replicas, once a
+    bank was recalled, its recalls go to the replica that holds it; without it the router
+    picks one of the two at random (all 24 on one: p = 2**-23)."""
+    with _client(service, "k-admin") as m, _http(service) as http:
+        for bank in ("aff-1", "aff-2", "aff-3"):
+            m.put_bank(bank)
+            m.retain(bank, [f"{bank} keeps a blue kettle."], document_id="d")
+            first = http.post(f"/v1/banks/{bank}/recall", json={"query": "kettle"})
+            assert first.status_code == 200, first.text
+            assert first.headers["X-Memlane-Bank"] == "loaded"  # new to every replica
+        time.sleep(2)  # the replicas report the banks they hold to the controller
+        for bank in ("aff-1", "aff-2", "aff-3"):
+            answers = [http.post(f"/v1/banks/{bank}/recall", json={"query": "kettle"}) for _ in range(24)]
+            seen = {r.headers["X-Memlane-Replica"] for r in answers}
+            assert len(seen) == 1, f"{bank} answered by {seen}"
+            assert {r.headers["X-Memlane-Bank"] for r in answers} == {"warm"}
+            assert answers[-1].json()["memories"][0]["unit"]["text"].endswith("blue kettle.")
 
 
 def test_async_retain_returns_an_operation_that_completes(service):
@@ -458,7 +484,7 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
         return sorted(
             a["name"]
             for a in ray.util.list_named_actors(all_namespaces=True)
-            if a["name"].startswith("SERVE_REPLICA::memlane#Recall#")
+            if a["name"].startswith("SERVE_REPLICA::memlane#Ingress#")
         )
 
     with _client(service) as m:
@@ -498,7 +524,7 @@ def test_killing_a_recall_replica_under_load_loses_nothing(service):
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:  # Serve replaces the replica
             alive = recall_replicas()
-            status = serve.status().applications["memlane"].deployments["Recall"]
+            status = serve.status().applications["memlane"].deployments["Ingress"]
             if (
                 len(alive) == 2
                 and victim not in alive

@@ -1,0 +1,258 @@
+"""The Hindsight peer's workload through ``memlane serve``, for figures beside the peer's own
+(``../shared/peers/README.md``: its script runs Hindsight 1.1.0 on the same workload).
+
+``python benchmarks/peer_bench.py [--locomo FILE] [--config serve/config.yaml]``
+
+The workload is the peer's: the first 2 LoCoMo conversations, one synchronous retain request
+per session (its turns as items, the session's date as their time), then 200 recalls (the
+conversations' questions round-robin, budget mid, max_tokens 4096) one at a time, then 8 at a
+time, after 5 warm-up recalls. Beside it, in the same run and through the same proxy, a
+trivial Serve endpoint at the same concurrency (the floor Serve itself sets). The footprint is
+the PSS (proportional set size: shared pages divided among the processes that map them)
+summed over every process of the service (the supervisor and its descendants: Ray's, Serve's,
+the Milvus Lite server), sampled every 0.5 s; its peak and what each process held then.
+
+Bounded and loopback only: a fresh scratch data directory, fixed request counts, per-request
+timeouts; the service is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.footprint import Footprint  # noqa: E402
+from cluster.service import DEFAULT_CONFIG, start_background, stop  # noqa: E402
+
+BANK = "peer-bench"
+
+
+def _pct(xs: list[float], q: float) -> float:
+    ordered = sorted(xs)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
+
+
+def _say(message: str) -> None:
+    print(f"peer bench: {message}", file=sys.stderr, flush=True)
+
+
+def sessions(conversation: dict) -> list[dict[str, Any]]:
+    """One retain body per session of a LoCoMo conversation: its turns as items, each at the
+    session's date (a second apart, so their order is kept)."""
+    conv = conversation["conversation"]
+    sid = conversation["sample_id"]
+    keys = sorted(
+        (k for k in conv if k.startswith("session_") and isinstance(conv[k], list) and conv[k]),
+        key=lambda k: int(k.split("_")[1]),
+    )
+    bodies = []
+    for k in keys:
+        at = datetime.strptime(conv[f"{k}_date_time"].strip(), "%I:%M %p on %d %B, %Y")
+        items = [
+            {
+                "content": t["text"],
+                "speaker": t["speaker"],
+                "timestamp": (at + timedelta(seconds=i)).isoformat(),
+                "session_id": f"{sid}_{k}",
+            }
+            for i, t in enumerate(conv[k])
+            if t.get("text")
+        ]
+        bodies.append({"items": items, "document_id": f"{sid}_{k}"})
+    return bodies
+
+
+def questions(conversations: list[dict], n: int) -> list[str]:
+    """``n`` questions, round-robin over the conversations (as the peer's script picks them)."""
+    per = [[q["question"] for q in c["qa"] if q.get("question")] for c in conversations]
+    out: list[str] = []
+    i = 0
+    while len(out) < n and i < max(len(x) for x in per):
+        for qs in per:
+            if i < len(qs) and len(out) < n:
+                out.append(qs[i])
+        i += 1
+    return out
+
+
+def _config(path: Path, base: Path) -> Path:
+    """The service's config plus a trivial application beside it (same proxy)."""
+    config = yaml.safe_load(base.read_text())
+    config["applications"].append(
+        {
+            "name": "trivial",
+            "route_prefix": "/trivial",
+            "import_path": "serve.trivial:app",
+            "deployments": [
+                {
+                    "name": "Trivial",
+                    "num_replicas": 1,
+                    "max_ongoing_requests": 64,
+                    "ray_actor_options": {"num_cpus": 0.1},
+                }
+            ],
+        }
+    )
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _summary(latencies: list[float], errors: int, wall: float) -> dict[str, Any]:
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": round(len(latencies) / wall, 1),
+        "p50_ms": round(_pct(latencies, 0.50) * 1000, 1),
+        "p95_ms": round(_pct(latencies, 0.95) * 1000, 1),
+        "mean_ms": round(statistics.mean(latencies) * 1000, 1) if latencies else 0.0,
+    }
+
+
+async def _workload(url: str, conversations: list[dict], recalls: int, concurrency: int) -> dict[str, Any]:
+    import httpx
+
+    out: dict[str, Any] = {}
+    limits = httpx.Limits(max_connections=concurrency + 2, max_keepalive_connections=concurrency + 2)
+    async with httpx.AsyncClient(
+        base_url=url, timeout=httpx.Timeout(600.0, connect=10.0), limits=limits
+    ) as http:
+        (await http.put(f"/v1/banks/{BANK}", json={})).raise_for_status()
+        bodies = [b for c in conversations for b in sessions(c)]
+        turns = sum(len(b["items"]) for b in bodies)
+        errors, per = 0, []
+        t0 = time.perf_counter()
+        for body in bodies:
+            s = time.perf_counter()
+            r = await http.post(f"/v1/banks/{BANK}/memories", json=body)
+            per.append(time.perf_counter() - s)
+            errors += r.status_code != 200
+        wall = time.perf_counter() - t0
+        out["retain"] = {
+            "sessions": len(bodies),
+            "turns": turns,
+            "wall_s": round(wall, 1),
+            "turns_per_s": round(turns / wall, 1),
+            "req_p50_s": round(_pct(per, 0.5), 3),
+            "req_p95_s": round(_pct(per, 0.95), 3),
+            "errors": errors,
+        }
+        _say(f"retain: {json.dumps(out['retain'])}")
+
+        qs = questions(conversations, recalls)
+
+        async def call(path: str, body: dict) -> tuple[float, bool, int]:
+            s = time.perf_counter()
+            try:
+                r = await http.post(path, json=body)
+                ok = r.status_code == 200
+                n = len(r.json().get("memories", [])) if ok and path.endswith("recall") else 0
+            except httpx.HTTPError:
+                ok, n = False, 0
+            return time.perf_counter() - s, ok, n
+
+        recall_path = f"/v1/banks/{BANK}/recall"
+
+        def body(q: str) -> dict:
+            return {"query": q, "budget": "mid", "max_tokens": 4096}
+
+        for q in qs[:5]:
+            await call(recall_path, body(q))
+        lat, errs, found = [], 0, []
+        t0 = time.perf_counter()
+        for q in qs:
+            dt, ok, n = await call(recall_path, body(q))
+            lat.append(dt)
+            errs += not ok
+            found.append(n)
+        out["recall_seq"] = _summary(lat, errs, time.perf_counter() - t0)
+        out["recall_seq"]["mean_memories"] = round(statistics.mean(found), 1)
+        _say(f"recall one at a time: {json.dumps(out['recall_seq'])}")
+
+        async def at_concurrency(path: str, bodies: list[dict]) -> dict[str, Any]:
+            sem = asyncio.Semaphore(concurrency)
+
+            async def guarded(b: dict) -> tuple[float, bool, int]:
+                async with sem:
+                    return await call(path, b)
+
+            t0 = time.perf_counter()
+            res = await asyncio.gather(*(guarded(b) for b in bodies))
+            wall = time.perf_counter() - t0
+            return _summary([r[0] for r in res if r[1]], sum(not r[1] for r in res), wall)
+
+        out[f"recall_c{concurrency}"] = await at_concurrency(recall_path, [body(q) for q in qs])
+        _say(f"recall {concurrency} at a time: {json.dumps(out[f'recall_c{concurrency}'])}")
+        trivial = [{"i": i} for i in range(len(qs))]
+        await at_concurrency("/trivial/", trivial[:5])
+        out[f"trivial_c{concurrency}"] = await at_concurrency("/trivial/", trivial)
+        _say(f"trivial {concurrency} at a time: {json.dumps(out[f'trivial_c{concurrency}'])}")
+    return out
+
+
+def run(
+    locomo: Path,
+    data_dir: Path,
+    config: Path,
+    *,
+    conversations: int = 2,
+    recalls: int = 200,
+    concurrency: int = 8,
+) -> dict[str, Any]:
+    """Start the service over a fresh ``data_dir`` with ``config`` (plus the trivial app), run
+    the workload, stop the service; the report."""
+    from cluster.local import free_port
+
+    convs = json.loads(locomo.read_text())[:conversations]
+    data_dir = data_dir.resolve()
+    shutil.rmtree(data_dir, ignore_errors=True)
+    data_dir.mkdir(parents=True)
+    port = free_port()
+    os.environ.setdefault("MEMLANE_SERVE__AUTH", "off")
+    _say(f"starting the service on 127.0.0.1:{port} over {data_dir}")
+    t0 = time.perf_counter()
+    state = start_background(data_dir, port, _config(data_dir / "peer-config.yaml", config), timeout_s=600)
+    report: dict[str, Any] = {"config": str(config), "start_s": round(time.perf_counter() - t0, 1)}
+    try:
+        with Footprint(int(state["pid"])) as footprint:
+            report.update(asyncio.run(_workload(state["url"], convs, recalls, concurrency)))
+        report["footprint"] = footprint.report()
+    finally:
+        stop(data_dir)
+    return report
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--locomo", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo10.json"
+    )
+    p.add_argument("--data-dir", type=Path, default=Path(".memlane-peer-bench"))
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+    p.add_argument("--recalls", type=int, default=200)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--out", type=Path, help="also write the report here (JSON)")
+    a = p.parse_args()
+    if not a.locomo.is_file():
+        print(f"error: LoCoMo file not found: {a.locomo} (pass --locomo)", file=sys.stderr)
+        raise SystemExit(2)
+    report = run(a.locomo, a.data_dir, a.config, recalls=a.recalls, concurrency=a.concurrency)
+    if a.out:
+        a.out.write_text(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

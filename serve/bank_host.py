@@ -1,0 +1,205 @@
+"""Recall and reflect in the Ingress replica, over the banks it holds warm.
+
+Why in the Ingress: on the Hindsight peer's workload (benchmarks/peer_bench.py) a served
+recall cost ~118 ms of CPU for ~22 ms of engine work when it crossed four processes (proxy,
+ingress, recall replica, embedder replica), each hop a serialisation and a Ray RPC on 2 cores.
+Here the proxy hands the request to the replica that answers it, which embeds the query itself.
+
+Bank-affine routing: the proxy tags every ``/v1/banks/{bank_id}/...`` request with the bank id
+as Serve's multiplexed model id (serve/routing.py), and a recall registers its bank with
+Serve's model multiplexer (:meth:`BankHost._bank`), so the next request for the bank goes to
+a replica that holds it warm. A replica holds banks in :class:`WarmBanks`, a least recently
+used set bounded by memory (``MEMLANE_SERVE__RECALL_MAX_WARM_MB``) and by count
+(``MEMLANE_SERVE__RECALL_MAX_WARM_BANKS``, Serve's routing table); losing a replica loses only
+that cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable
+
+from ray import serve
+
+from memlane.settings import Settings
+
+log = logging.getLogger("memlane.serve")
+
+# Not part of the API answer: the vector, and the neighbouring turns indexed only for lexical
+# search (a client reads them from the neighbouring memories or from include_chunks).
+API_EXCLUDE = {
+    "memories": {"__all__": {"unit": {"embedding", "context"}}},
+    "nodes": {"__all__": {"node": {"embedding", "signature"}}},
+}
+REFLECT_EXCLUDE = {**API_EXCLUDE, "opinions": {"__all__": {"embedding", "context"}}}
+
+# Bytes a warm bank holds per memory: its vector (384 float32: 1.5 KB), its fields for the
+# answer (~2 KB), its BM25 terms and postings and its graph node. Measured with tracemalloc
+# over a 10k-memory LoCoMo-like bank: see WarmBanks.
+BYTES_PER_MEMORY = 6 * 1024
+
+# Read when the class is defined (Serve's decorator takes a constant): the environment comes
+# from the application's runtime_env, set before the replica imports this module.
+MAX_WARM_BANKS = Settings().serve.recall_max_warm_banks
+
+
+def replica_id() -> str:
+    try:
+        return serve.get_replica_context().replica_id.unique_id
+    except Exception:  # noqa: BLE001 - outside a replica (unit tests)
+        return "local"
+
+
+class WarmBanks:
+    """The banks a replica holds, least recently used first, under a byte budget.
+
+    ``size_of(bank_id)`` is the number of memories the replica's index holds for the bank
+    (0 when it holds none); ``evict(bank_id)`` drops its derived state."""
+
+    def __init__(self, max_bytes: int, size_of: Callable[[str], int], evict: Callable[[str], None]) -> None:
+        self.max_bytes = max_bytes
+        self._size_of = size_of
+        self._evict = evict
+        self._bytes: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.loads = self.evictions = 0
+
+    def held(self, bank_id: str) -> bool:
+        with self._lock:
+            return bank_id in self._bytes
+
+    def used(self, bank_id: str, *, loaded: bool) -> list[str]:
+        """Record a recall of the bank (``loaded``: it was not held before); evict the least
+        recently used others until the budget holds. Returns the banks evicted. The bank just
+        used is never evicted, even alone over the budget (the recall needed it)."""
+        size = self._size_of(bank_id) * BYTES_PER_MEMORY
+        with self._lock:
+            if loaded:
+                self.loads += 1
+            else:
+                self.hits += 1
+            self._bytes[bank_id] = size
+            self._bytes.move_to_end(bank_id)
+            out = []
+            while sum(self._bytes.values()) > self.max_bytes and len(self._bytes) > 1:
+                victim, _ = self._bytes.popitem(last=False)
+                out.append(victim)
+            self.evictions += len(out)
+        for victim in out:
+            self._evict(victim)
+        return out
+
+    def forget(self, bank_id: str) -> bool:
+        """Drop the bank's state (Serve's multiplexer unloaded it, or the budget did)."""
+        with self._lock:
+            held = self._bytes.pop(bank_id, None) is not None
+            if held:
+                self.evictions += 1
+        self._evict(bank_id)
+        return held
+
+    def total_bytes(self) -> int:
+        with self._lock:
+            return sum(self._bytes.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._bytes)
+
+
+class _Registered:
+    """What Serve's multiplexer holds for a bank: unloading it (Serve's LRU by count) drops the
+    replica's state for the bank. Serve calls ``__del__`` on unload and Python may call it again
+    at collection; only the registration still current acts."""
+
+    def __init__(self, host: BankHost, bank_id: str) -> None:
+        self.host, self.bank_id = host, bank_id
+        host._registered[bank_id] = self
+
+    def __del__(self) -> None:
+        if self.host._registered.get(self.bank_id) is self:
+            del self.host._registered[self.bank_id]
+            self.host.warm.forget(self.bank_id)
+
+
+class BankHost:
+    """The engine of an Ingress replica: recall and reflect over its warm banks (a mixin; the
+    Ingress calls :meth:`init_host` from its constructor)."""
+
+    def init_host(self, embedder=None, reranker=None) -> None:
+        from serve.deployments import service_memory
+        from serve.metrics import RecallMetrics
+
+        self.engine = service_memory(embedder, reranker)
+        settings = self.engine.settings.serve
+        self.replica = replica_id()
+        self._registered: dict[str, _Registered] = {}
+        derived = self.engine.derived
+
+        def evict(bank_id: str) -> None:
+            derived.evict(bank_id)
+            self.recall_metrics.evictions.inc()
+
+        self.warm = WarmBanks(settings.recall_max_warm_mb * 2**20, size_of=derived.held_units, evict=evict)
+        self.recall_metrics = RecallMetrics(derived.held_banks, self.warm)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        # Serve routes to a replica once __init__ returns. A cold replica builds a bank's
+        # index on its first request (3.4 s for 10k memories here), and requests routed to a
+        # freshly autoscaled replica waited that long (p99 9.5 s at concurrency 8 in the load
+        # benchmark), so the banks named in MEMLANE_SERVE__RECALL_WARM_BANKS, or all banks of
+        # a small store, are loaded before it takes traffic.
+        settings = self.engine.settings
+        banks = list(settings.serve.recall_warm_banks)
+        if not banks:
+            every = self.engine.list_banks()
+            if len(every) <= settings.serve.recall_warm_max_banks:
+                banks = [b.bank_id for b in every]
+        for bank_id in banks:
+            try:
+                self.engine.derived.ensure(bank_id)
+                self.warm.used(bank_id, loaded=True)
+            except Exception:  # noqa: BLE001 - a bank deleted meanwhile; recall loads lazily
+                log.warning("could not warm bank %s", bank_id, exc_info=True)
+
+    @serve.multiplexed(max_num_models_per_replica=MAX_WARM_BANKS)
+    async def _bank(self, bank_id: str) -> _Registered:
+        """Registers the bank with Serve's multiplexer, which then routes the bank's requests
+        (tagged by the proxy) here. Loading happens in the recall itself."""
+        return _Registered(self, bank_id)
+
+    def _recall(self, bank_id: str, request: Any) -> tuple[bytes, bool]:
+        loaded = not self.warm.held(bank_id)
+        t0 = time.perf_counter()
+        result = self.engine.recall(bank_id, request)
+        if loaded:
+            self.recall_metrics.loaded((time.perf_counter() - t0) * 1000)
+        self.warm.used(bank_id, loaded=loaded)
+        self.recall_metrics.record(result.timings_ms, hit=not loaded)
+        return result.model_dump_json(exclude=API_EXCLUDE).encode(), loaded
+
+    async def recall_json(self, bank_id: str, request: Any) -> tuple[bytes, bool]:
+        """The recall's answer as JSON bytes (pydantic-core serialises it; re-encoding a
+        100-memory dict in FastAPI cost more than the recall's search), and whether this
+        replica had to load the bank first. ``request``: a validated
+        :class:`memlane.model.RecallRequest`."""
+        if self.engine.settings.serve.bank_affinity:
+            await self._bank(bank_id)
+        return await asyncio.to_thread(self._recall, bank_id, request)
+
+    async def reflect_json(self, bank_id: str, options: dict[str, Any]) -> bytes:
+        """CARA reflect (LLMNotConfigured, HTTP 503, until an LLM is configured)."""
+        options = dict(options)
+        if self.engine.settings.serve.bank_affinity:
+            await self._bank(bank_id)
+
+        def run() -> bytes:
+            result = self.engine.reflect(bank_id, options.pop("query"), **options)
+            return result.model_dump_json(exclude=REFLECT_EXCLUDE).encode()
+
+        return await asyncio.to_thread(run)
