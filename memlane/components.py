@@ -129,18 +129,20 @@ class Components:
     @property
     def recaller(self):
         if self._recaller is None:
+            from memlane.models.tokens import CachedCounts
             from memlane.recall.pipeline import Recaller
             from memlane.tree.recall import TreeRecall
 
             derived = self.derived
+            embedder = CachedCounts(self.embedder)
             self._recaller = Recaller(
                 self.settings,
                 self.store,
                 self.graph,
-                self.embedder,
+                embedder,
                 self.reranker,
                 derived if derived.with_index else None,
-                tree=TreeRecall(self.store, self.embedder, self.settings, self.tree_llm),
+                tree=TreeRecall(self.store, embedder, self.settings, self.tree_llm),
                 llm=self.tree_llm,  # multi-hop decomposition: the planner's model
             )
         return self._recaller

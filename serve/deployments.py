@@ -47,6 +47,7 @@ def service_memory(embedder_handle=None, reranker_handle=None):
         settings.tree.online = "background"
     if embedder_handle is None:
         embedder = build_embedder(settings)
+        _without_torch(embedder, settings)
     else:
         counter = TokenCounter(resolve_model_path(settings.models.embedder_model))
         embedder = RemoteEmbedder(embedder_handle, counter, settings.models.embedding_dim)
@@ -56,6 +57,23 @@ def service_memory(embedder_handle=None, reranker_handle=None):
     if settings.models.reranker_model and reranker_handle is not None:
         reranker = RemoteReranker(reranker_handle, settings.models.reranker_model)
     return Memory(settings, embedder=embedder, reranker=reranker)
+
+
+def _without_torch(embedder: Any, settings: Any) -> None:
+    """Keep torch out of a replica that needs none: with the ONNX embedder and no
+    cross-encoder, nothing here uses it, but spaCy's thinc imports it when it is installed
+    (+180 MB RSS, +130 MB PSS per process, measured). ``sys.modules["torch"] = None`` is
+    Python's way to make an import fail, which thinc takes as "no torch"."""
+    import sys
+
+    from memlane.models.onnx_embedder import OnnxEmbedder
+
+    if (
+        isinstance(embedder, OnnxEmbedder)
+        and not settings.models.reranker_model
+        and "torch" not in sys.modules
+    ):
+        sys.modules["torch"] = None  # type: ignore[assignment]
 
 
 @serve.deployment(
