@@ -224,6 +224,10 @@ def test_migrate_cli(tmp_path):
     assert "1 banks copied and verified" in ok.output and "switched" in ok.output
     with MilvusStore(_settings(tmp_path), dim=DIM) as s:
         assert s.layout.name == "partition_key" and s.list_unit_ids("ana") == ["u0", "u1", "u2"]
+    unknown = CliRunner().invoke(
+        app, ["store", "migrate", "--to", "per_bank", "--bank", "zed", "--data-dir", str(data)], env=env
+    )
+    assert unknown.exit_code == 2 and "unknown bank(s) zed" in unknown.output
     none = CliRunner().invoke(
         app, ["store", "migrate", "--to", "per_bank", "--data-dir", str(tmp_path / "x")], env=env
     )

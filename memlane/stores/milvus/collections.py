@@ -110,7 +110,8 @@ class Collections:
         Milvus Lite, partition_key on a server), then recorded. A setting that names another
         layout than the recorded one is an error, not an empty store."""
         want = self.settings.store.layout
-        recorded = self.stored_layout()
+        marker = self.recorded_layout()
+        recorded = marker or self.stored_layout()
         if recorded is not None and want not in ("auto", recorded):
             where = self.settings.store.milvus_uri or str(self.settings.data_dir)
             raise ValueError(
@@ -119,7 +120,7 @@ class Collections:
                 f"set MEMLANE_STORE__LAYOUT={recorded} (or auto)"
             )
         name = recorded or (want if want != "auto" else ("per_bank" if self.is_lite else "partition_key"))
-        if recorded is None or self.recorded_layout() is None:
+        if marker is None:  # record it, so a later setting cannot silently read another layout
             self.record_layout(name)
         return name
 
