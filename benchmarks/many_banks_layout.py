@@ -1,7 +1,8 @@
 """Many small banks on the two tenant layouts, through the store and a ``milvus-lite server``.
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/many_banks_layout.py --banks 1000``
-(``--banks 10000``: about 10x longer; ``--per-bank-banks`` sets the per-bank run's size).
+(``--banks 10000``: about 10x longer; ``--per-bank-banks`` sets the per-bank run's size;
+``--migrate`` also times ``memlane store migrate`` of the per-bank store to partition_key).
 
 For each run (a fresh ``milvus-lite server`` on its own data directory, the store of
 memlane.stores.milvus in the layout named, ``flush_writes`` off as on a server, one flush at
@@ -38,6 +39,7 @@ from cluster.local import MilvusLiteServer
 from memlane.model import MemoryUnit
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
+from memlane.stores.milvus.migrate import migrate_layout
 
 DIM = 384
 WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze") for b in range(500)]
@@ -110,7 +112,11 @@ def bank_units(bank: str, n: int, seed: int) -> tuple[list[MemoryUnit], np.ndarr
     return units, vecs
 
 
-def run(layout: str, n_banks: int, units: int, queries: int, root: Path, seed: int) -> dict:
+def run(
+    layout: str, n_banks: int, units: int, queries: int, root: Path, seed: int, migrate_to: str | None = None
+) -> dict:
+    """One layout at ``n_banks`` on a fresh server; ``migrate_to``: then time the migration
+    of the whole store to that layout (memlane store migrate)."""
     data = root / f"{layout}-{n_banks}"
     shutil.rmtree(data, ignore_errors=True)
     server = MilvusLiteServer(data).start()
@@ -179,7 +185,24 @@ def run(layout: str, n_banks: int, units: int, queries: int, root: Path, seed: i
         listed = len(store.list_banks())
         collections = len(store.client.list_collections())
         store.close()
+        # the server's footprint before any migration adds the other layout's copy
+        pid = server.proc.pid if server.proc else 0
+        rss_mb, n_threads, data_mb = round(rss_kb(pid) / 1024.0, 1), threads(pid), round(dir_mb(data), 1)
+        moved: dict = {}
+        if migrate_to:
+            t = time.perf_counter()
+            report = migrate_layout(
+                settings.model_copy(update={"models": {"embedding_dim": DIM}}), migrate_to
+            )
+            took = time.perf_counter() - t
+            assert report.switched and len(report.banks) == n_banks
+            moved = {
+                "migrate_to": migrate_to,
+                "migrate_s": round(took, 1),
+                "migrate_banks_per_s": round(n_banks / took, 1),
+            }
         return {
+            **moved,
             "layout": layout,
             "banks": n_banks,
             "units_per_bank": units,
@@ -196,9 +219,9 @@ def run(layout: str, n_banks: int, units: int, queries: int, root: Path, seed: i
             "dense_recall_at_10": round(float(np.mean(recall)), 4),
             "bm25_finds_source_unit": round(bm25_own / len(probe), 3),
             "foreign_hits": foreign,
-            "server_rss_mb": round(rss_kb(server.proc.pid) / 1024.0, 1) if server.proc else None,
-            "server_threads": threads(server.proc.pid) if server.proc else None,
-            "data_mb": round(dir_mb(data), 1),
+            "server_rss_mb": rss_mb,
+            "server_threads": n_threads,
+            "data_mb": data_mb,
         }
     finally:
         server.stop()
@@ -211,6 +234,7 @@ def main() -> None:
     ap.add_argument("--units", type=int, default=20, help="units per bank")
     ap.add_argument("--queries", type=int, default=100, help="random banks queried per run")
     ap.add_argument("--skip-per-bank", action="store_true", help="only the partition-key run at --banks")
+    ap.add_argument("--migrate", action="store_true", help="time migrating the per-bank run to partition_key")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
@@ -227,7 +251,8 @@ def main() -> None:
     results = []
     try:
         for layout, n in plan:
-            r = run(layout, n, args.units, args.queries, root, args.seed)
+            to = "partition_key" if args.migrate and layout == "per_bank" else None
+            r = run(layout, n, args.units, args.queries, root, args.seed, migrate_to=to)
             results.append(r)
             if not args.json:
                 print(json.dumps(r), flush=True)
