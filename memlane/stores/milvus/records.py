@@ -93,21 +93,6 @@ class Records(Collections):
         rows = self._query_all(self._banks, "", BANK_OUT)
         return sorted((row_bank(r) for r in rows), key=lambda b: b.bank_id)
 
-    def delete_bank(self, bank_id: str) -> None:
-        """Remove the bank and everything in it (its collections, the tree's too, its mental
-        models and directives, and its profile). A no-op for an unknown bank."""
-        check_bank_id(bank_id)
-        with self._write_lock:
-            # Its mental models and directives first: the bank's own row goes last, so a
-            # deletion cut short is retried (the bank still exists) and leaves no orphans.
-            for kind in CURATED_KINDS:
-                keys = [_curated_key(kind, bank_id, i) for i in self._curated_ids(kind, bank_id)]
-                self._delete_ids(self._operations, keys)
-            self._drop_bank_rows(bank_id)
-            self._delete_ids(self._banks, [bank_id])
-            self._delete_ids(self._revisions, [bank_id])
-            self._flush([self._banks, self._revisions, self._operations])
-
     def _drop_bank_rows(self, bank_id: str) -> None:
         """Remove the bank's units, chunks, entities and tree nodes: drop its collections (per
         bank) or delete its rows by the bank filter (partition key). Call with the write lock."""
@@ -124,6 +109,21 @@ class Records(Collections):
             if name in self._ready or c.has_collection(name):
                 c.delete(name, filter=expr)
                 self._flush([name])
+
+    def delete_bank(self, bank_id: str) -> None:
+        """Remove the bank and everything in it (its collections, the tree's too, its mental
+        models and directives, and its profile). A no-op for an unknown bank."""
+        check_bank_id(bank_id)
+        with self._write_lock:
+            # Its mental models and directives first: the bank's own row goes last, so a
+            # deletion cut short is retried (the bank still exists) and leaves no orphans.
+            for kind in CURATED_KINDS:
+                keys = [_curated_key(kind, bank_id, i) for i in self._curated_ids(kind, bank_id)]
+                self._delete_ids(self._operations, keys)
+            self._drop_bank_rows(bank_id)
+            self._delete_ids(self._banks, [bank_id])
+            self._delete_ids(self._revisions, [bank_id])
+            self._flush([self._banks, self._revisions, self._operations])
 
     # ---------------------------------------------------------------------------- revisions
     def get_revision(self, bank_id: str) -> str:
