@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from cluster.common import DataDir, MilvusUri, errors, fail
+from cluster.common import DataDir, errors, fail
 
 store_app = typer.Typer(no_args_is_help=True, help="The store's tenant layout: migrate between layouts.")
 
@@ -31,7 +31,11 @@ def migrate(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     data_dir: Path | None = DataDir,
-    milvus_uri: str | None = MilvusUri,
+    milvus_uri: str | None = typer.Option(
+        None,
+        "--milvus-uri",
+        help="A Milvus server to migrate (default: MEMLANE_STORE__MILVUS_URI, else --data-dir).",
+    ),
 ) -> None:
     """Copy every bank into the other layout, verify counts per bank, then switch the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
