@@ -366,6 +366,13 @@ def _register_eval() -> None:
     register(eval_app, bench_app)
 
 
+def _register_store() -> None:
+    from cluster.migrate_cmd import register
+
+    register(app)
+
+
+_register_store()
 _register_backfill()
 _register_tree()
 _register_serve()

@@ -50,6 +50,13 @@ class StoreSettings(_Area):
     # Where recall's channels search: "memory" (in-process index per bank, derived from Milvus;
     # needed for latency on Milvus Lite) or "milvus" (search a Milvus server directly).
     search_backend: Literal["memory", "milvus"] = "memory"
+    # Where banks' rows live (memlane/stores/milvus/layout.py, docs/milvus-layout.md):
+    # "per_bank" collections (Milvus Lite: a shared collection searched 6-12x slower at 10
+    # banks, benchmarks/milvus_layout.py) or "partition_key" (shared collections, bank_id the
+    # partition key: a Milvus server caps collections at 65,536). "auto": the layout the store
+    # records, else per_bank on Milvus Lite and partition_key on a server. A store records its
+    # layout; `memlane store migrate --to ...` moves it from one to the other.
+    layout: Literal["auto", "per_bank", "partition_key"] = "auto"
     # Bank write leases (memlane/leases.py): a writer that died blocks its bank for at most
     # write_lease_ttl_s (the holder's heartbeat renews it every third of that); a writer waits
     # at most write_lease_wait_s for another writer of the same bank (a backfill bank of

@@ -61,9 +61,16 @@ def chunk(bank: str, cid: str, doc: str = "doc1", **kw) -> Chunk:
     )
 
 
+@pytest.fixture(params=["per_bank", "partition_key"])
+def layout(request) -> str:
+    """Every store test runs on both tenant layouts (memlane/stores/milvus/layout.py)."""
+    return request.param
+
+
 @pytest.fixture
-def store(tmp_path):
-    s = MilvusStore(Settings(data_dir=tmp_path / "data"), dim=DIM)
+def store(tmp_path, layout):
+    s = MilvusStore(Settings(data_dir=tmp_path / "data", store={"layout": layout}), dim=DIM)
+    assert s.layout.name == layout
     yield s
     s.close()
 
@@ -218,8 +225,8 @@ def test_update_without_embedding_keeps_stored_vector(store):
     assert store.count_units("b1") == 1
 
 
-def test_reopen_sees_everything(tmp_path):
-    settings = Settings(data_dir=tmp_path / "data")
+def test_reopen_sees_everything(tmp_path, layout):
+    settings = Settings(data_dir=tmp_path / "data", store={"layout": layout})
     s1 = MilvusStore(settings, dim=DIM)
     s1.upsert_units("b1", [unit("b1", "u1", "persistent kiwi fact", seed=1)])
     s1.upsert_chunks("b1", [chunk("b1", "c1")])
@@ -588,7 +595,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_milvus_lite_server_mode(tmp_path):
+def test_milvus_lite_server_mode(tmp_path, layout):
     exe = shutil.which("milvus-lite") or str(Path(sys.executable).parent / "milvus-lite")
     if not Path(exe).exists():
         pytest.skip("the milvus-lite console script is not installed")
@@ -609,7 +616,9 @@ def test_milvus_lite_server_mode(tmp_path):
                     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
                     pytest.fail(f"milvus-lite server did not start: {err[-500:]}")
                 time.sleep(0.2)
-        settings = Settings(data_dir=tmp_path / "client", milvus_uri=f"http://127.0.0.1:{port}")
+        settings = Settings(
+            data_dir=tmp_path / "client", store={"milvus_uri": f"http://127.0.0.1:{port}", "layout": layout}
+        )
         store = MilvusStore(settings, dim=DIM)
         other = None
         try:

@@ -3,7 +3,9 @@
 The package, by job: ``connection`` (client, shared Lite server, collection names), ``schema``,
 ``collections`` (create/open/load, batched row I/O), ``codec`` (rows <-> model objects, on
 :mod:`memlane.units`), ``records`` (banks, revisions, operations, chunks, entities),
-``unit_records``, ``search`` and ``store`` (:class:`MilvusStore`, all of them together).
+``unit_records``, ``search`` and ``store`` (:class:`MilvusStore`, all of them together);
+``layout`` (per-bank collections or shared partition-key collections: where a bank's rows live)
+and ``migrate`` (moving a store between the two; docs/milvus-layout.md).
 
 Layout decision (measured with ``benchmarks/milvus_layout.py`` on Milvus Lite 3.2.2, pymilvus
 3.0.2, 2 CPU cores, 384-d random unit vectors, synthetic 8-20-word sentences; ms p50 / p95):
@@ -32,8 +34,9 @@ with the number of banks, and counts or scalar queries that materialise every ma
 So each bank gets its own three collections (units, chunks, entities); banks live in one small
 global collection, which is also what ``list_banks`` reads (never the list of collections). The
 cost, ~27 ms to create a bank and a few threads per open bank, is paid once per bank. On a
-Milvus server the same layout works; a deployment with very many small banks may prefer
-partition keys there, where filters do prune segments.
+Milvus server, which caps collections (65,536 per instance), the default is the partition-key
+layout instead (``memlane.stores.milvus.layout``; limits and measurements in
+docs/milvus-layout.md).
 
 Other facts verified here (and relied on below):
 

@@ -48,7 +48,10 @@ class Records(Collections):
         """Create the bank's collections for writing; register a default Bank record if the
         bank has none, so list_banks and delete_bank always see banks that hold data."""
         names = self._names(bank_id)
-        if all(names[k] in self._ready for k in BANK_KINDS):
+        # Per bank, ready collections mean a registered bank (a deletion elsewhere drops them,
+        # which the write sees); shared collections say nothing of one bank, so the partition-
+        # key layout looks its bank row up on every write (one point lookup).
+        if not self.layout.shared and all(names[k] in self._ready for k in BANK_KINDS):
             return names
         with self._write_lock:
             for kind in BANK_KINDS:
@@ -90,21 +93,34 @@ class Records(Collections):
         rows = self._query_all(self._banks, "", BANK_OUT)
         return sorted((row_bank(r) for r in rows), key=lambda b: b.bank_id)
 
+    def _drop_bank_rows(self, bank_id: str) -> None:
+        """Remove the bank's units, chunks, entities and tree nodes: drop its collections (per
+        bank) or delete its rows by the bank filter (partition key). Call with the write lock."""
+        c = self.client
+        names = self._names(bank_id)
+        if not self.layout.shared:
+            for name in names.values():
+                self._forget(name)
+                if c.has_collection(name):
+                    c.drop_collection(name)
+            return
+        expr = self.layout.scope(bank_id)
+        for name in names.values():
+            if name in self._ready or c.has_collection(name):
+                c.delete(name, filter=expr)
+                self._flush([name])
+
     def delete_bank(self, bank_id: str) -> None:
         """Remove the bank and everything in it (its collections, the tree's too, its mental
         models and directives, and its profile). A no-op for an unknown bank."""
-        names = self._names(check_bank_id(bank_id))
+        check_bank_id(bank_id)
         with self._write_lock:
             # Its mental models and directives first: the bank's own row goes last, so a
             # deletion cut short is retried (the bank still exists) and leaves no orphans.
             for kind in CURATED_KINDS:
                 keys = [_curated_key(kind, bank_id, i) for i in self._curated_ids(kind, bank_id)]
                 self._delete_ids(self._operations, keys)
-            c = self.client
-            for name in names.values():
-                self._forget(name)
-                if c.has_collection(name):
-                    c.drop_collection(name)
+            self._drop_bank_rows(bank_id)
             self._delete_ids(self._banks, [bank_id])
             self._delete_ids(self._revisions, [bank_id])
             self._flush([self._banks, self._revisions, self._operations])
@@ -220,7 +236,9 @@ class Records(Collections):
                 raise ValueError(f"chunk {ch.chunk_id!r} belongs to bank {ch.bank_id!r}, not {bank_id!r}")
             latest[ch.chunk_id] = chunk_row(bank_id, ch)
         if latest:
-            self._write_bank(bank_id, lambda names: self._upsert_rows(names["chunks"], list(latest.values())))
+            self._write_bank(
+                bank_id, lambda names: self._bank_upsert(bank_id, names["chunks"], list(latest.values()))
+            )
 
     def get_chunks(self, bank_id: str, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id, in the order asked (unknown ids skipped)."""
@@ -228,7 +246,7 @@ class Records(Collections):
         if not ids:
             check_bank_id(bank_id)
             return []
-        rows = self._read(bank_id, "chunks", lambda n: self._get_rows(n, ids, CHUNK_OUT), [])
+        rows = self._read(bank_id, "chunks", lambda n: self._bank_get(bank_id, n, ids, CHUNK_OUT), [])
         return [row_chunk(bank_id, r) for r in rows]
 
     def iter_chunks(self, bank_id: str, *, batch_size: int = 2000) -> Iterator[list[Chunk]]:
@@ -236,17 +254,19 @@ class Records(Collections):
         once, pages fetched by id, as :meth:`iter_units` does)."""
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        id_rows = self._read(bank_id, "chunks", lambda n: self._query_all(n, "", ["id"]), [])
+        id_rows = self._read(bank_id, "chunks", lambda n: self._bank_query(bank_id, n, "", ["id"]), [])
         ids: list[str] = sorted(r["id"] for r in id_rows)
         for i in range(0, len(ids), batch_size):
             page = ids[i : i + batch_size]
-            rows = self._read(bank_id, "chunks", partial(self._get_rows, ids=page, fields=CHUNK_OUT), [])
+            rows = self._read(
+                bank_id, "chunks", partial(self._bank_get, bank_id, ids=page, fields=CHUNK_OUT), []
+            )
             if rows:
                 yield [row_chunk(bank_id, r) for r in rows]
 
     def count_chunks(self, bank_id: str) -> int:
         """Number of chunks in the bank (0 for an unknown bank)."""
-        return self._read(bank_id, "chunks", self._count, 0)
+        return self._read(bank_id, "chunks", partial(self._bank_count, bank_id), 0)
 
     # ----------------------------------------------------------------------------- entities
 
@@ -262,12 +282,12 @@ class Records(Collections):
             latest[e.entity_id] = entity_row(bank_id, e)
         if latest:
             self._write_bank(
-                bank_id, lambda names: self._upsert_rows(names["entities"], list(latest.values()))
+                bank_id, lambda names: self._bank_upsert(bank_id, names["entities"], list(latest.values()))
             )
 
     def list_entities(self, bank_id: str) -> list[Entity]:
         """All entities of the bank, sorted by id."""
-        rows = self._read(bank_id, "entities", lambda n: self._query_all(n, "", ENTITY_OUT), [])
+        rows = self._read(bank_id, "entities", lambda n: self._bank_query(bank_id, n, "", ENTITY_OUT), [])
         return sorted((row_entity(bank_id, r) for r in rows), key=lambda e: e.entity_id)
 
     def delete_entities(self, bank_id: str, ids: Sequence[str]) -> int:

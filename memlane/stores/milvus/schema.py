@@ -13,18 +13,22 @@ from memlane.stores.milvus.codec import (
     MAX_TEXT_BYTES,
     PLACEHOLDER,
 )
+from memlane.stores.milvus.layout import KEY_EXTRA_BYTES
 from memlane.units import LIST_FIELDS, TIME_FIELDS
 
 
-def build_schema(c: MilvusClient, kind: str, dim: int) -> tuple[Any, Any]:
+def build_schema(c: MilvusClient, kind: str, dim: int, *, shared: bool = False) -> tuple[Any, Any]:
     """The schema and index parameters of a collection of ``kind`` (units, chunks, entities,
-    revisions, operations, banks)."""
+    tree, revisions, operations, banks). ``shared``: a collection of the partition-key layout
+    (memlane/stores/milvus/layout.py): ``bank_id`` is the partition key and the primary key
+    holds ``"<bank>:<id>"``."""
     s = c.create_schema(auto_id=False, enable_dynamic_field=False)
-    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
+    id_bytes = MAX_ID_BYTES + (KEY_EXTRA_BYTES if shared else 0)
+    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=id_bytes)
     ip = c.prepare_index_params()
     arr = dict(element_type=DataType.VARCHAR, max_capacity=MAX_ARRAY, max_length=MAX_ID_BYTES)
     if kind == "units":
-        s.add_field("bank_id", DataType.VARCHAR, max_length=128)
+        s.add_field("bank_id", DataType.VARCHAR, max_length=128, is_partition_key=shared)
         s.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         s.add_field("context", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         # BM25 input: text + context, analysed in Python (memlane/stores/lexical.py).
@@ -61,7 +65,7 @@ def build_schema(c: MilvusClient, kind: str, dim: int) -> tuple[Any, Any]:
         ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         return s, ip
     if kind == "chunks":
-        s.add_field("bank_id", DataType.VARCHAR, max_length=128)
+        s.add_field("bank_id", DataType.VARCHAR, max_length=128, is_partition_key=shared)
         s.add_field("document_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
         s.add_field("session_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
         s.add_field("index", DataType.INT64)
@@ -70,7 +74,7 @@ def build_schema(c: MilvusClient, kind: str, dim: int) -> tuple[Any, Any]:
         s.add_field("started_at", DataType.INT64)
         s.add_field("tags", DataType.ARRAY, **arr)
     elif kind == "entities":
-        s.add_field("bank_id", DataType.VARCHAR, max_length=128)
+        s.add_field("bank_id", DataType.VARCHAR, max_length=128, is_partition_key=shared)
         s.add_field("name", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         s.add_field("type", DataType.VARCHAR, max_length=MAX_ID_BYTES)
         s.add_field("aliases", DataType.ARRAY, **arr)
@@ -81,7 +85,7 @@ def build_schema(c: MilvusClient, kind: str, dim: int) -> tuple[Any, Any]:
         # Temporal tree nodes (memlane/tree): few per bank (sessions, days, weeks, one
         # profile), always read whole, so a FLAT index and JSON for the lists (a profile's
         # children can outgrow an ARRAY's 4096 capacity on a long-lived bank).
-        s.add_field("bank_id", DataType.VARCHAR, max_length=128)
+        s.add_field("bank_id", DataType.VARCHAR, max_length=128, is_partition_key=shared)
         s.add_field("level", DataType.INT64)
         s.add_field("key", DataType.VARCHAR, max_length=MAX_ID_BYTES)
         s.add_field("start", DataType.INT64)

@@ -4,7 +4,7 @@ search over a bank's units, with the filter of :func:`memlane.units.milvus_expr`
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -28,13 +28,16 @@ class Search(Collections):
         return int(limit)
 
     @staticmethod
-    def _hits(results, score, keys: Sequence[str]) -> list[list[Hit]]:
+    def _hits(results, score, keys: Sequence[str], item_id: Callable[[str], str]) -> list[list[Hit]]:
         if not keys:
-            return [[Hit(id=h["id"], score=score(float(h["distance"]))) for h in hits] for hits in results]
+            return [
+                [Hit(id=item_id(h["id"]), score=score(float(h["distance"]))) for h in hits]
+                for hits in results
+            ]
         return [
             [
                 Hit(
-                    id=h["id"],
+                    id=item_id(h["id"]),
                     score=score(float(h["distance"])),
                     fields=row_fields(h.get("entity") or {}, keys),
                 )
@@ -67,7 +70,7 @@ class Search(Collections):
         if not ids:
             return {}
         keys, out = self._output(fields)
-        rows = self._read(bank_id, "units", lambda n: self._get_rows(n, ids, ["id", *out]), [])
+        rows = self._read(bank_id, "units", lambda n: self._bank_get(bank_id, n, ids, ["id", *out]), [])
         return {r["id"]: row_fields(r, keys) for r in rows}
 
     def search_dense(
@@ -106,7 +109,7 @@ class Search(Collections):
                 data=arr.tolist(),
                 anns_field="embedding",
                 limit=limit,
-                filter=expr,
+                filter=self.layout.scope(bank_id, expr),
                 output_fields=out,
                 search_params={"metric_type": "COSINE"},
             ),
@@ -114,7 +117,7 @@ class Search(Collections):
         )
         if res is None:
             return [[] for _ in range(arr.shape[0])]
-        return self._hits(res, lambda d: d, keys)
+        return self._hits(res, lambda d: d, keys, self.layout.item_id)
 
     def search_lexical(
         self,
@@ -143,7 +146,7 @@ class Search(Collections):
                 data=[query],
                 anns_field="sparse",
                 limit=limit,
-                filter=expr,
+                filter=self.layout.scope(bank_id, expr),
                 output_fields=out,
                 search_params={"metric_type": "BM25"},
             ),
@@ -152,7 +155,7 @@ class Search(Collections):
         if not res:
             return []
         # Lite returns BM25 negated (best = most negative), a server positive: abs() fits both.
-        hits = self._hits(res, abs, keys)[0]
+        hits = self._hits(res, abs, keys, self.layout.item_id)[0]
         hits.sort(key=lambda h: -h.score)  # stable: keeps the engine's order among ties
         return hits
 
@@ -186,14 +189,14 @@ class Search(Collections):
         keys, out = self._output(fields)
 
         def run(name: str) -> list[Hit]:
-            cands = self._query_all(name, expr, ["id", "t_start", "t_end"])
+            cands = self._bank_query(bank_id, name, expr, ["id", "t_start", "t_end"])
             cands.sort(key=lambda r: (abs(int(r["t_start"]) + int(r["t_end"]) - mid2), r["id"]))
             ids = [r["id"] for r in cands[:limit]]
             if not keys:
                 return [Hit(id=i, score=0.0) for i in ids]
             return [
                 Hit(id=r["id"], score=0.0, fields=row_fields(r, keys))
-                for r in self._get_rows(name, ids, ["id", *out])
+                for r in self._bank_get(bank_id, name, ids, ["id", *out])
             ]
 
         return self._read(bank_id, "units", run, [])

@@ -88,7 +88,7 @@ class TreeRecords(Records):
 
         def write(names: dict[str, str]) -> None:
             self._ensure(names["tree"], "tree")
-            self._upsert_rows(names["tree"], rows)
+            self._bank_upsert(bank_id, names["tree"], rows)
 
         self._write_bank(bank_id, write)
 
@@ -96,7 +96,7 @@ class TreeRecords(Records):
         """Every tree node of the bank, by level then start time ([] before consolidation),
         source turns filled in at every level."""
         fields = [*_OUT, "embedding"] if with_embedding else _OUT
-        rows = self._read(bank_id, "tree", lambda n: self._query_all(n, "", fields), [])
+        rows = self._read(bank_id, "tree", lambda n: self._bank_query(bank_id, n, "", fields), [])
         nodes = [_node(bank_id, r) for r in rows]
         nodes.sort(key=lambda n: (int(n.level), n.start, n.id))
         return fill_source_turns(nodes)

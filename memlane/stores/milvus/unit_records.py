@@ -36,7 +36,7 @@ class UnitRecords(Records):
             missing = [i for i, u in latest.items() if u.embedding is None]
             stored: dict[str, list[float]] = {}
             if missing:
-                for row in self._get_rows(names["units"], missing, ["id", "embedding"]):
+                for row in self._bank_get(bank_id, names["units"], missing, ["id", "embedding"]):
                     stored[row["id"]] = row["embedding"]
                 absent = [i for i in missing if i not in stored]
                 if absent:
@@ -45,7 +45,7 @@ class UnitRecords(Records):
                 unit_row(bank_id, u, u.embedding if u.embedding is not None else stored[u.id], self.dim)
                 for u in latest.values()
             ]
-            self._upsert_rows(names["units"], rows)
+            self._bank_upsert(bank_id, names["units"], rows)
 
         self._write_bank(bank_id, write)
 
@@ -58,7 +58,7 @@ class UnitRecords(Records):
             check_bank_id(bank_id)
             return []
         fields = UNIT_OUT + (["embedding"] if with_embedding else [])
-        rows = self._read(bank_id, "units", lambda n: self._get_rows(n, ids, fields), [])
+        rows = self._read(bank_id, "units", lambda n: self._bank_get(bank_id, n, ids, fields), [])
         return [row_unit(bank_id, r, with_embedding) for r in rows]
 
     def iter_units(
@@ -71,12 +71,12 @@ class UnitRecords(Records):
         window. Units written meanwhile may be missed; deleted ones are skipped."""
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        id_rows = self._read(bank_id, "units", lambda n: self._query_all(n, "", ["id"]), [])
+        id_rows = self._read(bank_id, "units", lambda n: self._bank_query(bank_id, n, "", ["id"]), [])
         ids: list[str] = sorted(r["id"] for r in id_rows)
         fields = UNIT_OUT + (["embedding"] if with_embedding else [])
         for i in range(0, len(ids), batch_size):
             page = ids[i : i + batch_size]
-            rows = self._read(bank_id, "units", partial(self._get_rows, ids=page, fields=fields), [])
+            rows = self._read(bank_id, "units", partial(self._bank_get, bank_id, ids=page, fields=fields), [])
             if rows:
                 yield [row_unit(bank_id, r, with_embedding) for r in rows]
 
@@ -84,14 +84,16 @@ class UnitRecords(Records):
         """Ids of the bank's units that pass ``flt`` (all units, invalidated ones included,
         when None), sorted; [] for an unknown bank."""
         expr = milvus_expr(flt)
-        rows = self._read(bank_id, "units", lambda n: self._query_all(n, expr, ["id"]), [])
+        rows = self._read(bank_id, "units", lambda n: self._bank_query(bank_id, n, expr, ["id"]), [])
         return sorted(r["id"] for r in rows)
 
     def document_counts(self, bank_id: str) -> dict[str, dict[str, int]]:
         """``{document_id: {"units": n, "chunks": m}}`` for every document of the bank."""
         out: dict[str, dict[str, int]] = {}
         for kind in ("units", "chunks"):
-            rows = self._read(bank_id, kind, lambda n: self._query_all(n, "", ["document_id"]), [])
+            rows = self._read(
+                bank_id, kind, lambda n: self._bank_query(bank_id, n, "", ["id", "document_id"]), []
+            )
             for r in rows:
                 counts = out.setdefault(r["document_id"], {"units": 0, "chunks": 0})
                 counts[kind] += 1
@@ -99,7 +101,7 @@ class UnitRecords(Records):
 
     def count_units(self, bank_id: str) -> int:
         """Number of units in the bank (0 for an unknown bank)."""
-        return self._read(bank_id, "units", self._count, 0)
+        return self._read(bank_id, "units", partial(self._bank_count, bank_id), 0)
 
     def delete_units(self, bank_id: str, ids: Sequence[str]) -> int:
         """Delete units by id; returns how many existed. Links of other units that pointed at
@@ -110,12 +112,12 @@ class UnitRecords(Records):
             return 0
         with self._write_lock:
             existing = self._read(
-                bank_id, "units", lambda n: [r["id"] for r in self._get_rows(n, ids, ["id"])], []
+                bank_id, "units", lambda n: [r["id"] for r in self._bank_get(bank_id, n, ids, ["id"])], []
             )
             if not existing:
                 return 0
             name = self._names(bank_id)["units"]
-            self._delete_ids(name, existing)
+            self._bank_delete(bank_id, name, existing)
             self._prune_links(bank_id, name, existing)
             self._flush([name])
             return len(existing)
@@ -125,7 +127,7 @@ class UnitRecords(Records):
         fields = UNIT_OUT + ["embedding"]
         for i in range(0, len(deleted), ID_BATCH):
             expr = f"array_contains_any(link_targets, {str_list(deleted[i : i + ID_BATCH])})"
-            rows = self._query_all(name, expr, fields)
+            rows = self._bank_query(bank_id, name, expr, fields)
             units = [row_unit(bank_id, r, True) for r in rows if r["id"] not in gone]
             fixed = [
                 u.model_copy(update={"links": [x for x in u.links if x.target_id not in gone]}) for u in units
@@ -135,7 +137,7 @@ class UnitRecords(Records):
                 # read with the "embedding" field, a required vector field: row_unit filled it
                 assert u.embedding is not None
                 out.append(unit_row(bank_id, u, u.embedding, self.dim))
-            self._upsert_rows(name, out, flush=False)
+            self._bank_upsert(bank_id, name, out, flush=False)
 
     def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks; returns ``{"units": n, "chunks": m}``. Links of
@@ -146,16 +148,22 @@ class UnitRecords(Records):
         expr = f"document_id == {escape_string(document_id)}"
         with self._write_lock:
             unit_ids = [
-                r["id"] for r in self._read(bank_id, "units", lambda n: self._query_all(n, expr, ["id"]), [])
+                r["id"]
+                for r in self._read(
+                    bank_id, "units", lambda n: self._bank_query(bank_id, n, expr, ["id"]), []
+                )
             ]
             chunk_ids = [
-                r["id"] for r in self._read(bank_id, "chunks", lambda n: self._query_all(n, expr, ["id"]), [])
+                r["id"]
+                for r in self._read(
+                    bank_id, "chunks", lambda n: self._bank_query(bank_id, n, expr, ["id"]), []
+                )
             ]
             names = self._names(bank_id)
             if unit_ids:
-                self._delete_ids(names["units"], unit_ids)
+                self._bank_delete(bank_id, names["units"], unit_ids)
                 self._prune_links(bank_id, names["units"], unit_ids)
             if chunk_ids:
-                self._delete_ids(names["chunks"], chunk_ids)
+                self._bank_delete(bank_id, names["chunks"], chunk_ids)
             self._flush([names[k] for k, ids in (("units", unit_ids), ("chunks", chunk_ids)) if ids])
         return {"units": len(unit_ids), "chunks": len(chunk_ids)}
