@@ -11,9 +11,12 @@ $(STAMP): pyproject.toml
 	@echo "installing Memlane into $(VENV) (log: $(VENV)/install.log)"
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@# Pin torch before anything depends on it (the CPU build; unpinned pulls CUDA wheels).
+	@# Then export MiniLM to ONNX once (memlane/models/onnx_embedder.py), so no process waits
+	@# ~20 s for it at first use.
 	@( $(BIN)/pip install --upgrade pip && \
 	   $(BIN)/pip install torch==2.13.0 && \
-	   $(BIN)/pip install -e ".[dev]" ) > $(VENV)/install.log 2>&1 \
+	   $(BIN)/pip install -e ".[dev]" && \
+	   $(BIN)/python -m memlane.models.onnx_embedder ) > $(VENV)/install.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 
