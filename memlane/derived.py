@@ -91,6 +91,7 @@ class DerivedState:
         self._warming: set[str] = set()  # banks queued or loading in the background
         self._generation: dict[str, int] = {}  # bumped by drop/evict: a load in flight is void
         self._pool: ThreadPoolExecutor | None = None
+        self._closing = False
         #: how each bank was last brought up to date: "delta" or "load" (benchmarks and tests
         #: read it; nothing depends on it)
         self.last_refresh: dict[str, str] = {}
@@ -186,7 +187,8 @@ class DerivedState:
                     return
                 self._load(bank_id, self.store.get_revision(bank_id), generation)
         except Exception:  # noqa: BLE001 - the next recall of the bank tries again
-            log.warning("background load of bank %s failed", bank_id, exc_info=True)
+            if not self._closing:  # a load cut short by close() is expected
+                log.warning("background load of bank %s failed", bank_id, exc_info=True)
         finally:
             with self._guard:
                 self._warming.discard(bank_id)
@@ -200,6 +202,7 @@ class DerivedState:
 
     def close(self) -> None:
         """Stop the background loads (queued ones are dropped)."""
+        self._closing = True
         with self._guard:
             pool, self._pool = self._pool, None
         if pool is not None:

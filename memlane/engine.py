@@ -234,8 +234,15 @@ class Memory(CuratedMethods, FactsMethods, TreeMethods, DeferredExtraction, Comp
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc) from None
         self.get_bank(bank_id)
-        revision = self.derived.ensure(bank_id).revision
-        return self._with_mental_models(bank_id, req, self.recaller.recall(bank_id, req, revision))
+        if self.settings.recall.cold_bank == "store" and self.derived.warm_later(bank_id):
+            # A bank this process does not hold: answered by the store while it loads.
+            revision = self.store.get_revision(bank_id)
+            result = self.recaller.recall(bank_id, req, revision, search=self.store)
+            result.cold = True
+        else:
+            revision = self.derived.ensure(bank_id).revision
+            result = self.recaller.recall(bank_id, req, revision)
+        return self._with_mental_models(bank_id, req, result)
 
     # reflect ------------------------------------------------------------------------------
     @property
