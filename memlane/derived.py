@@ -258,6 +258,7 @@ class DerivedState:
     def _void(self, bank_id: str) -> None:
         with self._guard:
             self._generation[bank_id] = self._generation.get(bank_id, 0) + 1
+        self.last_refresh.pop(bank_id, None)
 
     def drop(self, bank_id: str) -> None:
         self._void(bank_id)

@@ -234,10 +234,15 @@ class Memory(CuratedMethods, FactsMethods, TreeMethods, DeferredExtraction, Comp
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc) from None
         self.get_bank(bank_id)
-        if self.settings.recall.cold_bank == "store" and self.derived.warm_later(bank_id):
-            # A bank this process does not hold: answered by the store while it loads.
+        if self.settings.recall.cold_bank == "store" and not self.derived.held(bank_id):
+            # A bank this process does not hold: answered by the store, then loaded in the
+            # background (started after the answer: a load running beside it took the GIL
+            # from it, and a first recall at 1k memories was no faster than waiting).
             revision = self.store.get_revision(bank_id)
-            result = self.recaller.recall(bank_id, req, revision, search=self.store)
+            try:
+                result = self.recaller.recall(bank_id, req, revision, search=self.store)
+            finally:
+                self.derived.warm_later(bank_id)
             result.cold = True
         else:
             revision = self.derived.ensure(bank_id).revision
