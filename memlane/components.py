@@ -183,5 +183,7 @@ class Components:
             self._cara.close()  # runs the queued jobs first: they write to the store
         if self._recaller is not None:
             self._recaller.close()
+        if self._derived is not None:
+            self._derived.close()  # background loads of cold banks
         if self._store is not None:
             self._store.close()

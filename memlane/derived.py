@@ -2,23 +2,33 @@
 
 Both are rebuilt from the store of record, so they can be dropped at any time. Each bank's
 state remembers the store's revision token it was built at; :meth:`DerivedState.ensure`
-compares it with the store's current token (one point lookup, ~1 ms) and reloads on a change,
-so a write made by another process (a backfill worker, another Serve replica) is seen by the
-next recall here. Writes made through this process update the state in place instead.
+compares it with the store's current token (one point lookup, ~1 ms) and on a change brings the
+state up to date, so a write made by another process (a backfill worker, another Serve replica)
+is seen by the next recall here: by the delta the writes since its token wrote, read from the
+bank's revision log (memlane/revlog.py: the changed units fetched by id in one query, removed
+ones dropped), or by a full reload when the log cannot say (too far behind, a write that did
+not say what it changed, a deleted bank). Writes made through this process update the state in
+place instead.
+
+Cold banks: :meth:`DerivedState.warm_later` starts loading a bank this process does not hold on
+a small background pool (one load per bank), so recall can answer that first call from the
+store (memlane/engine.py, ``recall.cold_bank``) instead of waiting for the whole load.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from memlane.interfaces import GraphNode, GraphStore, Hit, UnitFilter, VectorStore
 from memlane.model import MemoryUnit
 from memlane.recall.index import BankIndex
+from memlane.revlog import RevisionDelta, between
 from memlane.units import effective_interval
 
 log = logging.getLogger(__name__)
@@ -52,8 +62,21 @@ class DerivedState:
     A :class:`memlane.interfaces.SearchBackend`, like the store, so recall and retain run on
     either."""
 
-    def __init__(self, store: VectorStore, graph: GraphStore, dim: int, *, with_index: bool = True) -> None:
-        """``with_index=False`` keeps graphs only (search goes to a Milvus server)."""
+    def __init__(
+        self,
+        store: VectorStore,
+        graph: GraphStore,
+        dim: int,
+        *,
+        with_index: bool = True,
+        warm_workers: int = 1,
+        warm_queue: int = 64,
+    ) -> None:
+        """``with_index=False`` keeps graphs only (search goes to a Milvus server).
+        ``warm_workers`` background loads of cold banks run at once, and at most
+        ``warm_queue`` wait (beyond that a cold bank is not queued: its next recall asks
+        again). One worker: a load is CPU-bound Python (3.4 s at 10k memories) and two
+        machines' worth of cores are rare where Memlane runs; more only make each slower."""
         self.store = store
         self.graph = graph
         self.dim = dim
@@ -63,13 +86,24 @@ class DerivedState:
         self._indexes: dict[str, BankIndex] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._warm_workers = warm_workers
+        self._warm_queue = warm_queue
+        self._warming: set[str] = set()  # banks queued or loading in the background
+        self._generation: dict[str, int] = {}  # bumped by drop/evict: a load in flight is void
+        self._pool: ThreadPoolExecutor | None = None
+        self._closing = False
+        #: how each bank was last brought up to date: "delta" or "load" (benchmarks and tests
+        #: read it; nothing depends on it)
+        self.last_refresh: dict[str, str] = {}
 
     def _lock(self, bank_id: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(bank_id, threading.Lock())
 
     def ensure(self, bank_id: str) -> BankIndex:
-        """The bank's index (and graph), reloaded from the store when its revision changed."""
+        """The bank's index (and graph), brought up to date when its revision changed: by the
+        delta in the bank's revision log when it leads from the token held here to the current
+        one, else by a full reload."""
         token = self.store.get_revision(bank_id)
         index = self._indexes.get(bank_id)
         if index is not None and index.revision == token:
@@ -78,9 +112,103 @@ class DerivedState:
             index = self._indexes.get(bank_id)
             if index is not None and index.revision == token:
                 return index
+            if index is not None and self._refresh(bank_id, index, token):
+                return index
             return self._load(bank_id, token)
 
-    def _load(self, bank_id: str, token: str) -> BankIndex:
+    def _refresh(self, bank_id: str, index: BankIndex, token: str) -> bool:
+        """Apply the delta from ``index.revision`` to ``token`` when the log proves it (caller
+        holds the bank's lock); False when it cannot (the caller reloads)."""
+        _, steps = self.store.revision_log(bank_id)
+        path = between(index.revision, token, steps)
+        if path is None:
+            return False
+        upserted, removed = path
+        if len(upserted) + len(removed) > max(1000, len(index)):
+            return False  # as much as the bank itself: a reload costs no more
+        self._apply(bank_id, index, upserted, removed)
+        index.revision = token
+        self.last_refresh[bank_id] = "delta"
+        log.debug("bank %s: applied %d upserts, %d removals", bank_id, len(upserted), len(removed))
+        return True
+
+    def apply_delta(self, bank_id: str, upserted: Iterable[str], removed: Iterable[str]) -> RevisionDelta:
+        """Bring the bank's state (held here, at the store's state before the change) up to date
+        with units changed in the store: ``upserted`` ids are read again (an id the store no
+        longer holds is removed), ``removed`` ids dropped, and units that declared links to
+        removed ids read again too (the store pruned those links). Returns what was applied,
+        with an empty ``base`` (the caller's). For this process's own deletes (memlane/writes.py)."""
+        index = self.index(bank_id)
+        with self._lock(bank_id):
+            return self._apply(bank_id, index, set(upserted), set(removed))
+
+    def _apply(self, bank_id: str, index: BankIndex, upserted: set[str], removed: set[str]) -> RevisionDelta:
+        if removed:
+            upserted |= self.graph.linking_to(bank_id, sorted(removed))
+        upserted -= removed
+        units = self.store.get_units(bank_id, sorted(upserted), with_embedding=self.with_index)
+        found = {u.id for u in units}
+        gone = sorted(removed | (upserted - found))
+        if gone:
+            if self.with_index:
+                index.remove(gone)
+            self.graph.remove_nodes(bank_id, gone)
+        if units:
+            if self.with_index:
+                index.upsert(units)
+            self.graph.add_nodes(bank_id, [node_of(u) for u in units])
+        return RevisionDelta("", sorted(found), gone)
+
+    def held(self, bank_id: str) -> bool:
+        """True when this process holds the bank's state (current or not)."""
+        return bank_id in self._indexes
+
+    def warm_later(self, bank_id: str) -> bool:
+        """For a bank this process does not hold: start loading it in the background (once per
+        bank, on a bounded pool) and return True, so the caller answers from the store. False
+        when the bank is held (the caller uses :meth:`ensure`)."""
+        if bank_id in self._indexes:
+            return False
+        with self._guard:
+            if bank_id in self._warming or len(self._warming) >= self._warm_queue:
+                return True
+            self._warming.add(bank_id)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._warm_workers, thread_name_prefix="memlane-warm")
+            generation = self._generation.get(bank_id, 0)
+            pool = self._pool
+        pool.submit(self._warm, bank_id, generation)
+        return True
+
+    def _warm(self, bank_id: str, generation: int) -> None:
+        try:
+            with self._lock(bank_id):
+                if bank_id in self._indexes or self._generation.get(bank_id, 0) != generation:
+                    return
+                self._load(bank_id, self.store.get_revision(bank_id), generation)
+        except Exception:  # noqa: BLE001 - the next recall of the bank tries again
+            if not self._closing:  # a load cut short by close() is expected
+                log.warning("background load of bank %s failed", bank_id, exc_info=True)
+        finally:
+            with self._guard:
+                self._warming.discard(bank_id)
+
+    def wait_warm(self) -> None:
+        """Wait for the background loads queued so far (tests and benchmarks)."""
+        with self._guard:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def close(self) -> None:
+        """Stop the background loads (queued ones are dropped)."""
+        self._closing = True
+        with self._guard:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _load(self, bank_id: str, token: str, generation: int | None = None) -> BankIndex:
         index = BankIndex(self.dim, revision=token)
         nodes: list[GraphNode] = []
         for batch in self.store.iter_units(bank_id, with_embedding=self.with_index):
@@ -93,8 +221,11 @@ class DerivedState:
         # 215 ms, and each snapshot write with fsync 114 ms; 100k: 0.3 s vs 1.4 s), and a
         # snapshot with the right unit count could still be stale (another process
         # re-retained with other links).
+        if generation is not None and self._generation.get(bank_id, 0) != generation:
+            return index  # dropped or evicted while loading in the background: keep nothing
         self.graph.rebuild(bank_id, nodes)
         self._indexes[bank_id] = index
+        self.last_refresh[bank_id] = "load"
         log.info("loaded bank %s: %d units at revision %s", bank_id, len(index), token or "-")
         return index
 
@@ -104,13 +235,18 @@ class DerivedState:
             self.index(bank_id).upsert(units)
         self.graph.add_nodes(bank_id, [node_of(u) for u in units])
 
-    def wrote(self, bank_id: str, seen: str) -> None:
+    def wrote(self, bank_id: str, seen: str, delta: RevisionDelta | None = None) -> None:
         """Record a write this process made to the bank (its state already updated in place).
 
         ``seen`` is the token the state was at before the write; if another process wrote in
-        between, the state is marked stale so the next ensure() reloads it."""
+        between, the state is marked stale so the next ensure() reloads it. ``delta`` (unit ids
+        the write upserted and removed) goes to the bank's revision log, so other processes
+        apply it instead of reloading; None (a failed write) makes them reload. Call it with the
+        bank's lease held (memlane/writes.py): the log is read, extended and written back."""
         current = self.store.get_revision(bank_id)
-        token = self.store.bump_revision(bank_id)
+        if delta is not None:
+            delta = RevisionDelta(seen, delta.upserted, delta.removed) if current == seen else None
+        token = self.store.bump_revision(bank_id, delta)
         index = self._indexes.get(bank_id)
         if index is not None:
             index.revision = token if current == seen else "stale"
@@ -119,18 +255,28 @@ class DerivedState:
         """How many banks this process holds an index (and graph) for right now."""
         return len(self._indexes)
 
+<<<<<<< HEAD
     def held_units(self, bank_id: str) -> int:
         """How many memories this process holds for the bank (0: it holds none)."""
         index = self._indexes.get(bank_id)
         return len(index) if index is not None else 0
+=======
+    def _void(self, bank_id: str) -> None:
+        with self._guard:
+            self._generation[bank_id] = self._generation.get(bank_id, 0) + 1
+        self.last_refresh.pop(bank_id, None)
+>>>>>>> i14-delta
 
     def drop(self, bank_id: str) -> None:
+        self._void(bank_id)
         self._indexes.pop(bank_id, None)
         self.graph.drop_bank(bank_id)
 
     def evict(self, bank_id: str) -> None:
         """Forget the bank's state in this process (a backfill worker that retains thousands of
-        banks keeps only the bank in hand); the next ensure() reloads it from the store."""
+        banks keeps only the bank in hand); the next ensure() reloads it from the store. A
+        background load in flight keeps nothing."""
+        self._void(bank_id)
         self._indexes.pop(bank_id, None)
         self.graph.evict(bank_id)
 

@@ -237,13 +237,26 @@ class Memory(CuratedMethods, FactsMethods, TreeMethods, DeferredExtraction, Comp
             req = query if isinstance(query, RecallRequest) else RecallRequest(query=query, **options)
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc) from None
-        revision = self.derived.ensure(_valid_bank_id(bank_id)).revision
+        bank_id = _valid_bank_id(bank_id)
+        cold = self.settings.recall.cold_bank == "store" and not self.derived.held(bank_id)
+        revision = self.store.get_revision(bank_id) if cold else self.derived.ensure(bank_id).revision
         if not revision:
             # A bank's revision row goes with the bank (deleted last), so a token proves the
             # bank exists; only a bank never written to needs the lookup (one store round
             # trip of the three a recall made, measured on the peer workload).
             self.get_bank(bank_id)
-        return self._with_mental_models(bank_id, req, self.recaller.recall(bank_id, req, revision))
+        if cold:
+            # A bank this process does not hold: answered by the store, then loaded in the
+            # background (started after the answer: a load running beside it took the GIL
+            # from it, and a first recall at 1k memories was no faster than waiting).
+            try:
+                result = self.recaller.recall(bank_id, req, revision, search=self.store)
+            finally:
+                self.derived.warm_later(bank_id)
+            result.cold = True
+        else:
+            result = self.recaller.recall(bank_id, req, revision)
+        return self._with_mental_models(bank_id, req, result)
 
     # reflect ------------------------------------------------------------------------------
     @property

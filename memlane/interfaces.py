@@ -13,6 +13,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkabl
 import numpy as np
 
 from memlane.model import Bank, Chunk, Entity, FactType, Link, MemoryUnit, TreeNode
+from memlane.revlog import RevisionDelta, RevisionStep
 
 
 @runtime_checkable
@@ -154,8 +155,15 @@ class VectorStore(SearchBackend, Protocol):
         """The bank's revision token ('' before its first write)."""
         ...
 
-    def bump_revision(self, bank_id: str) -> str:
-        """Give the bank a new revision token and return it (after every write to the bank)."""
+    def bump_revision(self, bank_id: str, delta: RevisionDelta | None = None) -> str:
+        """Give the bank a new revision token and return it (after every write to the bank).
+        ``delta``: what the write changed, appended to the bank's revision log
+        (memlane/revlog.py); only under the bank's lease. None: the change is unknown and
+        processes holding the bank reload it in full."""
+        ...
+
+    def revision_log(self, bank_id: str) -> tuple[str, list[RevisionStep]]:
+        """The bank's revision log: the token it ends at and its steps, oldest first."""
         ...
 
     # units
@@ -242,6 +250,11 @@ class GraphStore(Protocol):
         ...
 
     def has_bank(self, bank_id: str) -> bool: ...
+    def linking_to(self, bank_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids of the bank's units that declare a link (of any type or weight) to one of ``ids``:
+        the units whose stored links a deletion of ``ids`` prunes."""
+        ...
+
     def unit_ids(self, bank_id: str) -> list[str]:
         """The ids of the units in the bank's graph ([] for a bank not held)."""
         ...

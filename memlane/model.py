@@ -453,6 +453,9 @@ class RecallResult(BaseModel):
     abstain: bool = False
     abstain_reason: str | None = None
     abstain_signals: dict[str, Any] = Field(default_factory=dict)
+    # Answered from the store's own searches while this process loaded the bank (a cold bank,
+    # settings recall.cold_bank="store"): no graph spreading and no chunk prior in this answer.
+    cold: bool = False
 
     def ranked(self) -> list[RecalledMemory | RecalledNode]:
         """Memories and nodes in one ranking, best first: each node at its ``rank``, the

@@ -144,6 +144,14 @@ class RecallSettings(_Area):
     # --systems memlane,nodecomp` with MEMLANE_RECALL__DECOMPOSE=rules). The LLM decomposer
     # is not measured (no model on the dev machine) and would add a model call to every recall.
     decompose: Literal["auto", "rules", "llm", "off"] = "off"
+    # A recall on a bank this process does not hold yet (a cold bank: the first recall after a
+    # start, or on a replica that never served it): "store" answers it from the store's own
+    # searches while the bank loads in the background (no graph spreading and no chunk prior
+    # for that answer; the result says cold=true), "wait" loads the bank first (3.4 s at 10k
+    # memories). Figures: benchmarks/refresh_bench.py. The engine waits (an evaluation or a
+    # CLI recall gets the full pipeline on its first call); the service (serve/) answers from
+    # the store unless MEMLANE_RECALL__COLD_BANK says otherwise.
+    cold_bank: Literal["store", "wait"] = "wait"
 
 
 class KeyPolicy(_Area):

@@ -45,6 +45,11 @@ def service_memory(embedder_handle=None, reranker_handle=None):
         # The service keeps every bank's temporal tree current: consolidation after each write,
         # on a background thread of the replica that wrote (the engine's own default is "off").
         settings.tree.online = "background"
+    if "MEMLANE_RECALL__COLD_BANK" not in os.environ:
+        # A replica's first recall of a bank answers from the store while the bank loads in
+        # the background, instead of waiting for the load (27 s vs 0.85 s at 10k memories on
+        # the loaded dev machine, benchmarks/refresh_bench.py).
+        settings.recall.cold_bank = "store"
     if embedder_handle is None:
         embedder = build_embedder(settings)
         _without_torch(embedder, settings)

@@ -8,6 +8,7 @@ semantic one, whose top hits are its seeds.
 
 from __future__ import annotations
 
+import copy
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -69,9 +70,16 @@ class Recaller:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def recall(self, bank_id: str, req: RecallRequest, revision: str = "") -> RecallResult:
+    def recall(
+        self, bank_id: str, req: RecallRequest, revision: str = "", search: SearchBackend | None = None
+    ) -> RecallResult:
         """Recall for ``req``; ``revision`` is the bank's revision the caller's derived state
-        is at (the tree stage caches the bank's tree by it)."""
+        is at (the tree stage caches the bank's tree by it). ``search`` replaces the configured
+        backend for this call (the store, for a bank this process does not hold yet)."""
+        if search is not None and search is not self.search:
+            other = copy.copy(self)  # shares the pool and the models
+            other.search = search
+            return other.recall(bank_id, req, revision)
         from memlane.temporal import proximity, query_interval
 
         s = self.settings

@@ -9,7 +9,9 @@ from typing import Any, Iterator, Sequence
 
 from pymilvus.exceptions import MilvusException
 
+from memlane import revlog
 from memlane.model import Bank, Chunk, Entity, check_bank_id
+from memlane.revlog import RevisionDelta, RevisionStep
 from memlane.stores.milvus.codec import (
     BANK_OUT,
     CHUNK_OUT,
@@ -33,6 +35,13 @@ BANK_KINDS = ("units", "chunks", "entities")
 
 
 CURATED_KINDS = ("model", "directive")
+
+
+def _revlog_key(bank_id: str) -> str:
+    # The revision log (memlane/revlog.py) lives in the operations collection, keyed
+    # "revlog:<bank>": its JSON field holds it, so the revisions collection's schema is
+    # unchanged (Milvus Lite cannot add a field to an existing collection).
+    return f"revlog:{bank_id}"
 
 
 def _curated_key(kind: str, bank_id: str, item_id: str) -> str:
@@ -123,6 +132,7 @@ class Records(Collections):
             self._drop_bank_rows(bank_id)
             self._delete_ids(self._banks, [bank_id])
             self._delete_ids(self._revisions, [bank_id])
+            self._delete_ids(self._operations, [_revlog_key(bank_id)])
             self._flush([self._banks, self._revisions, self._operations])
 
     # ---------------------------------------------------------------------------- revisions
@@ -132,14 +142,34 @@ class Records(Collections):
         rows = self._get_rows(self._revisions, [check_bank_id(bank_id)], ["id", "revision"])
         return rows[0]["revision"] if rows else ""
 
-    def bump_revision(self, bank_id: str) -> str:
+    def bump_revision(self, bank_id: str, delta: RevisionDelta | None = None) -> str:
         """Give the bank a new random revision token and return it. Called after every write
-        to the bank; random, not a counter, so concurrent writers never need to read first."""
+        to the bank; random, not a counter, so concurrent writers never need to read first.
+
+        With ``delta`` (what the write changed, under the bank's lease) the write is also
+        appended to the bank's revision log (memlane/revlog.py) before the token changes, so a
+        reader that sees the new token finds the step that leads to it. Without one the log is
+        left alone: it no longer ends at the bank's token, so readers reload in full."""
+        check_bank_id(bank_id)
         token = uuid.uuid4().hex
-        self._upsert_rows(
-            self._revisions, [{"id": check_bank_id(bank_id), "revision": token, "_v": PLACEHOLDER}]
-        )
+        if delta is not None:
+            current = self.get_revision(bank_id)
+            log_token, steps = self.revision_log(bank_id)
+            kept = revlog.append(current, log_token, steps, delta, token)
+            # Not flushed: a log lost with an unflushed memtable only costs readers a reload.
+            self._upsert_rows(
+                self._operations,
+                [{"id": _revlog_key(bank_id), "record": revlog.log_record(token, kept), "_v": PLACEHOLDER}],
+                flush=False,
+            )
+        self._upsert_rows(self._revisions, [{"id": bank_id, "revision": token, "_v": PLACEHOLDER}])
         return token
+
+    def revision_log(self, bank_id: str) -> tuple[str, list[RevisionStep]]:
+        """The bank's revision log: the token it ends at and its steps, oldest first (("", [])
+        when there is none). Read only when a bank's token changed (never on the hot path)."""
+        rows = self._get_rows(self._operations, [_revlog_key(check_bank_id(bank_id))], ["id", "record"])
+        return revlog.parse_log(json_value(rows[0]["record"]) if rows else None)
 
     # --------------------------------------------------------------------------- operations
     def put_operation(self, op_id: str, record: dict[str, Any]) -> None:

@@ -33,6 +33,9 @@ class Node:
     link_targets: tuple[str, ...]  # unique per (target, family), sorted
     link_families: tuple[int, ...]  # SEMANTIC | CAUSAL
     link_weights: tuple[float, ...]  # > 0
+    # Targets of declared links the graph ignores (entity or temporal type, zero weight): no
+    # edge, but the store prunes them when the target is deleted, so linking_to must see them.
+    other_targets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,7 @@ class UnitRecord:
     link_targets: tuple[int, ...]  # unit slots (the target may be absent: a pending link)
     link_families: tuple[int, ...]
     link_weights: tuple[float, ...]
+    other_targets: tuple[str, ...] = ()  # see Node: usually empty, so kept as strings
 
 
 class Names:
@@ -85,6 +89,7 @@ class Names:
             tuple(map(self.unit, node.link_targets)),
             node.link_families,
             node.link_weights,
+            node.other_targets,
         )
 
     def node(self, unit: UnitRecord) -> Node:
@@ -96,6 +101,7 @@ class Names:
             tuple(units[s] for s in unit.link_targets),
             unit.link_families,
             unit.link_weights,
+            unit.other_targets,
         )
 
 
@@ -177,8 +183,11 @@ def normalise(node: GraphNode) -> Node:
         raise ValueError(f"graph node {uid!r}: timestamp must be finite, got {node.timestamp!r}")
     entities = tuple(sorted({e for e in node.entity_ids if e}))
     best: dict[tuple[str, int], float] = {}
+    declared: set[str] = set()
     for link in node.links:
         kind = LinkType(link.type)
+        if link.target_id:
+            declared.add(link.target_id)
         if kind is LinkType.semantic:
             family = SEMANTIC
         elif kind in CAUSAL_LINK_TYPES:
@@ -199,4 +208,5 @@ def normalise(node: GraphNode) -> Node:
         tuple(k[0] for k in keys),
         tuple(k[1] for k in keys),
         tuple(best[k] for k in keys),
+        tuple(sorted(declared - {k[0] for k in keys})),
     )

@@ -124,6 +124,26 @@ class SparseGraphStore:
         with bank.lock:
             return list(bank.units)
 
+    def linking_to(self, bank_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids of the bank's units that declare a link (of any type or weight, edge or not) to
+        one of ``ids``: the units whose stored links a deletion of ``ids`` prunes, which a
+        process applying that deletion must read again. Empty for a bank not held."""
+        if isinstance(ids, str):
+            raise TypeError("linking_to takes a sequence of ids, not one id string")
+        bank = self._banks.get(bank_id)
+        targets = set(ids)
+        if bank is None or not targets:
+            return set()
+        with bank.lock:
+            names, units = bank.names, list(bank.units.items())
+        slots = {names.unit_slot[i] for i in targets if i in names.unit_slot}
+        return {
+            uid
+            for uid, rec in units
+            if (slots and not slots.isdisjoint(rec.link_targets))
+            or (rec.other_targets and not targets.isdisjoint(rec.other_targets))
+        }
+
     def banks(self) -> list[str]:
         """The ids of the banks held in memory, sorted."""
         with self._lock:
