@@ -7,6 +7,10 @@ dense top-100 search took 47 ms p50 and a whole recall 109 ms p50 / 167 ms p95 (
 engine, Nov 2026), against a 50 ms p95 target. A 10k x 384 matrix product is under 1 ms. With
 a Milvus server (C++, segment pruning) ``search_backend="milvus"`` searches the store directly.
 
+Big banks: from ``ann_threshold`` live units (RecallSettings.ann_threshold) the dense search
+asks an HNSW graph (memlane/recall/ann.py) for candidates and re-scores them exactly, chunk
+prior included; below it, and for selective filters, it stays exact (see _search_ann).
+
 BM25 uses Milvus's formula and defaults (k1=1.2, b=0.75, idf = ln(1 + (N - n + .5)/(n + .5)))
 over the same analysed text (``memlane.stores.lexical.analyze``), so both backends rank alike.
 """
@@ -14,6 +18,7 @@ over the same analysed text (``memlane.stores.lexical.analyze``), so both backen
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import Counter
 from typing import Iterable, Sequence
@@ -23,6 +28,7 @@ from scipy.sparse import csr_matrix
 
 from memlane.interfaces import Hit, UnitFilter
 from memlane.model import FactType, MemoryUnit
+from memlane.recall.ann import HnswIndex
 from memlane.stores.lexical import analyze
 from memlane.units import (
     CANDIDATE_FIELDS,
@@ -34,6 +40,19 @@ from memlane.units import (
 )
 
 K1, B = 1.2, 0.75
+
+#: Live units from which dense search goes through the HNSW graph (RecallSettings.ann_threshold
+#: overrides it). See ANN_NOTE in memlane/recall/ann.py for the measurements behind it.
+DEFAULT_ANN_THRESHOLD = 200_000
+#: The graph is asked for OVERSAMPLE x limit / (share of rows passing the filter) candidates ...
+ANN_OVERSAMPLE = 2.0
+#: ... and at most this many: a filter that passes so few rows that more would be needed is
+#: answered exactly over the rows it passes (cheap: they are few).
+ANN_MAX_CANDIDATES = 2000
+#: Batches from this size take the column-at-a-time path (bulk_load).
+BULK_MIN = 64
+#: Beam width of a graph search (at least the number of candidates asked for).
+ANN_EF = 256
 _TIME_KEYS = ("occurred_start", "occurred_end", "mentioned_at")
 
 
@@ -44,10 +63,25 @@ def _ts(dt) -> float:
 class BankIndex:
     """Dense, lexical and time search over one bank's units. Thread-safe."""
 
-    def __init__(self, dim: int, revision: str = "") -> None:
+    def __init__(
+        self,
+        dim: int,
+        revision: str = "",
+        *,
+        ann_threshold: int = DEFAULT_ANN_THRESHOLD,
+        ann_background: bool = True,
+    ) -> None:
+        """``ann_threshold``: live units from which dense search uses the HNSW graph.
+        ``ann_background``: build the graph in a thread (exact search answers meanwhile);
+        False builds it within the first search that needs it (tests, benchmarks)."""
+        if ann_threshold < 1:
+            raise ValueError(f"ann_threshold must be >= 1, got {ann_threshold}")
         self.dim = dim
         self.revision = revision
+        self.ann_threshold = ann_threshold
+        self.ann_background = ann_background
         self._lock = threading.RLock()
+        self._ann_gen = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -79,7 +113,12 @@ class BankIndex:
         self._n = 0  # rows used (alive or dead)
         self._alive_n = 0
         self._alive_len = 0.0
-        self._centroids: tuple[np.ndarray, np.ndarray] | None = None
+        self._centroids: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # The HNSW graph over rows [0, self._n) once built (None below the threshold); a new
+        # generation invalidates a build in flight (the rows it read were renumbered).
+        self._ann: HnswIndex | None = None
+        self._ann_building = False
+        self._ann_gen += 1
 
     def __len__(self) -> int:
         return self._alive_n
@@ -91,7 +130,11 @@ class BankIndex:
 
     # writes ---------------------------------------------------------------------------------
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
-        """Add units (with embeddings); a unit already present is replaced."""
+        """Add units (with embeddings); a unit already present is replaced. Batches of
+        BULK_MIN units or more take :meth:`bulk_load`'s column-at-a-time path."""
+        if len(units) >= BULK_MIN:
+            self.bulk_load(units)
+            return
         with self._lock:
             self._centroids = None
             self._remove([u.id for u in units if u.id in self._pos])
@@ -128,6 +171,77 @@ class BankIndex:
                     self._df[term] += 1
                 self._alive_n += 1
                 self._alive_len += c["dl"][i]
+            self._ann_extend()
+
+    def bulk_load(self, units: Sequence[MemoryUnit]) -> None:
+        """:meth:`upsert` for large batches (a cold load, a backfill): the same rows, written a
+        column at a time (one array per column, one pass over the terms), the graph extended
+        once. A unit id given twice keeps its last version, as two upserts would."""
+        units = list({u.id: u for u in units}.values())
+        for u in units:
+            if u.embedding is None:
+                raise ValueError(f"unit {u.id!r} has no embedding")
+        if not units:
+            return
+        with self._lock:
+            self._centroids = None
+            self._remove([u.id for u in units if u.id in self._pos])
+            m, lo = len(units), self._n
+            hi = lo + m
+            self._grow(hi)
+            self._vec[lo:hi] = np.asarray([u.embedding for u in units], dtype=np.float32)
+            c = self._cols
+            c["alive"][lo:hi] = 1.0
+            c["mentioned"][lo:hi] = [u.mentioned_at.timestamp() for u in units]
+            for col, attr in (
+                ("valid_from", "valid_from"),
+                ("invalid", "invalid_at"),
+                ("occ_start", "occurred_start"),
+                ("occ_end", "occurred_end"),
+            ):
+                c[col][lo:hi] = [_ts(getattr(u, attr)) for u in units]
+            spans = [effective_interval(u) for u in units]
+            c["t_start"][lo:hi] = [a.timestamp() for a, _ in spans]
+            c["t_end"][lo:hi] = [b.timestamp() for _, b in spans]
+            c["ftype"][lo:hi] = [FACT_CODES[FactType(u.fact_type).value] for u in units]
+            terms = [Counter(analyze(f"{u.text} {u.context}").split()) for u in units]
+            dl = np.fromiter((sum(t.values()) for t in terms), dtype=np.float64, count=m)
+            c["dl"][lo:hi] = dl
+            self.ids.extend(u.id for u in units)
+            self._pos.update((u.id, lo + j) for j, u in enumerate(units))
+            self._rows.extend(unit_fields(u, CANDIDATE_FIELDS) for u in units)
+            self._docs.extend(u.document_id for u in units)
+            self._tags.extend(frozenset(u.tags) for u in units)
+            self._terms.extend(terms)
+            postings, df = self._postings, self._df
+            for i, counts in enumerate(terms, start=lo):
+                for term, tf in counts.items():
+                    entry = postings.get(term)
+                    if entry is None:
+                        entry = postings[term] = ([], [])
+                    entry[0].append(i)
+                    entry[1].append(tf)
+                df.update(counts.keys())
+            for term in {t for counts in terms for t in counts}:
+                self._post_np.pop(term, None)
+            self._n = hi
+            self._alive_n += m
+            self._alive_len += float(dl.sum())
+            self._ann_extend()
+
+    def _ann_extend(self) -> None:
+        """Add the rows written since the graph was built (a replaced unit's old row stays in
+        the graph, dead, and is masked out). Too many dead rows: drop the graph, so the next
+        search rebuilds it over the live ones (after a compaction)."""
+        ann = self._ann
+        if ann is None:
+            return
+        if self._n - self._alive_n > 0.25 * self._n:
+            self._compact()
+            return
+        have = len(ann)
+        if have < self._n:
+            ann.add(np.arange(have, self._n), self._vec[have : self._n])
 
     def remove(self, ids: Iterable[str]) -> None:
         with self._lock:
@@ -229,18 +343,127 @@ class BankIndex:
     ) -> list[Hit]:
         """Cosine similarity to ``vector``, plus ``chunk_prior`` times its similarity to the
         centroid of the unit's chunk (the consecutive turns it was retained with), so a turn
-        that only makes sense in its exchange ("Yes, last Friday!") is found through it."""
+        that only makes sense in its exchange ("Yes, last Friday!") is found through it.
+
+        Exact below ``ann_threshold`` live units; from there through the HNSW graph (see
+        :meth:`_search_ann`), exact again when the graph is not built yet or the filter is
+        selective."""
         with self._lock:
             q = np.asarray(vector, dtype=np.float32).reshape(-1)
-            scores = self._vec[: self._n] @ q
-            if chunk_prior:
-                groups, centroids = self._chunk_centroids()
-                scores = scores + chunk_prior * (centroids @ q)[groups]
-            return self._top(scores, self._mask(flt), limit)
+            mask = self._mask(flt)
+            ann = self._ann_for_search()
+            if ann is not None:
+                hits = self._search_ann(ann, q, limit, mask, chunk_prior)
+                if hits is not None:
+                    return hits
+            return self._search_exact(q, limit, mask, chunk_prior)
 
-    def _chunk_centroids(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's chunk number and the unit-length mean vector of each chunk's live units;
-        computed on first use after a write (10k units in chunks of 8: about 5 ms)."""
+    def _search_exact(self, q: np.ndarray, limit: int, mask: np.ndarray, chunk_prior: float) -> list[Hit]:
+        n = self._n
+        passing = np.flatnonzero(mask)
+        if passing.size * 4 < n:
+            # A selective filter: score only the rows it passes (a gather of few rows beats
+            # a product over all of them).
+            scores = np.full(n, -np.inf, dtype=np.float32)
+            scores[passing] = self._vec[passing] @ q
+            if chunk_prior:
+                groups, centroids, _, _ = self._chunk_centroids()
+                scores[passing] += chunk_prior * (centroids[groups[passing]] @ q)
+            return self._top(scores, mask, limit)
+        scores = self._vec[:n] @ q
+        if chunk_prior:
+            groups, centroids, _, _ = self._chunk_centroids()
+            scores = scores + chunk_prior * (centroids @ q)[groups]
+        return self._top(scores, mask, limit)
+
+    def _search_ann(
+        self, ann: HnswIndex, q: np.ndarray, limit: int, mask: np.ndarray, chunk_prior: float
+    ) -> list[Hit] | None:
+        """Candidates from the graph, re-scored exactly; None asks for the exact search.
+
+        The graph ranks by the unit's own similarity only. To keep the chunk prior's hits, the
+        candidates also take every unit of the ``limit`` chunks whose centroids are nearest
+        the query (an exact product over the centroids, 1/8 of the rows), so a unit raised by
+        its chunk is found whatever its own rank; then all candidates are scored exactly as
+        the exact search scores them. Filters: the graph is asked for
+        OVERSAMPLE x limit / (share of rows passing), and a filter too selective for
+        ANN_MAX_CANDIDATES, or candidates that leave fewer than ``limit`` passing rows, go
+        to the exact search."""
+        n = self._n
+        passing = int(np.count_nonzero(mask))
+        if passing == 0 or limit <= 0:
+            return []
+        want = math.ceil(limit * ANN_OVERSAMPLE * n / passing)
+        if want > ANN_MAX_CANDIDATES:
+            return None
+        cand = ann.search(q, want, max(ANN_EF, want))
+        cand = cand[(cand >= 0) & (cand < n)]
+        if chunk_prior:
+            groups, centroids, order, starts = self._chunk_centroids()
+            near = centroids @ q
+            top = min(limit, near.size)
+            chunks = np.argpartition(-near, top - 1)[:top] if top < near.size else np.arange(near.size)
+            members = [order[starts[c] : starts[c + 1]] for c in chunks]
+            cand = np.unique(np.concatenate([cand, *members]))
+        else:
+            cand = np.unique(cand)
+        cand = cand[mask[cand]]
+        if cand.size < min(limit, passing):
+            return None
+        scores = np.full(n, -np.inf, dtype=np.float32)
+        scores[cand] = self._vec[cand] @ q
+        if chunk_prior:
+            scores[cand] += chunk_prior * near[groups[cand]]
+        sub = np.zeros(n, dtype=bool)
+        sub[cand] = True
+        return self._top(scores, sub, limit)
+
+    # the graph ---------------------------------------------------------------------------------
+    @property
+    def ann_active(self) -> bool:
+        """Whether dense search goes through the HNSW graph right now."""
+        return self._ann is not None
+
+    def _ann_for_search(self) -> HnswIndex | None:
+        if self._alive_n < self.ann_threshold:
+            return None  # exact (a graph built earlier is kept in step, for a bank that grows back)
+        if self._ann is None and not self._ann_building:
+            if self.ann_background:
+                self._ann_building = True
+                threading.Thread(target=self._build_ann, args=(self._ann_gen,), daemon=True).start()
+            else:
+                self.build_ann()
+        return self._ann
+
+    def build_ann(self) -> None:
+        """Build the HNSW graph over the current rows now (whatever the size)."""
+        with self._lock:
+            self._ann_building = True
+        self._build_ann(self._ann_gen)
+
+    def _build_ann(self, gen: int) -> None:
+        """Build over the rows present at the start, outside the lock (rows are append-only
+        and never change in place, so the snapshot stays valid while writes go on), then add
+        the rows written meanwhile and publish, unless a compaction renumbered the rows."""
+        with self._lock:
+            n0, vec = self._n, self._vec
+        try:
+            ann = HnswIndex(self.dim, threads=min(2, os.cpu_count() or 1))
+            ann.add(np.arange(n0), vec[:n0])
+            with self._lock:
+                if gen == self._ann_gen:
+                    self._ann = ann
+                    self._ann_extend()
+        finally:
+            with self._lock:
+                if gen == self._ann_gen:
+                    self._ann_building = False
+
+    def _chunk_centroids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Each row's chunk number, the unit-length mean vector of each chunk's live units,
+        and the rows ordered by chunk with each chunk's start in that order (chunk c's rows are
+        ``order[starts[c]:starts[c + 1]]``); computed on first use after a write (10k units in
+        chunks of 8: about 5 ms)."""
         if self._centroids is None:
             n = self._n
             numbers: dict[str, int] = {}
@@ -259,7 +482,9 @@ class BankIndex:
             )
             centroids = np.asarray(member @ self._vec[:n], dtype=np.float32)
             centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
-            self._centroids = (groups, centroids)
+            order = np.argsort(groups, kind="stable")
+            starts = np.searchsorted(groups[order], np.arange(len(numbers) + 1))
+            self._centroids = (groups, centroids, order, starts)
         return self._centroids
 
     def search_lexical(self, text: str, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
