@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
+from array import array
 from collections import Counter
 from typing import Iterable, Sequence
 
@@ -40,6 +42,8 @@ from memlane.units import (
 )
 
 K1, B = 1.2, 0.75
+_CHUNK = CANDIDATE_FIELDS.index("chunk_id")
+_ENTITIES = CANDIDATE_FIELDS.index("entity_ids")
 
 #: Live units from which dense search goes through the HNSW graph (RecallSettings.ann_threshold
 #: overrides it). See ANN_NOTE in memlane/recall/ann.py for the measurements behind it.
@@ -58,6 +62,18 @@ _TIME_KEYS = ("occurred_start", "occurred_end", "mentioned_at")
 
 def _ts(dt) -> float:
     return nan_if_none(None if dt is None else dt.timestamp())
+
+
+def _row(unit: MemoryUnit) -> tuple:
+    """A unit's CANDIDATE_FIELDS values (its bank id interned: one string for the bank)."""
+    row = unit_fields(unit, CANDIDATE_FIELDS)
+    row["bank_id"] = sys.intern(row["bank_id"])
+    return tuple(row.values())
+
+
+def _tokens(unit: MemoryUnit) -> tuple[str, ...]:
+    """The unit's analysed tokens (text and context), interned: one string per term."""
+    return tuple(sys.intern(t) for t in analyze(f"{unit.text} {unit.context}").split())
 
 
 class BankIndex:
@@ -103,11 +119,15 @@ class BankIndex:
         self._cols = {c: np.zeros(0) for c in cols}
         self._docs: list[str] = []
         # Each unit's fields, so recall returns memories without a store round trip (the
-        # fetch was 12 ms of a 35 ms recall at 1k units on Milvus Lite). ~2 KB a unit.
-        self._rows: list[dict] = []
+        # fetch was 12 ms of a 35 ms recall at 1k units on Milvus Lite): the values of
+        # CANDIDATE_FIELDS as a tuple (a dict a unit cost ~460 bytes more), made a dict for
+        # the few ids a recall asks for. The analysed tokens as a tuple of interned strings
+        # (a Counter a unit was ~800 bytes), and postings as machine arrays (two Python int
+        # lists cost ~72 bytes an entry, arrays 6). See _row_bytes in the engine benchmark.
+        self._rows: list[tuple] = []
         self._tags: list[frozenset[str]] = []
-        self._terms: list[Counter] = []
-        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._terms: list[tuple[str, ...]] = []
+        self._postings: dict[str, tuple[array, array]] = {}
         self._post_np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._df: Counter = Counter()
         self._n = 0  # rows used (alive or dead)
@@ -157,14 +177,15 @@ class BankIndex:
                 c["occ_end"][i] = _ts(u.occurred_end)
                 c["t_start"][i], c["t_end"][i] = start.timestamp(), end.timestamp()
                 c["ftype"][i] = FACT_CODES[FactType(u.fact_type).value]
-                self._rows.append(unit_fields(u, CANDIDATE_FIELDS))
-                terms = Counter(analyze(f"{u.text} {u.context}").split())
-                c["dl"][i] = sum(terms.values())
+                self._rows.append(_row(u))
+                tokens = _tokens(u)
+                terms = Counter(tokens)
+                c["dl"][i] = len(tokens)
                 self._docs.append(u.document_id)
                 self._tags.append(frozenset(u.tags))
-                self._terms.append(terms)
+                self._terms.append(tokens)
                 for term, tf in terms.items():
-                    pos, tfs = self._postings.setdefault(term, ([], []))
+                    pos, tfs = self._postings.setdefault(term, (array("i"), array("I")))
                     pos.append(i)
                     tfs.append(tf)
                     self._post_np.pop(term, None)
@@ -204,21 +225,22 @@ class BankIndex:
             c["t_start"][lo:hi] = [a.timestamp() for a, _ in spans]
             c["t_end"][lo:hi] = [b.timestamp() for _, b in spans]
             c["ftype"][lo:hi] = [FACT_CODES[FactType(u.fact_type).value] for u in units]
-            terms = [Counter(analyze(f"{u.text} {u.context}").split()) for u in units]
-            dl = np.fromiter((sum(t.values()) for t in terms), dtype=np.float64, count=m)
+            tokens = [_tokens(u) for u in units]
+            terms = [Counter(t) for t in tokens]
+            dl = np.fromiter((len(t) for t in tokens), dtype=np.float64, count=m)
             c["dl"][lo:hi] = dl
             self.ids.extend(u.id for u in units)
             self._pos.update((u.id, lo + j) for j, u in enumerate(units))
-            self._rows.extend(unit_fields(u, CANDIDATE_FIELDS) for u in units)
+            self._rows.extend(_row(u) for u in units)
             self._docs.extend(u.document_id for u in units)
             self._tags.extend(frozenset(u.tags) for u in units)
-            self._terms.extend(terms)
+            self._terms.extend(tokens)
             postings, df = self._postings, self._df
             for i, counts in enumerate(terms, start=lo):
                 for term, tf in counts.items():
                     entry = postings.get(term)
                     if entry is None:
-                        entry = postings[term] = ([], [])
+                        entry = postings[term] = (array("i"), array("I"))
                     entry[0].append(i)
                     entry[1].append(tf)
                 df.update(counts.keys())
@@ -256,7 +278,7 @@ class BankIndex:
             self._cols["alive"][i] = 0.0
             self._alive_n -= 1
             self._alive_len -= self._cols["dl"][i]
-            for term in self._terms[i]:
+            for term in set(self._terms[i]):
                 self._df[term] -= 1
 
     def _grow(self, need: int) -> None:
@@ -301,8 +323,8 @@ class BankIndex:
             self._tags.append(tags)
             self._terms.append(terms)
             self._rows.append(row)
-            for term, tf in terms.items():
-                pos, tfs = self._postings.setdefault(term, ([], []))
+            for term, tf in Counter(terms).items():
+                pos, tfs = self._postings.setdefault(term, (array("i"), array("I")))
                 pos.append(i)
                 tfs.append(tf)
                 self._df[term] += 1
@@ -324,7 +346,7 @@ class BankIndex:
             invalid_at=c["invalid"][:n],
             document_ids=self._docs[:n],
             tags=self._tags[:n],
-            entity_ids=lambda: [r.get("entity_ids") or () for r in self._rows[:n]],
+            entity_ids=lambda: [r[_ENTITIES] or () for r in self._rows[:n]],
         )
 
     def _top(self, scores: np.ndarray, mask: np.ndarray, limit: int) -> list[Hit]:
@@ -468,10 +490,7 @@ class BankIndex:
             n = self._n
             numbers: dict[str, int] = {}
             groups = np.fromiter(
-                (
-                    numbers.setdefault(self._rows[i].get("chunk_id") or self.ids[i], len(numbers))
-                    for i in range(n)
-                ),
+                (numbers.setdefault(self._rows[i][_CHUNK] or self.ids[i], len(numbers)) for i in range(n)),
                 dtype=np.int64,
                 count=n,
             )
@@ -508,7 +527,10 @@ class BankIndex:
         cached = self._post_np.get(term)
         if cached is None:
             pos, tfs = self._postings[term]
-            cached = self._post_np[term] = (np.asarray(pos), np.asarray(tfs, dtype=np.float64))
+            cached = self._post_np[term] = (
+                np.frombuffer(pos, dtype=np.int32).copy(),
+                np.frombuffer(tfs, dtype=np.uint32).astype(np.float64),
+            )
         return cached
 
     def search_time(self, start: float, end: float, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
@@ -533,13 +555,13 @@ class BankIndex:
             return {i: float(self._cols["mentioned"][self._pos[i]]) for i in ids if i in self._pos}
 
     def candidates(self, ids: Sequence[str], flt: UnitFilter | None = None) -> dict[str, dict]:
-        """The fields (as :func:`memlane.units.unit_fields`, less ``context``) of each id that exists and passes ``flt``.
-        Shared, not copied: callers must not modify them."""
+        """The fields (as :func:`memlane.units.unit_fields`, less ``context``) of each id that
+        exists and passes ``flt``. The values are shared: callers must not modify them."""
         with self._lock:
             mask = self._mask(flt)
             out = {}
             for uid in ids:
                 i = self._pos.get(uid)
                 if i is not None and mask[i]:
-                    out[uid] = self._rows[i]
+                    out[uid] = dict(zip(CANDIDATE_FIELDS, self._rows[i]))
             return out
