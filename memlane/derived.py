@@ -18,7 +18,7 @@ import numpy as np
 
 from memlane.interfaces import GraphNode, GraphStore, Hit, UnitFilter, VectorStore
 from memlane.model import MemoryUnit
-from memlane.recall.index import BankIndex
+from memlane.recall.index import DEFAULT_ANN_THRESHOLD, BankIndex
 from memlane.units import effective_interval
 
 log = logging.getLogger(__name__)
@@ -52,12 +52,22 @@ class DerivedState:
     A :class:`memlane.interfaces.SearchBackend`, like the store, so recall and retain run on
     either."""
 
-    def __init__(self, store: VectorStore, graph: GraphStore, dim: int, *, with_index: bool = True) -> None:
-        """``with_index=False`` keeps graphs only (search goes to a Milvus server)."""
+    def __init__(
+        self,
+        store: VectorStore,
+        graph: GraphStore,
+        dim: int,
+        *,
+        with_index: bool = True,
+        ann_threshold: int = DEFAULT_ANN_THRESHOLD,
+    ) -> None:
+        """``with_index=False`` keeps graphs only (search goes to a Milvus server).
+        ``ann_threshold``: see BankIndex."""
         self.store = store
         self.graph = graph
         self.dim = dim
         self.with_index = with_index
+        self.ann_threshold = ann_threshold
         if with_index:
             _single_threaded_blas()
         self._indexes: dict[str, BankIndex] = {}
@@ -81,7 +91,7 @@ class DerivedState:
             return self._load(bank_id, token)
 
     def _load(self, bank_id: str, token: str) -> BankIndex:
-        index = BankIndex(self.dim, revision=token)
+        index = BankIndex(self.dim, revision=token, ann_threshold=self.ann_threshold)
         nodes: list[GraphNode] = []
         for batch in self.store.iter_units(bank_id, with_embedding=self.with_index):
             if self.with_index:

@@ -225,3 +225,12 @@ def test_bulk_load_refuses_units_without_embeddings():
     with pytest.raises(ValueError, match="u1"):
         idx.bulk_load(units)
     assert len(idx) == 0
+
+
+def test_the_setting_defaults_to_the_index_default(monkeypatch):
+    from memlane.recall.index import DEFAULT_ANN_THRESHOLD
+    from memlane.settings import Settings
+
+    assert Settings().recall.ann_threshold == DEFAULT_ANN_THRESHOLD
+    monkeypatch.setenv("MEMLANE_RECALL__ANN_THRESHOLD", "5000")
+    assert Settings().recall.ann_threshold == 5000
