@@ -550,7 +550,10 @@ def run_engine_bench(
             report["recall"].append(bench_recall_size(memory, size, qs))
         if index_sizes:
             phrases = phrase_vectors(memory.embedder)
-            report["index"] = [bench_index_size(memory, size, qs, phrases) for size in index_sizes]
+            report["index"] = []
+            for size in index_sizes:
+                report["index"].append(bench_index_size(memory, size, qs, phrases))
+                _say(f"index mode {size:,}: {report['index'][-1]}")
 
         if retain_turns > 0:
             report["retain"] = bench_retain(memory, retain_turns)

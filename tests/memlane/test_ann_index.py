@@ -234,3 +234,16 @@ def test_the_setting_defaults_to_the_index_default(monkeypatch):
     assert Settings().recall.ann_threshold == DEFAULT_ANN_THRESHOLD
     monkeypatch.setenv("MEMLANE_RECALL__ANN_THRESHOLD", "5000")
     assert Settings().recall.ann_threshold == 5000
+
+
+def test_rows_hold_the_unit_fields():
+    from memlane.units import CANDIDATE_FIELDS, unit_fields
+
+    units = make_units(clustered(70, seed=5))
+    units[3] = units[3].model_copy(
+        update={"occurred_start": datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=UTC), "invalid_at": T0}
+    )
+    idx = BankIndex(DIM)
+    idx.bulk_load(units)
+    got = idx.candidates([u.id for u in units])
+    assert got == {u.id: unit_fields(u, CANDIDATE_FIELDS) for u in units}
