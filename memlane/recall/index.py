@@ -48,7 +48,12 @@ _CHUNK = CANDIDATE_FIELDS.index("chunk_id")
 _ENTITIES = CANDIDATE_FIELDS.index("entity_ids")
 
 #: Live units from which dense search goes through the HNSW graph (RecallSettings.ann_threshold
-#: overrides it). See ANN_NOTE in memlane/recall/ann.py for the measurements behind it.
+#: overrides it). At 100k the graph did not pay (`memlane bench engine --size 0 --index-size
+#: 10000 --index-size 100000 --queries 40`, Nov 2026, load average ~12 on 2 cores): recall
+#: p50/p95 exact 460/860 ms vs graph 404/1257 ms (noise of the load), for a 138 s build and
+#: +173 MB; an exact top-100 over 100k rows was 34 ms p50 against the graph's 0.8 ms
+#: (benchmarks/ann_libs.py). 200k is where the exact product (linear in rows) passes ~70 ms
+#: here; a judgement, not a measured crossover: see ANN_NOTE in memlane/recall/ann.py.
 DEFAULT_ANN_THRESHOLD = 200_000
 #: The graph is asked for OVERSAMPLE x limit / (share of rows passing the filter) candidates ...
 ANN_OVERSAMPLE = 2.0
