@@ -14,6 +14,7 @@ measured in the same run.
 
 from __future__ import annotations
 
+import math
 import random
 import shutil
 import statistics
@@ -93,12 +94,36 @@ VERBS = [
 WHEN = ["yesterday", "last week", "two weeks ago", "last summer", "in March", "this morning", "", "", ""]
 
 
-def _sentence(rng: random.Random) -> tuple[str, str]:
+def _sentence_parts(rng: random.Random) -> tuple[str, str, list[str]]:
+    """A templated sentence: speaker, text and the phrases it is made of."""
     who = rng.choice(NAMES)
-    text = f"I {rng.choice(VERBS)} {rng.choice(THINGS)} in {rng.choice(PLACES)} {rng.choice(WHEN)}".strip()
+    verb, thing, place, when = rng.choice(VERBS), rng.choice(THINGS), rng.choice(PLACES), rng.choice(WHEN)
+    text = f"I {verb} {thing} in {place} {when}".strip()
+    parts = [who, verb, thing, place]
     if rng.random() < 0.3:
-        text += f" with {rng.choice(NAMES)}."
+        other = rng.choice(NAMES)
+        text += f" with {other}."
+        parts.append(other)
+    return who, text, parts
+
+
+def _sentence(rng: random.Random) -> tuple[str, str]:
+    who, text, _ = _sentence_parts(rng)
     return who, text
+
+
+#: Norm of the noise added to a composed vector (before normalising), against a sum of 4-5
+#: phrase vectors: units sharing all phrases stay distinct, and units sharing most of them are
+#: near, as real embeddings of such sentences are.
+COMPOSED_NOISE = 1.0
+
+
+def phrase_vectors(embedder) -> dict[str, np.ndarray]:
+    """Real embeddings of the phrases the templated sentences are made of (about 60: under a
+    second), so synthetic unit vectors can be composed from them (see synthetic_units)."""
+    phrases = sorted(set(NAMES + VERBS + THINGS + PLACES))
+    vecs = np.asarray(embedder.embed(phrases), dtype=np.float32)
+    return dict(zip(phrases, vecs))
 
 
 def synthetic_turns(n: int, seed: int = 7, sessions_of: int = 20) -> list[Turn]:
@@ -142,15 +167,29 @@ def sample_documents(n: int) -> list[tuple[str, list[Turn]]]:
     return docs
 
 
-def synthetic_units(bank_id: str, n: int, dim: int, seed: int = 11) -> list[MemoryUnit]:
+def synthetic_units(
+    bank_id: str, n: int, dim: int, seed: int = 11, phrases: dict[str, np.ndarray] | None = None
+) -> list[MemoryUnit]:
+    """``n`` templated memories. Vectors: random unit vectors, or with ``phrases``
+    (:func:`phrase_vectors`) the normalised sum of the sentence's phrase vectors plus noise:
+    vectors with the neighbourhoods of real embeddings (random 384-d vectors have none: every
+    pair is at cosine ~0 +- 0.05, so a graph index finds 12% of an exact top-100 at ef=128,
+    benchmarks/ann_libs.py), against which a real query embedding means something."""
     rng = random.Random(seed)
-    vecs = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    nrng = np.random.default_rng(seed)
+    vecs = nrng.standard_normal((n, dim)).astype(np.float32)
+    if phrases is not None:
+        vecs *= COMPOSED_NOISE / math.sqrt(dim)
+    else:
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     start = datetime(2024, 1, 1, tzinfo=UTC)
     entity_pool = [f"e{i}" for i in range(max(10, n // 20))]
     units = []
     for i in range(n):
-        who, text = _sentence(rng)
+        who, text, parts = _sentence_parts(rng)
+        if phrases is not None:
+            vecs[i] += sum(phrases[p] for p in parts)
+            vecs[i] /= np.linalg.norm(vecs[i])
         at = start + timedelta(minutes=37 * i)
         units.append(
             MemoryUnit(
@@ -199,11 +238,14 @@ def _pct(xs: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def synthetic_batches(bank_id: str, n: int, dim: int, batch: int = 5000):
+def synthetic_batches(
+    bank_id: str, n: int, dim: int, batch: int = 5000, phrases: dict[str, np.ndarray] | None = None
+):
     """``n`` synthetic units in lists of at most ``batch`` (ids ``u0000000`` on), generated
-    lazily: memory stays bounded by one batch whatever ``n`` is (1M included)."""
+    lazily: memory stays bounded by one batch whatever ``n`` is (1M included). ``phrases``:
+    see :func:`synthetic_units`."""
     for lo in range(0, n, batch):
-        units = synthetic_units(bank_id, min(n, lo + batch) - lo, dim, seed=lo)
+        units = synthetic_units(bank_id, min(n, lo + batch) - lo, dim, seed=lo, phrases=phrases)
         shift = timedelta(minutes=37 * lo)  # one timeline and one chunk numbering across batches
         for j, u in enumerate(units):
             u.id = f"u{lo + j:07d}"
@@ -351,6 +393,97 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
     return row
 
 
+def _ids(res) -> list[str]:
+    return [m.unit.id for m in res.memories]
+
+
+def bench_index_size(
+    memory, size: int, queries: Sequence[str], phrases: dict[str, np.ndarray], *, batch: int = 5000
+) -> dict[str, Any]:
+    """Recall at one bank size in index mode, the HNSW graph on beside exact dense search.
+
+    Index mode: the synthetic units (vectors composed from phrase embeddings, see
+    :func:`synthetic_units`) go straight into a BankIndex and the graph, not through the store
+    (writing 1M units into Milvus Lite is out of reach here); the bank exists in the store
+    (empty) so ``memory.recall`` runs the whole pipeline over that index. Each query is
+    recalled twice in a row, exact then with the graph (the same index; the threshold moved),
+    so both see the same load. Quality: the share of the exact recall's memories that the
+    graph's recall returns (recall@k, k = the exact result's size), and the same for the
+    semantic channel's top-100 alone."""
+    from memlane.derived import node_of
+    from memlane.recall.index import BankIndex
+
+    bank = f"bench-index-{size}"
+    dim = memory.embedder.dim
+    memory.create_bank(bank)
+    exact_only = 1 << 62
+    index = BankIndex(
+        dim, revision=memory.store.get_revision(bank), ann_threshold=exact_only, ann_background=False
+    )
+    nodes = []
+    _say(f"index mode: loading {size:,} synthetic memories into the in-process index")
+    trim_heap()
+    rss0 = rss_bytes()
+    t = time.perf_counter()
+    for units in synthetic_batches(bank, size, dim, batch, phrases=phrases):
+        index.bulk_load(units)
+        nodes.extend(node_of(u) for u in units)
+    load_s = time.perf_counter() - t
+    memory.derived.graph.rebuild(bank, nodes)
+    del nodes
+    # No public way to hand DerivedState an index built elsewhere: set it as _load would.
+    memory.derived._indexes[bank] = index
+    trim_heap()
+    rss1 = rss_bytes()
+    t = time.perf_counter()
+    index.build_ann()
+    ann_build_s = time.perf_counter() - t
+    trim_heap()
+    rss2 = rss_bytes()
+    _say(f"loaded in {load_s:.1f}s, graph built in {ann_build_s:.1f}s; {len(queries)} recalls x 2")
+    prior = memory.settings.recall.chunk_prior
+    lat = {"exact": [], "ann": []}
+    final_recall, dense_recall = [], []
+    for k, q in enumerate([*queries[:10], *queries]):
+        res = {}
+        for mode, threshold in (("exact", exact_only), ("ann", 1)):
+            index.ann_threshold = threshold
+            t = time.perf_counter()
+            res[mode] = memory.recall(bank, q, max_tokens=1024)
+            if k >= 10:  # the first 10 warm up
+                lat[mode].append((time.perf_counter() - t) * 1000)
+        if k < 10:
+            continue
+        want = _ids(res["exact"])
+        final_recall.append(len(set(want) & set(_ids(res["ann"]))) / max(1, len(want)))
+        v = memory.embedder.embed([q])[0]
+        index.ann_threshold = exact_only
+        dense_want = {h.id for h in index.search_dense(v, 100, chunk_prior=prior)}
+        index.ann_threshold = 1
+        dense_got = {h.id for h in index.search_dense(v, 100, chunk_prior=prior)}
+        dense_recall.append(len(dense_want & dense_got) / max(1, len(dense_want)))
+    row = {
+        "memories": size,
+        "mode": "index",
+        "load_s": round(load_s, 1),
+        "ann_build_s": round(ann_build_s, 1),
+        "exact_p50_ms": round(_pct(lat["exact"], 0.5), 1),
+        "exact_p95_ms": round(_pct(lat["exact"], 0.95), 1),
+        "ann_p50_ms": round(_pct(lat["ann"], 0.5), 1),
+        "ann_p95_ms": round(_pct(lat["ann"], 0.95), 1),
+        "ann_recall_at_k": round(statistics.fmean(final_recall), 4),
+        "ann_recall_at_k_min": round(min(final_recall), 4),
+        "ann_dense_recall_at_100": round(statistics.fmean(dense_recall), 4),
+        "index_rss_mb": round((rss1 - rss0) / 2**20, 1),
+        "graph_rss_mb": round((rss2 - rss1) / 2**20, 1),
+    }
+    memory.derived.drop(bank)
+    memory.delete_bank(bank)
+    del index
+    trim_heap()
+    return row
+
+
 def bench_retain(memory, retain_turns: int) -> dict[str, Any]:
     """Retain throughput over ``retain_turns`` templated turns (and as many of the bundled
     sample chats, when present) beside raw embedding of the very texts retain embeds."""
@@ -398,8 +531,11 @@ def run_engine_bench(
     sizes: Sequence[int] = (1000, 10000, 100000),
     queries: int = 200,
     retain_turns: int = 1500,
+    index_sizes: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """Run the benchmark in a fresh data directory; returns the figures."""
+    """Run the benchmark in a fresh data directory; returns the figures. ``sizes`` go through
+    the store (Milvus Lite); ``index_sizes`` run in index mode (:func:`bench_index_size`:
+    straight into the in-process index, exact beside the HNSW graph)."""
     from memlane.engine import Memory
     from memlane.settings import Settings
 
@@ -410,8 +546,14 @@ def run_engine_bench(
     report: dict[str, Any] = {"recall": [], "retain": {}}
     try:
         qs = bench_queries(queries)
-        for size in sizes:
+        for size in (s for s in sizes if s > 0):  # --size 0: no bank through the store
             report["recall"].append(bench_recall_size(memory, size, qs))
+        if index_sizes:
+            phrases = phrase_vectors(memory.embedder)
+            report["index"] = []
+            for size in index_sizes:
+                report["index"].append(bench_index_size(memory, size, qs, phrases))
+                _say(f"index mode {size:,}: {report['index'][-1]}")
 
         if retain_turns > 0:
             report["retain"] = bench_retain(memory, retain_turns)
@@ -422,7 +564,7 @@ def run_engine_bench(
 
 def format_bench(report: dict[str, Any]) -> str:
     lines = [
-        "recall latency (in-process, RRF fallback, no cross-encoder)",
+        "recall latency (through the store: Milvus Lite; in-process index, RRF, no cross-encoder)",
         f"{'memories':>9} {'p50 ms':>8} {'p95 ms':>8} {'dense-only p50':>15} {'p95':>6}  stage means",
     ]
     for r in report["recall"]:
@@ -438,6 +580,19 @@ def format_bench(report: dict[str, Any]) -> str:
                 f"{r['memories']:>9} tree p50/p95 {t['tree_p50_ms']}/{t['tree_p95_ms']} ms, flat "
                 f"{t['flat_p50_ms']}/{t['flat_p95_ms']} ms (p95 ratio {t['p95_ratio']}); "
                 f"consolidated in {t['consolidate_s']} s: {t['nodes']}"
+            )
+    if report.get("index"):
+        lines.append(
+            "index mode (synthetic units straight into the in-process index, not the store): "
+            "recall p50/p95 ms, exact dense search beside the HNSW graph, same queries"
+        )
+        for r in report["index"]:
+            lines.append(
+                f"{r['memories']:>9} exact {r['exact_p50_ms']}/{r['exact_p95_ms']} ms, graph "
+                f"{r['ann_p50_ms']}/{r['ann_p95_ms']} ms; graph recall@k of the final recall "
+                f"{r['ann_recall_at_k']} (min {r['ann_recall_at_k_min']}), semantic top-100 "
+                f"{r['ann_dense_recall_at_100']}; loaded in {r['load_s']} s, graph built in "
+                f"{r['ann_build_s']} s; index {r['index_rss_mb']} MB + graph {r['graph_rss_mb']} MB"
             )
     for name, ret in report["retain"].items():
         lines.append(

@@ -292,7 +292,15 @@ def import_cmd(
 
 @bench_app.command("engine")
 def bench_engine(
-    sizes: list[int] = typer.Option([1000, 10000, 100000], "--size"),
+    sizes: list[int] = typer.Option(
+        [1000, 10000, 100000], "--size", help="Bank sizes written through the store."
+    ),
+    index_sizes: list[int] = typer.Option(
+        [],
+        "--index-size",
+        help="Bank sizes in index mode (straight into the in-process index, not the store): "
+        "recall with exact dense search beside the HNSW graph, and the graph's recall@k.",
+    ),
     queries: int = typer.Option(200, "--queries"),
     retain_turns: int = typer.Option(1500, "--retain-turns"),
     json_out: bool = typer.Option(False, "--json"),
@@ -302,7 +310,9 @@ def bench_engine(
     from benchmarks.engine import format_bench, run_engine_bench
 
     with errors():
-        report = run_engine_bench(data_dir, sizes=sizes, queries=queries, retain_turns=retain_turns)
+        report = run_engine_bench(
+            data_dir, sizes=sizes, queries=queries, retain_turns=retain_turns, index_sizes=index_sizes
+        )
     typer.echo(json.dumps(report) if json_out else format_bench(report))
 
 

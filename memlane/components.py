@@ -74,6 +74,7 @@ class Components:
                 self.graph,
                 self.settings.models.embedding_dim,
                 with_index=self.settings.store.search_backend == "memory",
+                ann_threshold=self.settings.recall.ann_threshold,
             )
         return self._derived
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from memlane.interfaces import GraphNode, GraphStore, Hit, UnitFilter, VectorStore
 from memlane.model import MemoryUnit
-from memlane.recall.index import BankIndex
+from memlane.recall.index import DEFAULT_ANN_THRESHOLD, BankIndex
 from memlane.revlog import RevisionDelta, between
 from memlane.units import effective_interval
 
@@ -71,16 +71,19 @@ class DerivedState:
         with_index: bool = True,
         warm_workers: int = 1,
         warm_queue: int = 64,
+        ann_threshold: int = DEFAULT_ANN_THRESHOLD,
     ) -> None:
         """``with_index=False`` keeps graphs only (search goes to a Milvus server).
         ``warm_workers`` background loads of cold banks run at once, and at most
         ``warm_queue`` wait (beyond that a cold bank is not queued: its next recall asks
         again). One worker: a load is CPU-bound Python (3.4 s at 10k memories) and two
-        machines' worth of cores are rare where Memlane runs; more only make each slower."""
+        machines' worth of cores are rare where Memlane runs; more only make each slower.
+        ``ann_threshold``: see BankIndex."""
         self.store = store
         self.graph = graph
         self.dim = dim
         self.with_index = with_index
+        self.ann_threshold = ann_threshold
         if with_index:
             _single_threaded_blas()
         self._indexes: dict[str, BankIndex] = {}
@@ -209,7 +212,7 @@ class DerivedState:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _load(self, bank_id: str, token: str, generation: int | None = None) -> BankIndex:
-        index = BankIndex(self.dim, revision=token)
+        index = BankIndex(self.dim, revision=token, ann_threshold=self.ann_threshold)
         nodes: list[GraphNode] = []
         for batch in self.store.iter_units(bank_id, with_embedding=self.with_index):
             if self.with_index:
@@ -255,17 +258,15 @@ class DerivedState:
         """How many banks this process holds an index (and graph) for right now."""
         return len(self._indexes)
 
-<<<<<<< HEAD
     def held_units(self, bank_id: str) -> int:
         """How many memories this process holds for the bank (0: it holds none)."""
         index = self._indexes.get(bank_id)
         return len(index) if index is not None else 0
-=======
+
     def _void(self, bank_id: str) -> None:
         with self._guard:
             self._generation[bank_id] = self._generation.get(bank_id, 0) + 1
         self.last_refresh.pop(bank_id, None)
->>>>>>> i14-delta
 
     def drop(self, bank_id: str) -> None:
         self._void(bank_id)

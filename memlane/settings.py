@@ -124,6 +124,11 @@ class RecallSettings(_Area):
     # (the consecutive turns it was retained with). 0 turns it off. Applied by the in-process
     # index only (search_backend="memory"); a Milvus server search keeps no chunk centroids.
     chunk_prior: float = Field(0.5, ge=0.0, le=4.0)
+    # Big banks: from this many live units the in-process dense search asks an HNSW graph for
+    # candidates and re-scores them exactly (memlane/recall/ann.py has the measurements);
+    # below it the search is exact. A bank crossing it builds the graph in a background
+    # thread and answers exactly meanwhile.
+    ann_threshold: int = Field(200_000, ge=1)
     # RRF weight per channel (see memlane/recall/fusion.py for the measurements behind them).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
     recency_alpha: float = Field(0.2, ge=0.0, le=1.0)
