@@ -173,21 +173,23 @@ class BankHost:
         (tagged by the proxy) here. Loading happens in the recall itself."""
         return _Registered(self, bank_id)
 
-    def _recall(self, bank_id: str, request: Any) -> tuple[bytes, bool]:
-        loaded = not self.warm.held(bank_id)
+    def _recall(self, bank_id: str, request: Any) -> tuple[bytes, str]:
+        held = self.engine.derived.held(bank_id)
         t0 = time.perf_counter()
         result = self.engine.recall(bank_id, request)
-        if loaded:
+        if not held:
             self.recall_metrics.loaded((time.perf_counter() - t0) * 1000)
-        self.warm.used(bank_id, loaded=loaded)
-        self.recall_metrics.record(result.timings_ms, hit=not loaded)
-        return result.model_dump_json(exclude=API_EXCLUDE).encode(), loaded
+        self.warm.used(bank_id, loaded=not held)
+        self.recall_metrics.record(result.timings_ms, hit=held)
+        state = "warm" if held else "cold" if result.cold else "loaded"
+        return result.model_dump_json(exclude=API_EXCLUDE).encode(), state
 
-    async def recall_json(self, bank_id: str, request: Any) -> tuple[bytes, bool]:
+    async def recall_json(self, bank_id: str, request: Any) -> tuple[bytes, str]:
         """The recall's answer as JSON bytes (pydantic-core serialises it; re-encoding a
-        100-memory dict in FastAPI cost more than the recall's search), and whether this
-        replica had to load the bank first. ``request``: a validated
-        :class:`memlane.model.RecallRequest`."""
+        100-memory dict in FastAPI cost more than the recall's search), and how this replica
+        held the bank: ``warm``, ``cold`` (it did not: the store answered while the bank loads,
+        ``MEMLANE_RECALL__COLD_BANK=store``, the service's default) or ``loaded`` (it loaded
+        the bank first, ``wait``). ``request``: a validated :class:`memlane.model.RecallRequest`."""
         if self.engine.settings.serve.bank_affinity:
             await self._bank(bank_id)
         return await asyncio.to_thread(self._recall, bank_id, request)

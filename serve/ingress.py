@@ -381,10 +381,11 @@ async def consolidate(
 @api.post("/v1/banks/{bank_id}/recall", tags=["recall"])
 async def recall(request: Request, body: RecallBody, bank_id: str = Depends(bank_access)) -> Response:
     """Recall. Headers: ``X-Memlane-Replica`` names the replica that answered,
-    ``X-Memlane-Bank`` says whether it held the bank warm (``warm``) or loaded it (``loaded``)."""
+    ``X-Memlane-Bank`` how it held the bank: ``warm``, ``cold`` (the store answered while the
+    bank loads) or ``loaded`` (loaded first)."""
     ingress = _ingress(request)
-    data, loaded = await _call(ingress.recall_json(bank_id, body))
-    headers = {"X-Memlane-Replica": ingress.replica, "X-Memlane-Bank": "loaded" if loaded else "warm"}
+    data, state = await _call(ingress.recall_json(bank_id, body))
+    headers = {"X-Memlane-Replica": ingress.replica, "X-Memlane-Bank": state}
     return Response(content=data, media_type="application/json", headers=headers)
 
 

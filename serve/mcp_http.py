@@ -75,7 +75,7 @@ class ServeBackend:
     async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
         self._check(bank_id)
         valid = _validate(RecallRequest, request)  # as the REST route does
-        data, _loaded = await self.ingress.recall_json(bank_id, valid)
+        data, _state = await self.ingress.recall_json(bank_id, valid)
         return json.loads(data)
 
     async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -178,7 +178,10 @@ WRITER = textwrap.dedent(
 
     uri, items_path, work, name = sys.argv[1:5]
     work = Path(work)
-    memory = Memory(Settings(data_dir=work / name, store={"milvus_uri": uri}))
+    # the reference run's embedder (tests/conftest.py: torch): link weights compare exactly
+    memory = Memory(
+        Settings(data_dir=work / name, store={"milvus_uri": uri}, models={"embedder_backend": "torch"})
+    )
     memory.embedder.embed(["warm up"]), memory.extractor, memory.store  # load the models now
     (work / f"{name}.ready").write_text(str(__import__("os").getpid()))
     while not (work / f"{name}.go").exists():
