@@ -10,6 +10,11 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@echo "installing Memlane into $(VENV) (log: $(VENV)/install.log)"
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@# hnswlib (big banks' ANN index) ships as source only: it compiles with a C++ compiler,
+	@# installed from Debian's packages when missing and running as root (CI on a clean machine).
+	@command -v g++ >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q g++ >/dev/null; } \
+	  || { echo "install failed: hnswlib needs a C++ compiler (g++)"; exit 1; }
 	@# Pin torch before anything depends on it (the CPU build; unpinned pulls CUDA wheels).
 	@# Then export MiniLM to ONNX once (memlane/models/onnx_embedder.py), so no process waits
 	@# ~20 s for it at first use.
