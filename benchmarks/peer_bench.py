@@ -35,6 +35,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.footprint import Footprint  # noqa: E402
+from benchmarks.serve_load import TRIVIAL_APP  # noqa: E402
 from cluster.service import DEFAULT_CONFIG, start_background, stop  # noqa: E402
 
 BANK = "peer-bench"
@@ -91,21 +92,7 @@ def questions(conversations: list[dict], n: int) -> list[str]:
 def _config(path: Path, base: Path) -> Path:
     """The service's config plus a trivial application beside it (same proxy)."""
     config = yaml.safe_load(base.read_text())
-    config["applications"].append(
-        {
-            "name": "trivial",
-            "route_prefix": "/trivial",
-            "import_path": "serve.trivial:app",
-            "deployments": [
-                {
-                    "name": "Trivial",
-                    "num_replicas": 1,
-                    "max_ongoing_requests": 64,
-                    "ray_actor_options": {"num_cpus": 0.1},
-                }
-            ],
-        }
-    )
+    config["applications"].append(TRIVIAL_APP)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
@@ -228,7 +215,11 @@ def run(
     try:
         with Footprint(int(state["pid"])) as footprint:
             report.update(asyncio.run(_workload(state["url"], convs, recalls, concurrency)))
-        report["footprint"] = footprint.report()
+        fp = footprint.report()
+        # The trivial app is the benchmark's, not the service's: its replica is left out.
+        trivial = sum(p["pss_mb"] for p in fp["processes_at_peak"] if ":trivial:" in p["process"])
+        fp["service_pss_mb"] = fp["peak_pss_mb"] - trivial
+        report["footprint"] = fp
     finally:
         stop(data_dir)
     return report

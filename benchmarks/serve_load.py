@@ -65,6 +65,22 @@ def _write_bank(data_dir: Path, bank: str, size: int) -> None:
         memory.store.bump_revision(bank)
 
 
+# The baseline beside the service in the same run, through the same proxy: serve/trivial.py.
+TRIVIAL_APP = {
+    "name": "trivial",
+    "route_prefix": "/trivial",
+    "import_path": "serve.trivial:app",
+    "deployments": [
+        {
+            "name": "Trivial",
+            "num_replicas": 1,
+            "max_ongoing_requests": 64,
+            "ray_actor_options": {"num_cpus": 0.1},
+        }
+    ],
+}
+
+
 def _bench_config(default_config: Path, path: Path, *, upscale_s: float, downscale_s: float) -> Path:
     config = yaml.safe_load(default_config.read_text())
     for dep in config["applications"][0]["deployments"]:
@@ -72,21 +88,7 @@ def _bench_config(default_config: Path, path: Path, *, upscale_s: float, downsca
             dep["autoscaling_config"].update(
                 min_replicas=1, max_replicas=2, upscale_delay_s=upscale_s, downscale_delay_s=downscale_s
             )
-    config["applications"].append(
-        {
-            "name": "trivial",
-            "route_prefix": "/trivial",
-            "import_path": "serve.trivial:app",
-            "deployments": [
-                {
-                    "name": "Trivial",
-                    "num_replicas": 1,
-                    "max_ongoing_requests": 64,
-                    "ray_actor_options": {"num_cpus": 0.1},
-                }
-            ],
-        }
-    )
+    config["applications"].append(TRIVIAL_APP)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
