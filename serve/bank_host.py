@@ -190,18 +190,22 @@ class BankHost:
         held the bank: ``warm``, ``cold`` (it did not: the store answered while the bank loads,
         ``MEMLANE_RECALL__COLD_BANK=store``, the service's default) or ``loaded`` (it loaded
         the bank first, ``wait``). ``request``: a validated :class:`memlane.model.RecallRequest`."""
+        answer = await asyncio.to_thread(self._recall, bank_id, request)
+        # Registered once answered: a request for a bank that does not exist (404) must not
+        # push real banks out of Serve's routing table.
         if self.engine.settings.serve.bank_affinity:
             await self._bank(bank_id)
-        return await asyncio.to_thread(self._recall, bank_id, request)
+        return answer
 
     async def reflect_json(self, bank_id: str, options: dict[str, Any]) -> bytes:
         """CARA reflect (LLMNotConfigured, HTTP 503, until an LLM is configured)."""
         options = dict(options)
-        if self.engine.settings.serve.bank_affinity:
-            await self._bank(bank_id)
 
         def run() -> bytes:
             result = self.engine.reflect(bank_id, options.pop("query"), **options)
             return result.model_dump_json(exclude=REFLECT_EXCLUDE).encode()
 
-        return await asyncio.to_thread(run)
+        answer = await asyncio.to_thread(run)
+        if self.engine.settings.serve.bank_affinity:
+            await self._bank(bank_id)
+        return answer
