@@ -49,8 +49,10 @@ def worked(service):
         assert retained.status_code == 200, retained.text
         recalled = http.post("/v1/banks/dash/recall", json={"query": "What is the dog called?"})
         assert recalled.status_code == 200 and "Biscuit" in recalled.text
-        # An error: recall on a bank that does not exist (404 from the Recall replica).
+        # Errors: recall on a bank that does not exist (404 from the Ingress replica, where
+        # recall runs) and reading it (404 raised in the Memory replica: Serve's error counter).
         assert http.post("/v1/banks/nobody/recall", json={"query": "anything"}).status_code == 404
+        assert http.get("/v1/banks/nobody").status_code == 404
     time.sleep(GAUGE_TTL_S)  # past the agent's gauge TTL: gauges must still be exported
     return service
 
