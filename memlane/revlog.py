@@ -14,11 +14,13 @@ when the writer's own state was at the current token (``base``), so a revision b
 anything else (a bulk load calling ``bump_revision`` alone, a writer whose lease expired) breaks
 the chain and readers reload.
 
-Bound (:data:`MAX_LOG_BYTES`): the log is one JSON value of the store (Milvus caps a JSON field
-at 65,536 bytes), so it keeps the newest steps whose JSON fits in 60,000 bytes: with 32-hex
-unit ids about 1,700 ids (a 1-turn retain writes 1-10 units, so hundreds of writes). A replica
-that fell further behind, or a single write of more ids (a whole conversation backfilled), loads
-the bank in full, which at that size costs little more than fetching the delta would.
+Bound (:data:`MAX_LOG_BYTES`): the log is one JSON value of the store, rewritten whole by every
+write, so it keeps the newest steps whose JSON fits in 8,000 bytes: with 32-hex unit ids about
+230 ids (a 1-turn retain writes 1-10 units, so dozens of writes). Why not Milvus's 64 KiB JSON
+limit: Milvus Lite keeps each superseded version of the record in memory until it compacts, and
+with a 60,000-byte log its server grew 313 MB in the 10-minute soak (tests/serving/test_soak.py,
+limit 200 MB). A replica that fell further behind, or a single write of more ids (a whole
+conversation backfilled), loads the bank in full.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-#: The most bytes the log's JSON may take (Milvus's JSON field limit is 65,536; margin for keys).
-MAX_LOG_BYTES = 60_000
+#: The most bytes the log's JSON may take (see the module docstring: far below Milvus's 65,536).
+MAX_LOG_BYTES = 8_000
 #: The most steps the log keeps, however small they are (a bound on the walk, not on bytes).
-MAX_STEPS = 256
+MAX_STEPS = 64
 
 
 @dataclass(slots=True)
