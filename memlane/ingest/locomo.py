@@ -20,14 +20,16 @@ from memlane.ingest.common import (
     InputError,
     Reject,
     make_turn,
-    parse_time,
     read_text,
     type_name,
 )
+from memlane.ingest.dataset_times import dataset_time, locomo_time
 from memlane.model import Turn
 
-# Turn keys of LoCoMo that carry image information; kept in Turn.metadata when present.
-LOCOMO_TURN_METADATA_KEYS = ("blip_caption", "query", "img_url")
+# A LoCoMo turn that shares an image carries its BLIP caption (which becomes the turn's
+# caption), the search query the image was found with and its URL (both kept in Turn.metadata).
+LOCOMO_CAPTION_KEY = "blip_caption"
+LOCOMO_TURN_METADATA_KEYS = ("query", "img_url")
 
 _SESSION_RE = re.compile(r"^session_(\d+)$")
 _SESSION_DATE_RE = re.compile(r"^session_(\d+)_date_time$")
@@ -153,7 +155,7 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
         def date_where(cpath: str = cpath, dkey: str = dkey) -> str:
             return f"{name}: {cpath}.{dkey}"
 
-        when = parse_time(raw_date, date_where)
+        when = dataset_time(raw_date, locomo_time, date_where)
         for i, raw in enumerate(conv[skey]):
             tpath = f"{cpath}.{skey}[{i}]"
             if not isinstance(raw, dict):
@@ -176,6 +178,11 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
             speaker = raw["speaker"]
             if speaker not in speakers:
                 speakers.append(speaker)
+            caption = raw.get(LOCOMO_CAPTION_KEY, "")
+            if not isinstance(caption, str):
+                raise InputError(
+                    f"{name}: {tpath}.{LOCOMO_CAPTION_KEY}: expected a string, got {type_name(caption)}"
+                )
             meta = {k: raw[k] for k in LOCOMO_TURN_METADATA_KEYS if k in raw}
             turns.append(
                 make_turn(
@@ -187,6 +194,8 @@ def _locomo_sample(name: str, sample: Any, jpath: str) -> Conversation:
                     speaker=speaker,
                     text=raw["text"],
                     timestamp=when,
+                    kind="image" if LOCOMO_CAPTION_KEY in raw or "img_url" in raw else "text",
+                    caption=caption,
                     metadata=meta,
                 )
             )

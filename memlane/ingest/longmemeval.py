@@ -28,7 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlane.ingest.common import InputError, Reject, bank_id_for, parse_time, read_text
+from memlane.ingest.common import InputError, Reject, bank_id_for, read_text
+from memlane.ingest.dataset_times import dataset_time, longmemeval_time
 from memlane.model import Turn
 
 REQUIRED = (
@@ -116,7 +117,7 @@ class _Reader:
         return _Skip()
 
     def time(self, value: Any, where: str) -> datetime:
-        return parse_time(value, lambda: f"{self.name}: {where}")
+        return dataset_time(value, longmemeval_time, lambda: f"{self.name}: {where}")
 
     def question(self, item: Any, where: str) -> LMEQuestion:
         if not isinstance(item, dict):

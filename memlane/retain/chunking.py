@@ -11,11 +11,10 @@ from memlane.model import Chunk, Turn
 
 
 def format_turn(turn: Turn) -> str:
-    """One line of chunk text: ``Speaker: text`` plus an image caption when the turn had one."""
-    caption = turn.metadata.get("blip_caption")
+    """One line of chunk text: ``Speaker: text`` plus the caption of the image the turn shared."""
     line = f"{turn.speaker}: {turn.text}"
-    if caption:
-        line += f" [shares an image: {caption}]"
+    if turn.kind == "image" and turn.caption:
+        line += f" [shares an image: {turn.caption}]"
     return line
 
 

@@ -255,7 +255,7 @@ class LLMExtractor:
 
     def extract_chunk(self, bank: Bank, item: ChunkInput) -> list[Fact]:
         """One chunk through the model; raises ValueError/LLMError when it cannot be used."""
-        if not any(t.text.strip() or t.metadata.get("blip_caption") for t in item.turns):
+        if not any(t.has_content for t in item.turns):
             return []
         reply = complete_json(
             self.llm,

@@ -62,7 +62,7 @@ class RuleExtractor:
             for pos, turn in enumerate(item.turns, start=1):
                 ents = mentions[i]
                 i += 1
-                if not turn.text.strip() and not turn.metadata.get("blip_caption"):
+                if not turn.has_content:
                     continue
                 spans = find_time_expressions(turn.text, turn.timestamp) if turn.text else []
                 start, end = (spans[0].start, spans[0].end) if spans else (turn.timestamp, turn.timestamp)

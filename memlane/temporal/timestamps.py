@@ -12,23 +12,9 @@ import math
 import re
 from datetime import UTC, date, datetime, timedelta
 
-from .periods import MONTH_INDEX
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)
 
-_MONTH_WORD = r"(?P<mon>[A-Za-z]{3,9})\.?"
-_TIME_ON = r"(?:(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?\s*(?P<ap>[AaPp])\.?\s*[Mm]\.?\s+on\s+)?"
-
-# LoCoMo: "1:56 pm on 8 May, 2023"; also the same date without the time ("8 May, 2023").
-_LOCOMO_DMY = re.compile(_TIME_ON + r"(?P<d>\d{1,2})\s+" + _MONTH_WORD + r"\s*,?\s*(?P<y>\d{4})")
-# The same with month first: "1:56 pm on May 8, 2023", "May 8th, 2023".
-_LOCOMO_MDY = re.compile(_TIME_ON + _MONTH_WORD + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\s*,?\s*(?P<y>\d{4})")
-# LongMemEval: "2023/05/20 (Sat) 02:21" (the weekday is decoration and is not checked).
-_SLASHED = re.compile(
-    r"(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:\s*\([A-Za-z]{2,9}\))?"
-    r"(?:\s+(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?)?"
-)
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 _BASIC_DATE = re.compile(r"(?P<y>(?:19|20)\d\d|2100)(?P<m>\d\d)(?P<d>\d\d)")
@@ -70,32 +56,6 @@ def to_epoch(dt: datetime | date) -> int:
     return (as_utc(dt) - _EPOCH) // _SECOND
 
 
-def _hour24(h: str | None, ap: str | None) -> int:
-    if h is None:
-        return 0
-    hour = int(h)
-    if ap is None:
-        if hour > 23:
-            raise ValueError
-        return hour
-    if not 1 <= hour <= 12:
-        raise ValueError
-    return hour % 12 + (12 if ap.lower() == "p" else 0)
-
-
-def _from_match(m: re.Match, month: int) -> datetime:
-    g = m.groupdict()
-    return datetime(
-        int(g["y"]),
-        month,
-        int(g["d"]),
-        _hour24(g.get("h"), g.get("ap")),
-        int(g.get("mi") or 0),
-        int(g.get("s") or 0),
-        tzinfo=UTC,
-    )
-
-
 def _parse_text(text: str) -> datetime | None:
     if _INTEGER.fullmatch(text):
         basic = _BASIC_DATE.fullmatch(text)
@@ -109,41 +69,10 @@ def _parse_text(text: str) -> datetime | None:
         return from_epoch(int(text))
     if _NUMBER.fullmatch(text):
         return from_epoch(float(text))
-    for pattern in (_LOCOMO_DMY, _LOCOMO_MDY):
-        m = pattern.fullmatch(text)
-        if m:
-            month = MONTH_INDEX.get(m["mon"].lower()[:3])
-            if month is None or (len(m["mon"]) > 3 and not _is_month_name(m["mon"])):
-                return None
-            return _from_match(m, month)
-    m = _SLASHED.fullmatch(text)
-    if m:
-        return _from_match(m, int(m["m"]))
     # ISO 8601: Python 3.11's fromisoformat reads dates, date-times, offsets and "Z".
     if text[:4].isdigit():
         return as_utc(datetime.fromisoformat(text))
     return None
-
-
-_MONTH_NAMES = {
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-    "sept",
-}
-
-
-def _is_month_name(word: str) -> bool:
-    return word.lower() in _MONTH_NAMES
 
 
 def parse_timestamp(value: str | int | float | datetime) -> datetime:
@@ -154,9 +83,10 @@ def parse_timestamp(value: str | int | float | datetime) -> datetime:
     - epoch seconds as int or float, or as a numeric string ("1683554160", "1683554160.5");
       an 8-digit string that spells YYYYMMDD (1900-2100) is read as an ISO basic date;
     - ISO 8601 strings: "2023-05-08", "2023-05-08T13:56:00", "2023-05-08 13:56:00+02:00",
-      "2023-05-08T13:56:00Z" (no offset = UTC);
-    - LoCoMo session times "1:56 pm on 8 May, 2023" (and "8 May, 2023", "May 8, 2023");
-    - LongMemEval session times "2023/05/20 (Sat) 02:21".
+      "2023-05-08T13:56:00Z" (no offset = UTC).
+
+    A dataset's own forms (LoCoMo's "1:56 pm on 8 May, 2023") are its reader's to parse
+    (memlane/ingest/dataset_times.py).
 
     Raises ValueError naming the value (``cannot parse timestamp 'next tuesdayish'``) for
     anything else: empty strings, None, bools, NaN, epochs outside years 1..9999 (so epoch

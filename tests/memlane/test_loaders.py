@@ -102,12 +102,13 @@ def test_locomo_session_timestamps(tmp_path):
 def test_locomo_image_fields_kept_and_orphan_dates_ignored(tmp_path):
     fx1 = load_conversations(write_locomo_fixture(tmp_path / "f.json"))[0]
     by_id = {t.turn_id: t for t in fx1.turns}
+    assert by_id["D2:2"].kind == "image"
+    assert by_id["D2:2"].caption == "a photo of seedlings in a wooden raised bed"
     assert by_id["D2:2"].metadata == {
-        "blip_caption": "a photo of seedlings in a wooden raised bed",
         "query": "bean seedlings allotment",
         "img_url": ["https://example.invalid/seedlings.jpg"],
     }  # the re-download flag is not kept
-    assert all(t.metadata == {} for t in fx1.turns if t.turn_id != "D2:2")
+    assert all(t.metadata == {} and t.kind == "text" for t in fx1.turns if t.turn_id != "D2:2")
     # session_4_date_time has no session_4 list: no session 4, no error
     assert "session_4" not in fx1.session_ids
     assert fx1.metadata["dates_without_session"] == ["session_4_date_time"]
@@ -503,7 +504,7 @@ def test_real_locomo_totals():
     assert sum(len(c.session_ids) for c in convs) == 272
     assert sum(len(c.turns) for c in convs) == 5882
     turns = [t for c in convs for t in c.turns]
-    assert sum("blip_caption" in t.metadata for t in turns) == 1226
+    assert sum(t.kind == "image" and t.caption != "" for t in turns) == 1226
     assert sum("img_url" in t.metadata for t in turns) == 910
     conv26 = convs[0]
     assert conv26.turns[0].timestamp == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -30,7 +30,8 @@ def test_chunks_split_sessions_and_keep_text_losslessly():
             speaker="Ann" if i % 2 else "Bo",
             text=f"line {i}",
             timestamp=T0,
-            metadata={"blip_caption": "a dog"} if i == 3 else {},
+            kind="image" if i == 3 else "text",
+            caption="a dog" if i == 3 else "",
         )
         for i in range(10)
     ]

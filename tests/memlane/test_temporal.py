@@ -54,14 +54,6 @@ def one(text: str, ref: datetime = REF) -> tuple[str, str, str]:
 @pytest.mark.parametrize(
     "value, expected",
     [
-        ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
-        ("10:37 am on 27 June, 2023", datetime(2023, 6, 27, 10, 37, tzinfo=UTC)),
-        ("12:09 am on 13 September, 2023", datetime(2023, 9, 13, 0, 9, tzinfo=UTC)),
-        ("12:30 pm on 1 January, 2024", datetime(2024, 1, 1, 12, 30, tzinfo=UTC)),
-        ("7:05 PM on 3 Aug, 2023", datetime(2023, 8, 3, 19, 5, tzinfo=UTC)),
-        ("8 May, 2023", datetime(2023, 5, 8, tzinfo=UTC)),
-        ("May 8, 2023", datetime(2023, 5, 8, tzinfo=UTC)),
-        ("2023/05/20 (Sat) 02:21", datetime(2023, 5, 20, 2, 21, tzinfo=UTC)),
         ("2023-05-08", datetime(2023, 5, 8, tzinfo=UTC)),
         ("2023-05-08T13:56:00", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
         ("2023-05-08T13:56:00Z", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),

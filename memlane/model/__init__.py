@@ -1,0 +1,75 @@
+"""The memory model: banks, turns, chunks, entities, links, memory units, tree nodes, and the
+requests and results of the engine's API.
+
+Everything that crosses the engine's boundary is one of these pydantic models, so a bad value
+is rejected with an error that names the field before anything is written. The package sits at
+the bottom of the engine: it imports no other ``memlane`` module. Import from here
+(``from memlane.model import Turn``); the modules below are how it is laid out.
+"""
+
+from memlane.model.curated import CURATED_ID_PATTERN, Directive, MentalModel, ModelSource
+from memlane.model.records import (
+    BANK_ID_PATTERN,
+    CAUSAL_LINK_TYPES,
+    LEVEL_NAMES,
+    Bank,
+    Chunk,
+    Disposition,
+    Entity,
+    FactType,
+    Level,
+    Link,
+    LinkType,
+    MemoryUnit,
+    OpinionChange,
+    TreeNode,
+    Turn,
+    TurnKind,
+    check_bank_id,
+    not_blank,
+    now_utc,
+    utc,
+)
+from memlane.model.requests import (
+    Budget,
+    RecalledMemory,
+    RecalledModel,
+    RecalledNode,
+    RecallRequest,
+    RecallResult,
+    RetainItem,
+)
+
+__all__ = [
+    "BANK_ID_PATTERN",
+    "CAUSAL_LINK_TYPES",
+    "CURATED_ID_PATTERN",
+    "LEVEL_NAMES",
+    "Bank",
+    "Budget",
+    "Chunk",
+    "Directive",
+    "Disposition",
+    "Entity",
+    "FactType",
+    "Level",
+    "Link",
+    "LinkType",
+    "MemoryUnit",
+    "MentalModel",
+    "ModelSource",
+    "OpinionChange",
+    "RecallRequest",
+    "RecallResult",
+    "RecalledMemory",
+    "RecalledModel",
+    "RecalledNode",
+    "RetainItem",
+    "TreeNode",
+    "Turn",
+    "TurnKind",
+    "check_bank_id",
+    "not_blank",
+    "now_utc",
+    "utc",
+]
