@@ -186,20 +186,21 @@ def test_bad_threshold_is_refused():
 
 
 def _state(idx: BankIndex) -> tuple:
-    n = idx._n
+    rows, lexical = idx.rows, idx.lexical
+    n = rows.n
     return (
-        idx.ids,
-        idx._pos,
-        idx._vec[:n].tolist(),
-        {k: np.nan_to_num(c[:n], nan=-1.0).tolist() for k, c in idx._cols.items()},
-        idx._rows,
-        idx._tags,
-        idx._docs,
-        idx._terms,
-        {t: (list(p), list(f)) for t, (p, f) in idx._postings.items()},
-        dict(+idx._df),
-        idx._alive_n,
-        idx._alive_len,
+        rows.ids,
+        rows.pos,
+        rows.vec[:n].tolist(),
+        {k: np.nan_to_num(c[:n], nan=-1.0).tolist() for k, c in rows.cols.items()},
+        rows.fields,
+        rows.tags,
+        rows.docs,
+        lexical.terms,
+        {t: (list(p), list(f)) for t, (p, f) in lexical.postings.items()},
+        dict(+lexical.df),
+        rows.alive_n,
+        rows.alive_len,
     )
 
 
@@ -216,6 +217,19 @@ def test_bulk_load_equals_row_by_row_upsert():
     q = clustered(1, seed=8)[0]
     assert bulk.search_dense(q, 20) == rows.search_dense(q, 20)
     assert bulk.search_lexical("apple river", 20) == rows.search_lexical("apple river", 20)
+
+
+def test_compaction_leaves_the_state_of_a_fresh_index_of_the_survivors():
+    units = make_units(clustered(1200, seed=4))
+    idx = BankIndex(DIM)
+    idx.upsert(units)
+    idx.remove([u.id for i, u in enumerate(units) if i % 3])  # 800 of 1200 gone: compacts
+    fresh = BankIndex(DIM)
+    fresh.upsert([u for i, u in enumerate(units) if i % 3 == 0])
+    assert idx.rows.n == 400
+    assert _state(idx) == _state(fresh)
+    q = clustered(1, seed=9)[0]
+    assert idx.search_dense(q, 20, chunk_prior=0.5) == fresh.search_dense(q, 20, chunk_prior=0.5)
 
 
 def test_bulk_load_refuses_units_without_embeddings():
