@@ -70,7 +70,8 @@ class ConsolidateWorker:
     out (see ``COLUMNS``).
 
     ``settings``: keyword arguments of :class:`memlane.settings.Settings` (``store.milvus_uri``
-    must name a server every worker can reach). ``now``: ISO time the windows close by (one
+    must name a server every worker can reach; torch threads: the actor's CPUs unless set, see
+    :func:`actors.engine_settings.engine_settings`). ``now``: ISO time the windows close by (one
     value for the whole job, so every bank is cut at the same instant; default: each call's
     current time). ``consolidator``: "auto", "rules" or "llm" (default: the settings').
     """
@@ -78,19 +79,10 @@ class ConsolidateWorker:
     def __init__(
         self, settings: dict[str, Any], now: str | None = None, consolidator: str | None = None
     ) -> None:
+        from actors.engine_settings import engine_settings
         from memlane.engine import Memory
-        from memlane.settings import Settings
 
-        kwargs = dict(settings)
-        if not kwargs.get("torch_threads"):
-            try:
-                import ray
-
-                cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
-            except Exception:  # noqa: BLE001 - outside Ray (unit use)
-                cpus = 1
-            kwargs["torch_threads"] = max(1, int(round(cpus)))
-        self.settings = Settings(**kwargs)
+        self.settings = engine_settings(settings)
         self.memory = Memory(self.settings)
         self.now = datetime.fromisoformat(now) if now else None
         self.consolidator = consolidator

@@ -81,33 +81,23 @@ def _maybe_fault() -> None:
 class RetainWorker:
     """Callable class for ``Dataset.map_batches`` (one engine per actor).
 
-    ``settings``: keyword arguments of :class:`memlane.settings.Settings` (``milvus_uri`` must
-    name a server every worker can reach). ``torch_threads`` defaults to the CPUs Ray gave the
-    actor (Ray sets OMP_NUM_THREADS=1 in workers).
+    ``settings``: keyword arguments of :class:`memlane.settings.Settings` (``store.milvus_uri``
+    must name a server every worker can reach), completed by
+    :func:`actors.engine_settings.engine_settings` (torch threads: the actor's CPUs unless set;
+    the GPU with ``use_gpu``).
     """
 
     def __init__(self, settings: dict[str, Any], use_gpu: bool = False) -> None:
+        from actors.engine_settings import engine_settings
         from memlane.engine import Memory
-        from memlane.settings import Settings
 
-        kwargs = dict(settings)
-        if use_gpu:
-            kwargs.setdefault("embedder_device", "cuda")
-        if not kwargs.get("torch_threads"):
-            try:
-                import ray
-
-                cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
-            except Exception:  # noqa: BLE001 - outside Ray (unit use)
-                cpus = 1
-            kwargs["torch_threads"] = max(1, int(round(cpus)))
         try:
             import ray
 
             self.node_id = ray.get_runtime_context().get_node_id() or ""
         except Exception:  # noqa: BLE001 - outside Ray
             self.node_id = ""
-        self.settings = Settings(**kwargs)
+        self.settings = engine_settings(settings, use_gpu=use_gpu)
         self.memory = Memory(self.settings)
         # Load the models now, so the first batch's timing is the retain's, not the load's.
         _ = self.memory.embedder, self.memory.extractor, self.memory.store

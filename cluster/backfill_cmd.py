@@ -9,7 +9,6 @@ end (Ctrl-C included). With ``--address`` it joins that cluster and writes to ``
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 import typer
 
 from cluster.common import DataDir, MilvusUri, RayAddress, fail
-from memlane.settings import is_secret
+from pipelines.job import worker_settings  # the one definition; this module's name for it
 
 FORMAT_CHOICES = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
 
@@ -183,8 +182,6 @@ LOG_FILE = "backfill.log"
 def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result, consolidate: bool = False):
     """Start or join Ray (and a local Milvus Lite server when no URI is set), run the backfill
     (then, with ``consolidate``, the tree of every bank it wrote), stop what was started."""
-    import ray
-
     from pipelines.backfill import run_backfill as _retain
 
     def run_backfill(cfg, plan, on_result=None):
@@ -192,28 +189,11 @@ def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result, c
             return _retain(cfg, plan, on_result=on_result)
         return _retain_then_consolidate(cfg, plan, on_result, _retain)
 
-    if address:
-        ray.init(
-            address=address,
-            logging_level="WARNING",
-            runtime_env={
-                "env_vars": {
-                    k: v for k, v in os.environ.items() if k.startswith("MEMLANE_") and not is_secret(k)
-                }
-            },
-        )
-        try:
-            return run_backfill(cfg, plan, on_result=on_result)
-        finally:
-            ray.shutdown()
-    if uri:
-        from cluster.local import start_local_ray
+    if address or uri:
+        from cluster.consolidate_cmd import ray_session
 
-        start_local_ray()
-        try:
+        with ray_session(address):
             return run_backfill(cfg, plan, on_result=on_result)
-        finally:
-            ray.shutdown()
     from cluster.local import local_cluster
 
     with local_cluster(settings.data_dir) as local_uri:
@@ -301,22 +281,6 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool, plan) -> Iterator[Call
         with bar:
             yield advance
             bar.update(task, description="retain", completed=sum(turns.values()))
-
-
-def worker_settings(settings) -> dict:
-    """The Settings sent to every worker (the extractor and the LLM endpoints included).
-    Secrets are not: the Milvus token and the LLM API keys would land in Ray's object store
-    (and a SecretStr dumps as asterisks); workers read MEMLANE_STORE__MILVUS_TOKEN and
-    MEMLANE_LLM__*API_KEY from their own environment (a local Ray inherits the driver's)."""
-
-    def public(tree: dict) -> dict:
-        return {
-            k: public(v) if isinstance(v, dict) else v
-            for k, v in tree.items()
-            if k not in ("data_dir", "milvus_uri") and not is_secret(k)
-        }
-
-    return public(settings.model_dump(mode="json"))
 
 
 def _public(summary: dict) -> dict:

@@ -125,7 +125,7 @@ def consolidate(
     except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
         fail(str(exc) or type(exc).__name__)
 
-    from cluster.backfill_cmd import worker_settings
+    from pipelines.job import worker_settings
 
     cfg = ConsolidateConfig(
         milvus_uri=uri or "",

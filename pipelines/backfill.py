@@ -35,13 +35,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from actors.wire import encode_bank
 from pipelines.corpus import BankInput, fingerprint, read_corpus
+from pipelines.job import Progress, cluster_pool, run_pool, worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +49,10 @@ log = logging.getLogger(__name__)
 # large enough that Ray's per-task overhead (a few ms) vanishes, small enough to balance a
 # pool and to show progress. Banks larger than this go alone.
 GROUP_TURNS = 1024
-# Default pool: one retain worker per this many CPUs (see plan_resources).
-DEFAULT_CPUS_PER_WORKER = 1
 REJECTS_FILE = "backfill-rejects.jsonl"
 LEDGER_FILE = "backfill-ledger.jsonl"
+# What the ledger keeps of a retained bank's result row.
+_LEDGER_KEYS = ("bank_id", "fingerprint", "turns", "memories", "entities", "links")
 
 
 class RejectLimitExceeded(Exception):
@@ -185,60 +185,6 @@ def _driver_metrics():
         return None, None
 
 
-class _Progress:
-    """The driver's progress gauges: ``memlane_backfill_banks_planned`` (banks this run
-    retains, after resume skipped the finished ones) and ``memlane_backfill_progress`` (the
-    share of them finished, retained or failed, 0 to 1). Worker counters say how fast; only the
-    driver knows how much is left."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.share = 0.0 if total else 1.0
-        try:
-            from ray.util.metrics import Gauge
-
-            from actors.gauges import keep
-
-            # Kept (re-set every few seconds) while the driver lives: a gauge set once is
-            # dropped by Ray's agent after two export intervals (actors/gauges.py).
-            planned = Gauge("memlane_backfill_banks_planned", "Banks this backfill run retains.")
-            share = Gauge("memlane_backfill_progress", "Share of this run's banks finished (0-1).")
-            keep("memlane_backfill_banks_planned", planned, lambda: self.total)
-            keep("memlane_backfill_progress", share, lambda: self.share)
-        except Exception:  # noqa: BLE001 - not connected to Ray
-            pass
-
-    def done(self, finished: int) -> None:
-        if self.total:
-            self.share = min(1.0, finished / self.total)
-
-
-def plan_resources(
-    cpus: float, gpus: float, workers: int | None, use_gpu: bool | None
-) -> tuple[int, float, float, bool]:
-    """(workers, CPUs per worker, GPUs per worker, on GPU) for a cluster's resources.
-
-    GPUs are used when the cluster has any (``use_gpu=None``) or when asked and present; a
-    CPU-only cluster never asks for GPUs, so the GPU path costs nothing where there are none.
-    Default pool: one worker per GPU, else one per CPU (on 2 cores, 2 workers with one torch
-    thread each measured faster than 1 worker with 2: see benchmarks/backfill_bench.py). The
-    pool shares the CPUs; each worker's torch threads follow its share."""
-    gpu = gpus > 0 if use_gpu is None else bool(use_gpu and gpus > 0)
-    if workers is None:
-        workers = max(1, int(gpus)) if gpu else max(1, int(cpus // DEFAULT_CPUS_PER_WORKER))
-    workers = max(1, int(workers))
-    cpu_each = cpus / workers
-    gpu_each = (min(1.0, gpus / workers)) if gpu else 0.0
-    return workers, cpu_each, gpu_each, gpu
-
-
-def _resource_plan(workers: int | None, use_gpu: bool | None) -> tuple[int, float, float, bool]:
-    import ray
-
-    res = ray.cluster_resources()
-    return plan_resources(float(res.get("CPU", 1)), float(res.get("GPU", 0)), workers, use_gpu)
-
-
 @dataclass
 class BackfillPlan:
     """The read, validated and grouped corpus: what :func:`run_backfill` will retain."""
@@ -309,19 +255,6 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
     )
 
 
-def worker_settings(cfg: BackfillConfig, data_dir: str | Path) -> dict[str, Any]:
-    """The settings a worker builds its engine from: the driver's (secrets left out, see
-    cluster.backfill_cmd.worker_settings) with this job's store and data directory.
-
-    Online tree consolidation is off in the workers: the batch path builds trees in its own
-    stage (``memlane backfill --consolidate``, ``memlane consolidate``, pipelines/consolidate.py)
-    with one cut-off time for every bank, instead of after each bank inside the retain task
-    (where the worker waits for it before taking the next group)."""
-    store = {**cfg.settings.get("store", {}), "milvus_uri": cfg.milvus_uri}
-    tree = {**cfg.settings.get("tree", {}), "online": "off"}
-    return {**cfg.settings, "store": store, "tree": tree, "data_dir": data_dir}
-
-
 def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict[str, Any]]]:
     """Split the plan into banks to retain and ledger records of banks to skip: unchanged
     input (same fingerprint) and the same unit count in Milvus as when they finished."""
@@ -332,7 +265,7 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
 
     # Opening the store once here also creates its global collections before the workers
     # start, so they do not race to create them (harmless, but each loser logs an RPC error).
-    s = Settings(**worker_settings(cfg, plan.data_dir))
+    s = Settings(**worker_settings(cfg.settings, cfg.milvus_uri, plan.data_dir))
     store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
         for bank, payload, fp in plan.banks:
@@ -381,8 +314,6 @@ def run_backfill(
     anything is written when the read finds too many, or at the end when banks failed to
     retain (the other banks are written).
     """
-    import ray
-
     t0 = time.perf_counter()
     if plan is None:
         plan = prepare_backfill(cfg)
@@ -396,7 +327,7 @@ def run_backfill(
 
     todo, skipped = _skip_done(cfg, plan)
     plan.banks = []
-    progress = _Progress(len(todo))
+    progress = Progress("backfill", len(todo))
     for prev in skipped:
         summary.banks += 1
         summary.skipped_banks += 1
@@ -404,85 +335,53 @@ def run_backfill(
             setattr(summary, key, getattr(summary, key) + int(prev.get(key, 0)))
 
     if todo:
-        workers, cpu_each, gpu_each, gpu = _resource_plan(cfg.workers, cfg.use_gpu)
-        summary.workers = workers
-        summary.extra["gpu"] = gpu
+        pool = cluster_pool(cfg.workers, cfg.use_gpu)
+        summary.workers = pool.workers
+        summary.extra["gpu"] = pool.on_gpu
         replies = _batch_extract(todo, cfg) if cfg.vllm is not None else None
-        groups = _pack(todo, cfg.group_turns, replies)
         n_turns = {b.bank_id: b.n_turns for b, _, _ in todo}
+        results = run_pool(
+            _pack(todo, cfg.group_turns, replies),
+            _GroupAdapter,
+            {
+                "settings": worker_settings(cfg.settings, cfg.milvus_uri, plan.data_dir),
+                "use_gpu": pool.on_gpu,
+            },
+            pool,
+            progress=cfg.progress,
+            runtime_env=cfg.runtime_env,
+            max_restarts=cfg.max_restarts,
+        )
         del todo
-        settings = worker_settings(cfg, str(plan.data_dir))
-
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = cfg.progress
-        ds = ray.data.from_items(groups, override_num_blocks=len(groups))
-        del groups
-        with warnings.catch_warnings():
-            # Ray 2.60 deprecates **ray_remote_args but names no parameter for max_restarts /
-            # max_task_retries; its own default is unbounded (-1), which would retry a bank
-            # that kills its worker (OOM) forever. A bound is worth the warning.
-            warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
-            out = ds.map_batches(
-                _GroupAdapter,
-                batch_size=1,
-                batch_format="pyarrow",
-                # One group in flight per actor: a free actor takes the next group, so the
-                # largest-first order balances the pool. Ray's default queues several groups
-                # per actor up front; on LoCoMo that left one of 2 workers idle for the last
-                # 8 of 54 s.
-                compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
-                fn_constructor_kwargs={"settings": settings, "use_gpu": gpu},
-                num_cpus=cpu_each,
-                num_gpus=gpu_each or None,
-                runtime_env=cfg.runtime_env or None,
-                max_restarts=cfg.max_restarts,
-                max_task_retries=cfg.max_restarts,
-            )
         failed: list[dict[str, Any]] = []
         with open(plan.ledger_path, "a", encoding="utf-8") as ledger_file:
-            for batch in out.iter_batches(batch_size=None, batch_format="pyarrow"):
-                for rec in batch.to_pylist():
-                    summary.banks += 1
-                    if rec["status"] == "ok":
-                        summary.retained_banks += 1
-                        summary.retained_turns += rec["turns"]
-                        for key in ("turns", "memories", "entities", "links"):
-                            setattr(summary, key, getattr(summary, key) + rec[key])
-                        ledger_file.write(
-                            json.dumps(
-                                {
-                                    k: rec[k]
-                                    for k in (
-                                        "bank_id",
-                                        "fingerprint",
-                                        "turns",
-                                        "memories",
-                                        "entities",
-                                        "links",
-                                    )
-                                }
-                            )
-                            + "\n"
-                        )
-                    else:
-                        summary.failed_banks += 1
-                        n = n_turns.get(rec["bank_id"], 1)
-                        summary.rejects += n
-                        failed.append(
-                            {
-                                "source": "retain",
-                                "where": f"bank {rec['bank_id']}",
-                                "reason": rec["error"],
-                                "records": n,
-                                "bank_id": rec["bank_id"],
-                            }
-                        )
-                        if rejects_metric is not None:
-                            rejects_metric.inc(n, tags={"stage": "retain"})
-                    progress.done(summary.retained_banks + summary.failed_banks)
-                    if on_result is not None:
-                        on_result(rec)
-                ledger_file.flush()
+            for rec in results:
+                summary.banks += 1
+                if rec["status"] == "ok":
+                    summary.retained_banks += 1
+                    summary.retained_turns += rec["turns"]
+                    for key in ("turns", "memories", "entities", "links"):
+                        setattr(summary, key, getattr(summary, key) + rec[key])
+                    ledger_file.write(json.dumps({k: rec[k] for k in _LEDGER_KEYS}) + "\n")
+                    ledger_file.flush()
+                else:
+                    summary.failed_banks += 1
+                    n = n_turns.get(rec["bank_id"], 1)
+                    summary.rejects += n
+                    failed.append(
+                        {
+                            "source": "retain",
+                            "where": f"bank {rec['bank_id']}",
+                            "reason": rec["error"],
+                            "records": n,
+                            "bank_id": rec["bank_id"],
+                        }
+                    )
+                    if rejects_metric is not None:
+                        rejects_metric.inc(n, tags={"stage": "retain"})
+                progress.done(summary.retained_banks + summary.failed_banks)
+                if on_result is not None:
+                    on_result(rec)
         if failed:
             _append_rejects(plan.rejects_path, failed)
 

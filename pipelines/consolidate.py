@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from actors.consolidate import LEVEL_NAMES
+from pipelines.job import Progress, cluster_pool, run_pool, worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -104,21 +104,13 @@ class ConsolidateConfig:
     runtime_env: dict[str, Any] | None = None
 
 
-def worker_settings(cfg: ConsolidateConfig) -> dict[str, Any]:
-    """The settings a worker builds its engine from: the driver's with this job's store and
-    data directory, and no online consolidation (this job is the consolidation)."""
-    store = {**cfg.settings.get("store", {}), "milvus_uri": cfg.milvus_uri}
-    tree = {**cfg.settings.get("tree", {}), "online": "off"}
-    return {**cfg.settings, "store": store, "tree": tree, "data_dir": str(cfg.data_dir)}
-
-
 def resolve_banks(cfg: ConsolidateConfig, wanted: list[str] | None) -> list[tuple[str, int]]:
     """``(bank_id, memory units)`` of the banks to consolidate, largest first: ``wanted`` (each
     must exist: :class:`UnknownBanks` names the missing ones) or, when None, every bank."""
     from memlane.settings import Settings
     from memlane.stores.milvus import MilvusStore
 
-    s = Settings(**worker_settings(cfg))
+    s = Settings(**worker_settings(cfg.settings, cfg.milvus_uri, cfg.data_dir))
     store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
         present = [b.bank_id for b in store.list_banks()]
@@ -151,31 +143,6 @@ def corpus_banks(path: str | Path, fmt: str = "auto") -> list[str]:
     return ids
 
 
-class _Progress:
-    """The driver's gauges ``memlane_consolidate_banks_planned`` and
-    ``memlane_consolidate_progress`` (share of the banks finished, 0 to 1), kept exported
-    while the driver lives (actors/gauges.py)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.share = 0.0 if total else 1.0
-        try:
-            from ray.util.metrics import Gauge
-
-            from actors.gauges import keep
-
-            planned = Gauge("memlane_consolidate_banks_planned", "Banks this consolidation run builds.")
-            share = Gauge("memlane_consolidate_progress", "Share of this run's banks consolidated (0-1).")
-            keep("memlane_consolidate_banks_planned", planned, lambda: self.total)
-            keep("memlane_consolidate_progress", share, lambda: self.share)
-        except Exception:  # noqa: BLE001 - not connected to Ray
-            pass
-
-    def done(self, finished: int) -> None:
-        if self.total:
-            self.share = min(1.0, finished / self.total)
-
-
 def run_consolidate(
     cfg: ConsolidateConfig,
     banks: list[tuple[str, int]],
@@ -185,51 +152,31 @@ def run_consolidate(
     """Consolidate ``banks`` (from :func:`resolve_banks`) on the Ray cluster this process is
     connected to (``ray.init`` first). ``on_result`` is called with each bank's result row as
     it streams in. Failed banks are in ``summary.failures``; the others are written."""
-    import ray
-
-    from pipelines.backfill import plan_resources
-
     t0 = time.perf_counter()
     summary = ConsolidateSummary()
-    progress = _Progress(len(banks))
+    progress = Progress("consolidate", len(banks))
     if banks:
-        res = ray.cluster_resources()
-        cpus = float(res.get("CPU", 1))
-        workers, _, _, _ = plan_resources(cpus, 0.0, cfg.workers, False)
-        # No more actors than banks: an idle actor would still load a model.
-        workers, cpu_each, _, _ = plan_resources(cpus, 0.0, min(workers, len(banks)), False)
-        summary.workers = workers
+        pool = cluster_pool(cfg.workers, use_gpu=False, rows=len(banks))
+        summary.workers = pool.workers
         now = (cfg.now or datetime.now().astimezone()).isoformat()
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = cfg.progress
-        ds = ray.data.from_items([{"bank_id": b} for b, _ in banks], override_num_blocks=len(banks))
-        with warnings.catch_warnings():
-            # As in the backfill: Ray 2.60 deprecates **ray_remote_args but names no parameter
-            # for max_restarts / max_task_retries.
-            warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
-            out = ds.map_batches(
-                _Adapter,
-                batch_size=1,
-                batch_format="pyarrow",
-                # One bank in flight per actor, so a free actor takes the next (largest-first) bank.
-                compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
-                fn_constructor_kwargs={
-                    "settings": worker_settings(cfg),
-                    "now": now,
-                    "consolidator": cfg.consolidator,
-                },
-                num_cpus=cpu_each,
-                runtime_env=cfg.runtime_env or None,
-                # Bounded: Ray's default (-1) would retry forever a bank that kills its worker.
-                max_restarts=cfg.max_restarts,
-                max_task_retries=cfg.max_restarts,
-            )
-        for batch in out.iter_batches(batch_size=None, batch_format="pyarrow"):
-            for rec in batch.to_pylist():
-                summary.add(rec)
-                progress.done(summary.banks)
-                if on_result is not None:
-                    on_result(rec)
+        results = run_pool(
+            [{"bank_id": b} for b, _ in banks],
+            _Adapter,
+            {
+                "settings": worker_settings(cfg.settings, cfg.milvus_uri, cfg.data_dir),
+                "now": now,
+                "consolidator": cfg.consolidator,
+            },
+            pool,
+            progress=cfg.progress,
+            runtime_env=cfg.runtime_env,
+            max_restarts=cfg.max_restarts,
+        )
+        for rec in results:
+            summary.add(rec)
+            progress.done(summary.banks)
+            if on_result is not None:
+                on_result(rec)
     summary.wall_s = round(time.perf_counter() - t0, 3)
     if summary.wall_s:
         summary.nodes_per_s = round(summary.total_written / summary.wall_s, 2)

@@ -9,14 +9,15 @@ Formats (``format="auto"`` picks per file):
   :func:`memlane.ingest.bank_id_for` of its ``sample_id`` / ``question_id`` (the id itself when
   it is a valid bank id), one document of the same id. A bad sample, question, session or turn
   is rejected alone, with the reader's reason; the rest still go in.
-* **Generic records** (``jsonl`` / ``parquet``): one turn per record with ``bank_id``,
-  ``session_id``, ``timestamp``, ``speaker`` (or ``role``), ``text``; optional ``document_id``
-  (default: the bank id), ``turn_id`` (default ``{session_id}:{n}``, n the 1-based position in
-  its session) and ``metadata``; other keys go to the turn's metadata, as the engine's JSONL
-  loader does. Within a bank, documents keep their first-appearance order and a document's
-  turns are ordered session by session (sessions by first appearance), which is the order the
-  engine's JSONL loader gives, so a backfill writes what ``Memory.retain`` of the same input
-  writes.
+* **Generic records** (``jsonl`` / ``parquet``): one turn per record, read by the engine's JSON
+  Lines rules (:mod:`memlane.ingest.jsonl`, the reader of ``memlane retain``) plus the routing
+  key ``bank_id``: ``session_id``, ``timestamp``, ``speaker`` (or ``role``), ``text``; optional
+  ``document_id`` (default: the file's stem), ``turn_id`` (default ``{session_id}:{n}``, n the
+  1-based position in its session) and ``metadata``; other keys go to the turn's metadata. Ids
+  are strings (a numeric ``session_id`` is rejected, as ``memlane retain`` refuses it). Within a
+  bank, documents keep their first-appearance order and a document's turns are ordered session
+  by session (sessions by first appearance), so a backfill of a file writes what
+  ``Memory.retain`` of the same file into the same bank writes.
 
 Bad records never stop the read: each is counted and handed to the ``reject`` callback with a
 reason (missing text, unparseable timestamp, invalid bank id, duplicate turn id, a file of no
@@ -33,30 +34,22 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from actors.wire import decode_bank, encode_bank  # noqa: F401 - re-exported for the driver
-from memlane.ingest.common import bank_id_for  # noqa: F401 - the one bank-id rule, re-exported
+from memlane.ingest.common import (
+    InputError,
+    bank_id_for,  # noqa: F401 - the one bank-id rule, re-exported
+    type_name,
+)
+from memlane.ingest.jsonl import DocumentTurns, parse_line, parse_record
 from memlane.model import BANK_ID_PATTERN, Turn
 
 FORMATS = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
 
 _BANK_RE = re.compile(BANK_ID_PATTERN)
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
-_GENERIC_KNOWN = {
-    "bank_id",
-    "speaker",
-    "role",
-    "text",
-    "timestamp",
-    "session_id",
-    "document_id",
-    "turn_id",
-    "metadata",
-}
-
 RejectFn = Callable[[dict[str, Any]], None]
 
 
@@ -84,14 +77,6 @@ def fingerprint(payload: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
-
-
-def _parse_time(value: Any) -> datetime:
-    from memlane.temporal import parse_timestamp
-
-    if isinstance(value, bool) or not isinstance(value, (str, int, float, datetime)):
-        raise ValueError(f"cannot parse timestamp {value!r}")
-    return parse_timestamp(value)
 
 
 def list_files(path: Path) -> list[Path]:
@@ -145,23 +130,16 @@ def detect_format(path: Path) -> str | None:
 # The grouping accumulator
 
 
-class _Doc:
-    __slots__ = ("sessions", "turn_ids")
-
-    def __init__(self) -> None:
-        self.sessions: dict[str, list[Turn]] = {}
-        self.turn_ids: set[str] = set()
-
-
 class Corpus:
-    """Accumulates turns per bank and document across files, in first-appearance order.
+    """Accumulates turns per bank and document across files, in first-appearance order (the
+    engine's :class:`memlane.ingest.jsonl.DocumentTurns`, one per bank).
 
     ``reject(record)`` receives ``{"source", "where", "reason", ...}`` for each bad record.
     """
 
     def __init__(self, reject: RejectFn) -> None:
         self._reject = reject
-        self.banks: dict[str, dict[str, _Doc]] = {}
+        self.banks: dict[str, DocumentTurns] = {}
         self.turns = 0
         self.rejects = 0
         self.files = 0
@@ -172,90 +150,30 @@ class Corpus:
 
     def add_conversation(self, bank_id: str, document_id: str, turns: Iterable[Turn]) -> None:
         """Add a whole, already validated conversation (LoCoMo, LongMemEval)."""
-        doc = self.banks.setdefault(bank_id, {}).setdefault(document_id, _Doc())
-        for t in turns:
-            doc.sessions.setdefault(t.session_id, []).append(t)
-            doc.turn_ids.add(t.turn_id)
-            self.turns += 1
+        turns = list(turns)
+        self.banks.setdefault(bank_id, DocumentTurns()).extend(document_id, turns)
+        self.turns += len(turns)
 
     def add_record(self, obj: Any, source: str, where: str) -> None:
-        """Validate one generic record and add it, or reject it with the reason."""
-        if not isinstance(obj, dict):
-            return self.reject(source, where, f"expected an object, got {type(obj).__name__}")
+        """Validate one generic record with the engine's JSONL rules and add it to its bank
+        (its document by default: the file's stem, as ``memlane retain`` of the file), or
+        reject it with the reason."""
+        bank_id = obj.get("bank_id") if isinstance(obj, dict) else None
         try:
-            raw_bank = obj.get("bank_id")
-            if not isinstance(raw_bank, str) or not _BANK_RE.match(raw_bank):
-                raise ValueError(f"field 'bank_id': invalid bank id {raw_bank!r}")
-            speaker = obj.get("speaker", obj.get("role"))
-            if not isinstance(speaker, str) or not speaker.strip():
-                raise ValueError("missing field 'speaker' (or its alias 'role')")
-            text = obj.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError("missing text (field 'text' absent, empty or not a string)")
-            session_id = obj.get("session_id")
-            if isinstance(session_id, (int, float)) and not isinstance(session_id, bool):
-                session_id = str(session_id)
-            if not isinstance(session_id, str) or not session_id.strip():
-                raise ValueError("missing field 'session_id'")
-            if obj.get("timestamp") is None:
-                raise ValueError("missing field 'timestamp'")
-            when = _parse_time(obj["timestamp"])
-            document_id = obj.get("document_id") or raw_bank
-            if not isinstance(document_id, str):
-                raise ValueError(f"field 'document_id': expected a string, got {document_id!r}")
-            meta: dict[str, Any] = {}
-            if obj.get("metadata") is not None:
-                if not isinstance(obj["metadata"], dict):
-                    raise ValueError("field 'metadata': expected an object")
-                meta.update(obj["metadata"])
-            if "speaker" in obj and "role" in obj:
-                meta["role"] = obj["role"]
-            meta.update({k: v for k, v in obj.items() if k not in _GENERIC_KNOWN})
-        except ValueError as exc:
-            return self.reject(source, where, str(exc), bank_id=obj.get("bank_id"))
-        doc = self.banks.setdefault(raw_bank, {}).setdefault(document_id, _Doc())
-        session = doc.sessions.setdefault(session_id, [])
-        turn_id = obj.get("turn_id")
-        if turn_id is None:
-            turn_id = f"{session_id}:{len(session) + 1}"
-        elif isinstance(turn_id, int) and not isinstance(turn_id, bool):
-            turn_id = str(turn_id)
-        if not isinstance(turn_id, str) or not turn_id.strip():
-            if not session:
-                del doc.sessions[session_id]
-            return self.reject(source, where, "field 'turn_id': must be a non-empty string", bank_id=raw_bank)
-        if turn_id in doc.turn_ids:
-            if not session:
-                del doc.sessions[session_id]
-            return self.reject(
-                source, where, f"duplicate turn_id {turn_id!r} in document {document_id!r}", bank_id=raw_bank
-            )
-        try:
-            turn = Turn(
-                document_id=document_id,
-                session_id=session_id,
-                turn_id=turn_id,
-                index=len(session),
-                speaker=speaker,
-                text=text,
-                timestamp=when,
-                metadata=meta,
-            )
-        except ValueError as exc:  # pydantic ValidationError is a ValueError
-            if not session:
-                del doc.sessions[session_id]
-            return self.reject(source, where, " ".join(str(exc).split()), bank_id=raw_bank)
-        session.append(turn)
-        doc.turn_ids.add(turn_id)
+            if not isinstance(obj, dict):
+                raise InputError(f"expected a JSON object, got {type_name(obj)}")
+            if not isinstance(bank_id, str) or not _BANK_RE.match(bank_id):
+                raise InputError(f"field 'bank_id': invalid bank id {bank_id!r}")
+            rec = parse_record(obj, routing_keys=("bank_id",))
+            self.banks.setdefault(bank_id, DocumentTurns()).add(rec, Path(source).stem, f"{source} {where}")
+        except InputError as exc:
+            return self.reject(source, where, str(exc), bank_id=bank_id)
         self.turns += 1
 
     def bank_inputs(self) -> Iterator[BankInput]:
         """Every bank gathered so far, documents in first-appearance order."""
         for bank_id, docs in self.banks.items():
-            documents = [
-                (doc_id, [t for turns in d.sessions.values() for t in turns]) for doc_id, d in docs.items()
-            ]
-            documents = [(d, t) for d, t in documents if t]
+            documents = [(doc_id, turns) for doc_id, turns, _ in docs.documents()]
             if documents:
                 yield BankInput(bank_id, documents)
 
@@ -280,15 +198,16 @@ def _read_longmemeval(path: Path, corpus: Corpus) -> None:
 
 
 def _read_jsonl(path: Path, corpus: Corpus) -> None:
+    # Line by line from the file (a corpus may not fit in memory as one text).
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
             where = f"line {lineno}"
             try:
-                obj = json.loads(raw)
-            except ValueError as exc:
-                corpus.reject(path.name, where, f"not valid JSON: {getattr(exc, 'msg', exc)}")
+                obj = parse_line(raw)
+            except InputError as exc:
+                corpus.reject(path.name, where, str(exc))
                 continue
             corpus.add_record(obj, path.name, where)
 
@@ -304,11 +223,8 @@ def _read_parquet(path: Path, corpus: Corpus) -> None:
     for batch in pf.iter_batches(batch_size=8192):
         for obj in batch.to_pylist():
             row += 1
-            if obj.get("metadata") is None:
-                obj.pop("metadata", None)
-            for key in [k for k, v in obj.items() if v is None and k not in _GENERIC_KNOWN]:
-                del obj[key]  # columns absent from this row, not values
-            corpus.add_record(obj, path.name, f"row {row}")
+            # A null is a column this row does not have, not a value.
+            corpus.add_record({k: v for k, v in obj.items() if v is not None}, path.name, f"row {row}")
 
 
 _READERS = {

@@ -143,11 +143,16 @@ def parse_time(value: Any, where: Callable[[], str]) -> datetime:
         raise InputError(f"{where()}: {head}{reason}") from exc
 
 
+def field_error(exc: ValidationError) -> str:
+    """The first field a model refused and why (``field 'speaker': ...``), for messages."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "turn"
+    return f"field {loc!r}: {err.get('msg', 'invalid value')}"
+
+
 def make_turn(where: str, **fields: Any) -> Turn:
     """A validated :class:`Turn`; an :class:`InputError` naming ``where`` and the field."""
     try:
         return Turn(**fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "turn"
-        raise InputError(f"{where}: field {loc!r}: {err.get('msg', 'invalid value')}") from None
+        raise InputError(f"{where}: {field_error(exc)}") from None

@@ -163,16 +163,18 @@ def test_generic_rejects_with_reasons_and_default_document(tmp_path):
     banks, rejects, corpus = _read(path)
     assert corpus.turns == 2 and corpus.rejects == 8
     assert [b for b in banks] == ["u1", "u2"]
-    assert banks["u1"].documents[0][0] == "u1"  # default document id: the bank id
+    # Default document id: the file's stem, as memlane retain of the file (it was the bank id).
+    assert banks["u1"].documents[0][0] == "c"
     reasons = [r["reason"] for r in rejects]
     assert [r["where"] for r in rejects] == [f"line {n}" for n in (2, 3, 4, 5, 6, 7, 8, 9)]
-    assert "missing text" in reasons[0] and "missing text" in reasons[1]
+    # The engine's JSONL reader's reasons (one reader for both), without the place.
+    assert reasons[0] == "missing field 'text'" and reasons[1] == "field 'text': must not be empty"
     assert "cannot parse timestamp 'soonish'" in reasons[2]
     assert "invalid bank id '-bad'" in reasons[3]
     assert "speaker" in reasons[4]
     assert "duplicate turn_id 's:1'" in reasons[5]
     assert "not valid JSON" in reasons[6]
-    assert "expected an object" in reasons[7]
+    assert reasons[7] == "expected a JSON object, got array"
 
 
 def test_directory_with_parquet_and_unknown_file(tmp_path):
@@ -230,3 +232,59 @@ def test_locomo_bad_sample_is_rejected_alone(tmp_path):
     assert corpus.rejects == 10  # fx-2's ten turns
     assert len(rejects) == 1 and rejects[0]["where"] == "$[1]"
     assert "cannot parse timestamp 'whenever'" in rejects[0]["reason"]
+
+
+def test_generic_jsonl_without_document_id_is_what_memlane_retain_reads(tmp_path):
+    """The bug fixed: with no ``document_id`` the backfill named the document after the bank,
+    ``memlane retain`` after the file, so the same lines gave other memory ids. One reader now:
+    the same turns, document id included."""
+    from memlane.ingest import load_conversations
+
+    rows = [
+        {"session_id": "s1", "speaker": "Ana", "text": "hello", "timestamp": "2024-01-01T10:00:00Z"},
+        {"session_id": "s1", "role": "user", "text": "again", "timestamp": "2024-01-01T10:01:00Z"},
+    ]
+    path = write_jsonl_fixture(tmp_path / "chat.jsonl", [dict(r, bank_id="b1") for r in rows])
+    banks, rejects, _ = _read(path)
+    assert rejects == []
+    [(doc, turns)] = banks["b1"].documents
+    (tmp_path / "plain").mkdir()
+    [conv] = load_conversations(write_jsonl_fixture(tmp_path / "plain" / "chat.jsonl", rows))
+    assert doc == conv.document_id == "chat"
+    assert turns == conv.turns  # every field, metadata included (bank_id is the route, not data)
+
+
+def test_generic_numeric_ids_are_rejected_as_memlane_retain_refuses_them(tmp_path):
+    base = {"bank_id": "b1", "speaker": "A", "text": "x", "timestamp": "2024-01-01"}
+    rows = [
+        dict(base, session_id=2),
+        dict(base, session_id="s", turn_id=7),
+        dict(base, session_id="s", document_id=""),
+        dict(base, session_id="s"),
+    ]
+    banks, rejects, corpus = _read(write_jsonl_fixture(tmp_path / "n.jsonl", rows))
+    assert [r["reason"] for r in rejects] == [
+        "field 'session_id': expected a string, got number",
+        "field 'turn_id': expected a string, got number",
+        "field 'document_id': must not be empty",
+    ]
+    assert corpus.turns == 1 and [t.turn_id for _, ts in banks["b1"].documents for t in ts] == ["s:1"]
+
+
+def test_parquet_nulls_are_absent_columns(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [
+        {"bank_id": "p1", "session_id": "s", "speaker": "A", "text": "one", "document_id": "d"},
+        {"bank_id": "p1", "session_id": "s", "speaker": "A", "text": "two", "document_id": None},
+    ]
+    ts = datetime(2024, 3, 1, 8, tzinfo=UTC)
+    pq.write_table(pa.Table.from_pylist([dict(r, timestamp=ts) for r in rows]), tmp_path / "part.parquet")
+    banks, rejects, _ = _read(tmp_path / "part.parquet")
+    assert rejects == []
+    assert [(d, [t.text for t in turns]) for d, turns in banks["p1"].documents] == [
+        ("d", ["one"]),
+        ("part", ["two"]),
+    ]
+    assert banks["p1"].documents[0][1][0].timestamp == ts

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.backfill import _pack, plan_resources
+from pipelines.backfill import _pack
 from pipelines.corpus import BankInput
+from pipelines.job import plan_resources
 
 
 def test_cpu_only_cluster_never_asks_for_gpus():

@@ -1,0 +1,42 @@
+"""The engine settings of a job's actor (:class:`actors.retain.RetainWorker`,
+:class:`actors.consolidate.ConsolidateWorker`): the job's settings, completed from what Ray gave
+the actor only where the user left a setting unset."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memlane.settings import Settings
+
+
+def assigned_cpus() -> float:
+    """The CPUs Ray gave this actor; 1 outside a Ray worker."""
+    try:
+        import ray
+
+        return float(ray.get_runtime_context().get_assigned_resources().get("CPU", 1))
+    except Exception:  # noqa: BLE001 - outside Ray (unit use)
+        return 1.0
+
+
+def engine_settings(
+    settings: Mapping[str, Any], *, use_gpu: bool = False, cpus: float | None = None
+) -> Settings:
+    """:class:`Settings` from ``settings`` (keyword arguments; this process's ``MEMLANE_*``
+    variables below them, as always), then:
+
+    * ``models.torch_threads`` left at 0 (unset: "all cores") becomes the actor's CPUs
+      (``cpus``, default :func:`assigned_cpus`): Ray sets OMP_NUM_THREADS=1 in workers, and all
+      cores would oversubscribe a node that runs several actors. A value the user set
+      (``MEMLANE_MODELS__TORCH_THREADS``, or the job's settings) is kept.
+    * ``models.embedder_device`` left at ``"cpu"`` becomes ``"cuda"`` for an actor given a
+      GPU (``use_gpu``); a device the user named (``"cuda:1"``) is kept.
+    """
+    s = Settings(**settings)
+    models: dict[str, Any] = {}
+    if s.models.torch_threads == 0:
+        models["torch_threads"] = max(1, round(assigned_cpus() if cpus is None else cpus))
+    if use_gpu and s.models.embedder_device == "cpu":
+        models["embedder_device"] = "cuda"
+    return s.model_copy(update={"models": models}) if models else s
