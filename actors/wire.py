@@ -27,24 +27,15 @@ def encode_bank(bank: HasDocuments) -> str:
     """The bank's documents as one JSON string (see :func:`decode_bank`)."""
     docs = []
     for document_id, turns in bank.documents:
-        docs.append(
-            [
-                document_id,
-                [
-                    [
-                        t.session_id,
-                        t.turn_id,
-                        t.index,
-                        t.speaker,
-                        t.text,
-                        t.timestamp.isoformat(),
-                        t.metadata or None,
-                    ]
-                    for t in turns
-                ],
-            ]
-        )
+        docs.append([document_id, [_row(t) for t in turns]])
     return json.dumps(docs, ensure_ascii=False, separators=(",", ":"))
+
+
+def _row(t: Turn) -> list:
+    row = [t.session_id, t.turn_id, t.index, t.speaker, t.text, t.timestamp.isoformat(), t.metadata or None]
+    if t.kind != "text":  # a turn that shares an image adds its kind and caption; text rows keep their form
+        row += [t.kind, t.caption]
+    return row
 
 
 def decode_bank(payload: str) -> Documents:
@@ -61,8 +52,9 @@ def decode_bank(payload: str) -> Documents:
                 text=tx,
                 timestamp=datetime.fromisoformat(ts),
                 metadata=meta or {},
+                **dict(zip(("kind", "caption"), shared)),
             )
-            for s, tid, i, sp, tx, ts, meta in rows
+            for s, tid, i, sp, tx, ts, meta, *shared in rows
         ]
         out.append((document_id, turns))
     return out
