@@ -1,8 +1,9 @@
 """The one JSON Lines reader: one turn object per line with ``speaker`` (or its alias
 ``role``), ``text``, ``timestamp`` and ``session_id`` (strings; a number is refused, not
 guessed into a string); optional ``document_id`` (default: the file stem), ``turn_id`` (default
-``"{session_id}:{n}"``, n the 1-based position in its session) and ``metadata`` (an object);
-any other key goes to the turn's metadata. Turns are grouped into documents by
+``"{session_id}:{n}"``, n the 1-based position in its session), ``metadata`` (an object), and
+for a turn that shares an image ``kind`` ("image") with its ``caption`` (LoCoMo's
+``blip_caption`` key is read as such a caption); any other key goes to the turn's metadata. Turns are grouped into documents by
 ``document_id``, sessions in first-appearance order.
 
 Two callers, one set of rules: :func:`read_jsonl` (``memlane retain``, ``Memory.retain_file``)
@@ -27,7 +28,7 @@ from memlane.model import Turn
 
 # JSONL keys the loader interprets itself; any other key is kept in Turn.metadata.
 TURN_KEYS = {"speaker", "role", "text", "timestamp", "session_id", "turn_id"}
-_JSONL_KNOWN_KEYS = frozenset(TURN_KEYS | {"document_id", "metadata"})
+_JSONL_KNOWN_KEYS = frozenset(TURN_KEYS | {"document_id", "metadata", "kind", "caption", "blip_caption"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class TurnRecord:
     document_id: str | None
     turn_id: str | None
     metadata: dict[str, Any]
+    kind: str = "text"
+    caption: str = ""
 
 
 def _required_str(obj: dict, key: str, *, alias: str | None = None) -> str:
@@ -105,7 +108,20 @@ def parse_record(obj: dict[str, Any], routing_keys: Iterable[str] = ()) -> TurnR
         meta["role"] = obj["role"]
     known = _JSONL_KNOWN_KEYS.union(routing_keys)
     meta.update({k: v for k, v in obj.items() if k not in known})
-    return TurnRecord(speaker, text, session_id, when, document_id, turn_id, meta)
+    kind, caption = _image(obj)
+    return TurnRecord(speaker, text, session_id, when, document_id, turn_id, meta, kind, caption)
+
+
+def _image(obj: dict[str, Any]) -> tuple[str, str]:
+    """The turn's ``kind`` and ``caption``: given as such, or LoCoMo's ``blip_caption`` key
+    (files written before the engine had image turns), which makes it an image turn."""
+    caption = obj.get("caption", obj.get("blip_caption", ""))
+    if not isinstance(caption, str):
+        raise InputError(f"field 'caption': expected a string, got {type_name(caption)}")
+    kind = obj.get("kind", "image" if caption.strip() else "text")
+    if kind not in ("text", "image"):
+        raise InputError(f"field 'kind': must be 'text' or 'image', got {kind!r}")
+    return kind, caption
 
 
 @dataclass
@@ -145,6 +161,8 @@ class DocumentTurns:
                 text=rec.text,
                 timestamp=rec.timestamp,
                 metadata=rec.metadata,
+                kind=rec.kind,
+                caption=rec.caption,
             )
         except ValidationError as exc:
             raise InputError(field_error(exc)) from None

@@ -512,3 +512,43 @@ def test_real_locomo_totals():
 
     qa = load_locomo_questions(LOCOMO_PATH)
     assert sum(len(v) for v in qa.values()) == 1540
+
+
+def _jsonl(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "img.jsonl"
+    base = {"speaker": "Ana", "session_id": "s1", "timestamp": "2023-05-08T13:56:00Z"}
+    path.write_text("\n".join(json.dumps({**base, **r}) for r in rows) + "\n")
+    return path
+
+
+def test_jsonl_image_turns_carry_kind_and_caption(tmp_path):
+    """An image turn in JSONL: ``kind``/``caption`` as such, or LoCoMo's ``blip_caption`` key
+    (read in ingest only, never in the engine), which becomes the same two fields."""
+    path = _jsonl(
+        tmp_path,
+        [
+            {"text": "look", "kind": "image", "caption": "a dog on a beach"},
+            {"text": "and this", "blip_caption": "a red bike"},
+            {"text": "plain"},
+        ],
+    )
+    (conv,) = load_conversations(path)
+    kinds = [(t.kind, t.caption, "blip_caption" in t.metadata) for t in conv.turns]
+    assert kinds == [
+        ("image", "a dog on a beach", False),
+        ("image", "a red bike", False),
+        ("text", "", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    "row, field",
+    [
+        ({"text": "x", "kind": "video", "caption": "c"}, "kind"),
+        ({"text": "x", "caption": 3}, "caption"),
+        ({"text": "x", "kind": "text", "caption": "a caption on a text turn"}, "caption"),
+    ],
+)
+def test_jsonl_bad_image_fields_are_refused(tmp_path, row, field):
+    with pytest.raises(InputError, match=field):
+        load_conversations(_jsonl(tmp_path, [row]))
