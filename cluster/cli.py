@@ -140,7 +140,9 @@ def recall(
         with open_memory(data_dir) as memory:
             result = memory.recall(bank, query, **options)
     if json_out:
-        typer.echo(result.model_dump_json(exclude={"memories": {"__all__": {"unit": {"embedding"}}}}))
+        from memlane.views import recall_json
+
+        typer.echo(recall_json(result))
         return
     _print_recall(result)
 

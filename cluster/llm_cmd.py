@@ -38,7 +38,9 @@ def reflect(
                 form_opinions=not no_opinions,
             )
     if json_out:
-        typer.echo(result.model_dump_json(exclude={"memories": True}))
+        from memlane.views import reflect_json
+
+        typer.echo(reflect_json(result))  # the REST API's answer, memories shown included
         return
     typer.echo(result.answer)
     if result.memory_ids:

@@ -56,6 +56,7 @@ def tree(
     from memlane.engine import Memory
     from memlane.model import utc
     from memlane.settings import Settings
+    from memlane.views import node_view
 
     with errors():
         lo, hi = _when(since, "--from"), _when(until, "--to")
@@ -72,7 +73,7 @@ def tree(
         with Memory(settings) as memory:
             nodes = memory.tree(bank, level=level, since=lo, until=hi)
     if json_out:
-        typer.echo(json.dumps([n.public() for n in nodes]))
+        typer.echo(json.dumps([node_view(n) for n in nodes]))
         return
     if not nodes:
         typer.echo(f"bank {bank}: no tree nodes (run `memlane consolidate --bank {bank}`)", err=True)

@@ -1,6 +1,7 @@
 """Engine errors. Each carries a message that names the problem; callers map them to HTTP 4xx
 or CLI exit code 2."""
 
+import re
 from typing import Any
 
 
@@ -9,13 +10,33 @@ class MemlaneError(Exception):
 
 
 class InvalidInput(MemlaneError, ValueError):
-    """A request or input value is invalid; nothing was written."""
+    """A request or input value is invalid; nothing was written.
+
+    ``field`` names the input at fault (``"items.0.content"``), or is None when no one field
+    is. Left out, it is read from the message's ``"field: problem"`` prefix, the convention
+    every raiser follows, so callers read ``exc.field`` and never parse the message."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field if field is not None else _prefix_field(message)
+
+    def __reduce__(self):  # picklable across processes (Ray re-raises it in the caller)
+        return (type(self), (str(self), self.field))
 
     @classmethod
     def from_validation(cls, exc: Any) -> "InvalidInput":
         """One line that names each bad field of a pydantic ``ValidationError``."""
         parts = [f"{'.'.join(str(x) for x in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()]
         return cls("; ".join(parts))
+
+
+# A field path as messages name one: "types", "items.0.content"; not "line 3" or a file path.
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
+
+
+def _prefix_field(message: str) -> str | None:
+    head, colon, _ = message.partition(":")
+    return head if colon and _FIELD.fullmatch(head) else None
 
 
 class NotFound(MemlaneError, LookupError):

@@ -7,6 +7,10 @@
         m.retain("alice", [{"content": "My dog is called Biscuit", "speaker": "Alice"}])
         hits = m.recall("alice", "What is the dog called?")["memories"]
 
+Answers are the service's JSON as it is: memories, tree nodes and entities in the one shape
+every client sees (the engine's ``memlane/views.py``: no vectors, no lexical context), which
+this SDK passes through without adding or expecting fields.
+
 Errors come back as :class:`MemlaneAPIError` with the HTTP status and the service's error
 code, message and field. ``url`` and ``api_key`` default to MEMLANE_URL and MEMLANE_API_KEY.
 """

@@ -26,16 +26,9 @@ from typing import Any, Callable
 from ray import serve
 
 from memlane.settings import Settings
+from memlane.views import recall_json, reflect_json
 
 log = logging.getLogger("memlane.serve")
-
-# Not part of the API answer: the vector, and the neighbouring turns indexed only for lexical
-# search (a client reads them from the neighbouring memories or from include_chunks).
-API_EXCLUDE = {
-    "memories": {"__all__": {"unit": {"embedding", "context"}}},
-    "nodes": {"__all__": {"node": {"embedding", "signature"}}},
-}
-REFLECT_EXCLUDE = {**API_EXCLUDE, "opinions": {"__all__": {"embedding", "context"}}}
 
 # Bytes a warm bank holds per memory: its vector (384 float32: 1.5 KB), its fields for the
 # answer (~2 KB), its BM25 terms and postings and its graph node. Measured with tracemalloc
@@ -131,10 +124,11 @@ class BankHost:
     Ingress calls :meth:`init_host` from its constructor)."""
 
     def init_host(self, embedder=None, reranker=None) -> None:
-        from serve.deployments import service_memory
+        from serve.deployments import keep_torch_out, service_memory
         from serve.metrics import RecallMetrics
 
         self.engine = service_memory(embedder, reranker)
+        keep_torch_out(self.engine)  # the Ingress replica's entry point: see keep_torch_out
         settings = self.engine.settings.serve
         self.replica = replica_id()
         self._registered: dict[str, _Registered] = {}
@@ -182,7 +176,7 @@ class BankHost:
         self.warm.used(bank_id, loaded=not held)
         self.recall_metrics.record(result.timings_ms, hit=held)
         state = "warm" if held else "cold" if result.cold else "loaded"
-        return result.model_dump_json(exclude=API_EXCLUDE).encode(), state
+        return recall_json(result).encode(), state
 
     async def recall_json(self, bank_id: str, request: Any) -> tuple[bytes, str]:
         """The recall's answer as JSON bytes (pydantic-core serialises it; re-encoding a
@@ -203,7 +197,7 @@ class BankHost:
 
         def run() -> bytes:
             result = self.engine.reflect(bank_id, options.pop("query"), **options)
-            return result.model_dump_json(exclude=REFLECT_EXCLUDE).encode()
+            return reflect_json(result).encode()
 
         answer = await asyncio.to_thread(run)
         if self.engine.settings.serve.bank_affinity:

@@ -17,12 +17,16 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ray import serve
 
+from memlane.views import entity_view, node_view, unit_view
 from serve.curated_calls import CuratedCalls
+
+if TYPE_CHECKING:
+    from memlane.engine import Memory
 
 log = logging.getLogger("memlane.serve")
 
@@ -52,7 +56,6 @@ def service_memory(embedder_handle=None, reranker_handle=None):
         settings.recall.cold_bank = "store"
     if embedder_handle is None:
         embedder = build_embedder(settings)
-        _without_torch(embedder, settings)
     else:
         counter = TokenCounter(resolve_model_path(settings.models.embedder_model))
         embedder = RemoteEmbedder(embedder_handle, counter, settings.models.embedding_dim)
@@ -64,18 +67,25 @@ def service_memory(embedder_handle=None, reranker_handle=None):
     return Memory(settings, embedder=embedder, reranker=reranker)
 
 
-def _without_torch(embedder: Any, settings: Any) -> None:
-    """Keep torch out of a replica that needs none: with the ONNX embedder and no
-    cross-encoder, nothing here uses it, but spaCy's thinc imports it when it is installed
-    (+180 MB RSS, +130 MB PSS per process, measured). ``sys.modules["torch"] = None`` is
-    Python's way to make an import fail, which thinc takes as "no torch"."""
+def keep_torch_out(memory: Memory) -> None:
+    """Keep torch out of this replica's process when its engine needs none: with the ONNX
+    embedder and no cross-encoder nothing uses it, but spaCy's thinc imports it when it is
+    installed (+180 MB RSS, +130 MB PSS per process, measured). ``sys.modules["torch"] =
+    None`` is Python's way to make an import fail, which thinc takes as "no torch".
+
+    It changes the whole process, so only a replica's entry point calls it: the constructor of
+    the deployment that builds the engine (Serve runs it first in each replica's actor
+    process), right after :func:`service_memory` and before the engine's first use loads spaCy
+    (the engine builds its models lazily). A Ray ``worker_process_setup_hook`` would be the
+    earlier place, but it runs in every worker of the application before it is known which
+    replica the worker hosts: the Embedder, Rerank and LLM replicas that need torch included."""
     import sys
 
     from memlane.models.onnx_embedder import OnnxEmbedder
 
     if (
-        isinstance(embedder, OnnxEmbedder)
-        and not settings.models.reranker_model
+        isinstance(memory.embedder, OnnxEmbedder)
+        and not memory.settings.models.reranker_model
         and "torch" not in sys.modules
     ):
         sys.modules["torch"] = None  # type: ignore[assignment]
@@ -136,6 +146,7 @@ class MemoryDeployment(CuratedCalls):
         from memlane.operations import OperationLog
 
         self.memory = service_memory(embedder)
+        keep_torch_out(self.memory)  # this replica process's entry point: see keep_torch_out
         self.ops = OperationLog(self.memory.store, stale_after_s=self.memory.settings.serve.operation_stale_s)
         # One background retain at a time per replica: retain already keeps both cores busy
         # (extraction overlapped with embedding), a second one would only interleave.
@@ -230,10 +241,10 @@ class MemoryDeployment(CuratedCalls):
     def tree(
         self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
     ) -> list[dict[str, Any]]:
-        """The bank's tree nodes as the API shows them (``TreeNode.public``: no vector), by
+        """The bank's tree nodes as the API shows them (``memlane.views.node_view``), by
         level then start; ``level`` 2-5 or its name, nodes overlapping [since, until)."""
         nodes = self.memory.tree(bank_id, level=level, since=since, until=until)
-        return [n.public() for n in nodes]
+        return [node_view(n) for n in nodes]
 
     def consolidate(self, bank_id: str, consolidator: str | None) -> dict[str, Any]:
         return self._consolidate(bank_id, consolidator).as_dict()
@@ -280,14 +291,14 @@ class MemoryDeployment(CuratedCalls):
         tags, tags_match, since, until, entity_id)."""
         units, total = self.memory.list_memories(bank_id, offset=offset, limit=limit, **filters)
         return {
-            "items": [u.model_dump(mode="json", exclude={"embedding"}) for u in units],
+            "items": [unit_view(u) for u in units],
             "total": total,
             "offset": offset,
             "limit": limit,
         }
 
     def get_memory(self, bank_id: str, memory_id: str) -> dict[str, Any]:
-        return self.memory.get_memory(bank_id, memory_id).model_dump(mode="json", exclude={"embedding"})
+        return unit_view(self.memory.get_memory(bank_id, memory_id))
 
     def delete_memory(self, bank_id: str, memory_id: str) -> dict[str, int]:
         return self.memory.delete_memory(bank_id, memory_id)
@@ -299,17 +310,16 @@ class MemoryDeployment(CuratedCalls):
         return self.memory.delete_document(bank_id, document_id)
 
     def list_entities(self, bank_id: str) -> list[dict[str, Any]]:
-        return [e.model_dump(mode="json") for e in self.memory.list_entities(bank_id)]
+        return [entity_view(e) for e in self.memory.list_entities(bank_id)]
 
     def entity(self, bank_id: str, entity_id: str, limit: int) -> dict[str, Any]:
         out = self.memory.entity(bank_id, entity_id, limit=limit)
         return {
-            "entity": out["entity"].model_dump(mode="json"),
-            "memories": [u.model_dump(mode="json", exclude={"embedding"}) for u in out["memories"]],
+            "entity": entity_view(out["entity"]),
+            "memories": [unit_view(u) for u in out["memories"]],
             "total": out["total"],
             "neighbours": [
-                {"entity": n["entity"].model_dump(mode="json"), "shared": n["shared"]}
-                for n in out["neighbours"]
+                {"entity": entity_view(n["entity"]), "shared": n["shared"]} for n in out["neighbours"]
             ],
         }
 

@@ -111,11 +111,7 @@ def engine_error(exc: BaseException) -> APIError | None:
     if isinstance(exc, LLMNotConfigured):
         return APIError(503, "llm_not_configured", _text(exc))
     if isinstance(exc, InvalidInput):
-        message = _text(exc)
-        field = message.split(":", 1)[0] if ":" in message else None
-        if field and (" " in field or len(field) > 64):
-            field = None
-        return APIError(422, "invalid_request", message, field)
+        return APIError(422, "invalid_request", _text(exc), exc.field)
     if isinstance(exc, ConfigError):
         return APIError(503, "not_configured", _text(exc))
     return None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from memlane.views import node_view, recall_view, reflect_view
 from serve.mcp_server import BackendResolver, ToolFailure
 
 if TYPE_CHECKING:
@@ -20,9 +21,6 @@ if TYPE_CHECKING:
 
     from memlane.engine import Memory
     from memlane_client import AsyncMemlaneClient
-
-# Same as the REST API's exclusions (serve/deployments.py): no vectors, no lexical context.
-_UNIT_EXCLUDE = {"embedding", "context"}
 
 
 class EngineBackend:
@@ -62,18 +60,12 @@ class EngineBackend:
     async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
         options = dict(request)
         result = await self._run(self.memory.recall, bank_id, options.pop("query"), **options)
-        return result.model_dump(mode="json", exclude={"memories": {"__all__": {"unit": _UNIT_EXCLUDE}}})
+        return recall_view(result)
 
     async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
         options = dict(request)
         result = await self._run(self.memory.reflect, bank_id, options.pop("query"), **options)
-        return result.model_dump(
-            mode="json",
-            exclude={
-                "memories": {"__all__": {"unit": _UNIT_EXCLUDE}},
-                "opinions": {"__all__": _UNIT_EXCLUDE},
-            },
-        )
+        return reflect_view(result)
 
     async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
         return await self._run(self.memory.delete_document, bank_id, document_id)
@@ -82,7 +74,7 @@ class EngineBackend:
         self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
     ) -> list[dict[str, Any]]:
         nodes = await self._run(self.memory.tree, bank_id, level=level, since=since, until=until)
-        return [n.public() for n in nodes]
+        return [node_view(n) for n in nodes]
 
 
 class ClientBackend:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlane.model import Disposition, FactType, RecallRequest, RetainItem
+from memlane.model import Disposition, RecallRequest, RetainItem
 from memlane.reflect.service import ReflectRequest
 
 
@@ -53,10 +53,3 @@ class ReflectBody(ReflectRequest):
 class RerankBody(_Body):
     query: str = Field(min_length=1, max_length=10_000)
     documents: list[str] = Field(min_length=1, max_length=1000)
-
-
-class MemoryQuery(_Body):
-    offset: int = Field(0, ge=0)
-    limit: int = Field(100, ge=1, le=1000)
-    type: list[FactType] | None = None
-    document_id: str | None = None

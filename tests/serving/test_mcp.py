@@ -274,3 +274,63 @@ def test_stdio_with_url_uses_the_service_and_its_key(service):
         "2024-05-14",
     ]
     assert out["tree_forbidden"].is_error and "forbidden" in _text(out["tree_forbidden"])
+
+
+PROJECTION_ITEMS = [
+    {
+        "speaker": "Ana",
+        "content": "I adopted a beagle called Pixel last week.",
+        "timestamp": "2025-03-10T09:00:00Z",
+    },
+    {"speaker": "Ben", "content": "Lovely! Is Pixel settling in?", "timestamp": "2025-03-10T09:01:00Z"},
+    {"speaker": "Ana", "content": "Yes, he sleeps on the sofa all day.", "timestamp": "2025-03-10T09:02:00Z"},
+]
+PROJECTION_QUERY = "What is the name of the beagle Ana adopted?"
+
+
+def test_one_memory_looks_the_same_through_rest_mcp_and_the_engine(service, tmp_path, embedder):
+    """The client projection (memlane/views.py) on every path of the service: REST list, get,
+    recall and an entity's memories (what the explorer reads), the MCP endpoint's recall, and
+    the engine's own view of the record in the service's store, through the MCP engine backend
+    too. The CLI's --json beside the engine: tests/cluster/test_projection.py."""
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+    from memlane.views import unit_view
+    from serve.mcp_backends import EngineBackend
+
+    with httpx.Client(
+        base_url=service["url"], headers={"Authorization": "Bearer k-admin"}, timeout=120
+    ) as rest:
+        assert rest.put("/v1/banks/ana", json={"name": "Ana"}).status_code in (200, 201)
+        body = {"items": PROJECTION_ITEMS, "document_id": "chat", "tags": ["pets"]}
+        rest.post("/v1/banks/ana/memories", json=body).raise_for_status()
+        listed = rest.get("/v1/banks/ana/memories").json()["items"]
+        unit = next(u for u in listed if "beagle" in u["text"])
+        got = rest.get(f"/v1/banks/ana/memories/{unit['id']}").json()
+        recalled = rest.post("/v1/banks/ana/recall", json={"query": PROJECTION_QUERY}).json()
+        entity = rest.get(f"/v1/banks/ana/entities/{unit['entity_ids'][0]}").json()
+    assert "context" not in unit and "embedding" not in unit and unit["tags"] == ["pets"]
+    assert got == unit
+    assert {m["unit"]["id"]: m["unit"] for m in recalled["memories"]}[unit["id"]] == unit
+    assert {u["id"]: u for u in entity["memories"]}[unit["id"]] == unit
+
+    tool = _session(
+        service, "k-admin", lambda c: c.call_tool("recall", {"bank": "ana", "query": PROJECTION_QUERY})
+    )
+    row = {m["id"]: m for m in tool.structured_content["memories"]}[unit["id"]]
+    assert (row["text"], row["type"], row["when"]) == (
+        unit["text"],
+        unit["fact_type"],
+        unit["occurred_start"] or unit["mentioned_at"],
+    )
+
+    store = {"milvus_uri": service["milvus_uri"]}
+    memory = Memory(Settings(data_dir=tmp_path / "data", store=store), embedder=embedder)
+    try:
+        stored = memory.get_memory("ana", unit["id"])
+        assert "Pixel settling in" in stored.context  # hidden, not missing
+        assert unit_view(stored) == unit
+        mcp = anyio.run(EngineBackend(memory).recall, "ana", {"query": PROJECTION_QUERY})
+        assert {m["unit"]["id"]: m["unit"] for m in mcp["memories"]}[unit["id"]] == unit
+    finally:
+        memory.close()
