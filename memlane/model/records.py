@@ -261,9 +261,3 @@ class TreeNode(BaseModel):
         if v == Level.unit:
             raise ValueError("level 1 is the memory units; tree nodes are levels 2-5")
         return v
-
-    def public(self) -> dict[str, Any]:
-        """The node as the API and CLI show it (no vector; the level's name beside its number)."""
-        out = self.model_dump(mode="json", exclude={"embedding", "signature"})
-        out["level_name"] = LEVEL_NAMES[int(self.level)]
-        return out

@@ -12,6 +12,7 @@ from fixtures import write_locomo_fixture
 from memlane.errors import InvalidInput
 from memlane.settings import Settings
 from memlane.transfer import export_bank, import_bank
+from memlane.views import node_view
 
 QUERIES = [
     "What did Caroline research?",
@@ -99,7 +100,7 @@ def test_round_trip_reproduces_the_bank(fx, second, tmp_path, vectors):
     # with vectors the vectors themselves
     assert report["tree_nodes"] == header["counts"]["tree_nodes"]
     assert _tree(second, "fx", vectors) == _tree(fx, "fx", vectors)
-    assert [n.public() for n in second.tree("fx")] == [n.public() for n in fx.tree("fx")]
+    assert [node_view(n) for n in second.tree("fx")] == [node_view(n) for n in fx.tree("fx")]
     # a consolidation of the imported bank finds every window unchanged (signatures and
     # vectors came across), and the doctor finds the tree sound
     again = second.consolidate("fx")
