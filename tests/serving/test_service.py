@@ -103,9 +103,9 @@ def _locomo_session():
     sample = json.loads(SHARED_LOCOMO.read_text())[0]
     conv = sample["conversation"]
     when = conv["session_1_date_time"]  # e.g. "1:56 pm on 8 May, 2023"
-    from memlane.ingest.loaders import _parse_time
+    from memlane.ingest.dataset_times import locomo_time
 
-    ts = _parse_time(when, lambda: "session_1_date_time")
+    ts = locomo_time(when)
     return [
         {
             "content": t["text"],
