@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.query.slot_words import asked_predicates
-from memlane.query.words import content_stems, names_in, norm_text, stem_words, tokens
+from memlane.query.words import content_stems, names_in, norm_text, suffix_stem, tokens
 from memlane.temporal.parse import TimeSpan, find_time_expressions
 from memlane.temporal.query import covering
 
@@ -80,7 +80,7 @@ def analyse(query: str, reference: datetime | None = None) -> QueryAnalysis:
     request's reference time, as-of time or now), none without one."""
     names = names_in(query, question=True)
     words = tokens(query)
-    name_stems = frozenset(stem_words([w.lower() for n in names for w in n.split()]))
+    name_stems = frozenset(suffix_stem(w) for n in names for w in n.split())
     spans = tuple(find_time_expressions(query, reference)) if reference is not None else ()
     return QueryAnalysis(
         text=query,

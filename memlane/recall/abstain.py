@@ -18,7 +18,8 @@ name in the query; about 1 ms a recall):
   memories, but only by memories whose subject is someone else. A memory's subject is the
   speaker it was retained from (``metadata.speaker``), else the names its text mentions.
   ``coverage`` is the fraction of the query's content words (names, stop and vague words left
-  out, Snowball stems: the lexical index's stemmer) a memory holds; ``support_any`` the best coverage among the top
+  out, crude suffix stemming: memlane/query/words.py says why not Snowball) a memory holds;
+  ``support_any`` the best coverage among the top
   memories, ``support_named`` the best among those whose subject (or text) is a queried name,
   ``gap = support_any - support_named``. LoCoMo's adversarial questions (category 5) are mostly
   of this kind: "What did Caroline realise after her charity race?" when the race was Melanie's.
