@@ -26,11 +26,10 @@ class Boosts:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A unit that reached rerank: its id, its fields as read from the backend, the rerank
-    score, the boosts and the final score; ``rank`` is its place in the rerank's input."""
+    """A unit that reached rerank: its id, the rerank score, the boosts and the final score;
+    ``rank`` is its place in the rerank's input."""
 
     id: str
-    fields: Mapping[str, Any]
     rank: int
     rerank: float
     boosts: Boosts
@@ -81,12 +80,7 @@ def score(
         )
         out.append(
             Candidate(
-                c,
-                f,
-                i,
-                rerank[i],
-                Boosts(b_rec, b_tmp, b_prf, b_sal),
-                rerank[i] * b_rec * b_tmp * b_prf * b_sal,
+                c, i, rerank[i], Boosts(b_rec, b_tmp, b_prf, b_sal), rerank[i] * b_rec * b_tmp * b_prf * b_sal
             )
         )
     out.sort(key=lambda x: (-x.score, x.rank))
