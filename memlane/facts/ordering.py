@@ -1,7 +1,7 @@
 """Where superseded facts go in a ranking, and when a question asks for them.
 
 Recall "as of now" hides superseded facts; a question about the past ("where did she live
-before Bristol?") includes them (:func:`history_intent`). In a ranking (:func:`order`):
+before Bristol?", the ``past`` cue of its analysis, memlane/query/analysis.py) includes them. In a ranking (:func:`order`):
 
 * a fact marked ``possibly_superseded_by`` a fact also ranked comes after it (the ambiguous
   tier: both valid, the newer first);
@@ -11,21 +11,10 @@ before Bristol?") includes them (:func:`history_intent`). In a ranking (:func:`o
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping, Sequence
 
 from memlane.facts.slots import norm_text, unit_slot
-
-_HISTORY = re.compile(
-    r"\b(?:before|previous|previously|used to|formerly|former|originally|prior|earlier|in the past|"
-    r"back then|no longer|any ?more|old|older|changed|change|switched|moved from)\b",
-    re.I,
-)
-
-
-def history_intent(query: str) -> bool:
-    """True when the question asks about an earlier state ("before", "used to", "previously")."""
-    return _HISTORY.search(query) is not None
+from memlane.query.analysis import QueryAnalysis
 
 
 def _engram(fields: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -33,7 +22,7 @@ def _engram(fields: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def order(
-    ids: Sequence[str], fields: Mapping[str, Mapping[str, Any]], query: str, history: bool
+    ids: Sequence[str], fields: Mapping[str, Mapping[str, Any]], query: QueryAnalysis, history: bool
 ) -> list[str]:
     """``ids`` (best first) reordered by the rules of the module docstring; the relative order
     of everything else is kept."""
@@ -51,7 +40,7 @@ def order(
         return list(ids)
     ranked = list(ids)
     if history:
-        q = f" {norm_text(query)} "
+        q = f" {query.normalized} "
         for succ in list(ranked):
             slot = unit_slot(fields[succ].get("metadata") or {})
             pred = _engram(fields[succ]).get("supersedes")

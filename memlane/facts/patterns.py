@@ -23,6 +23,7 @@ import re
 from typing import Callable
 
 from memlane.facts.slots import Slot
+from memlane.query.slot_words import COUNTABLE, PLURALS
 from memlane.temporal.vocabulary import NUM_WORDS
 
 _CONTRACTIONS = (
@@ -55,41 +56,6 @@ _NUMBERS = {
     "a fourth": 4,
     "a fifth": 5,
 }
-_COUNTABLE = {
-    "dog": "dog",
-    "puppy": "dog",
-    "pup": "dog",
-    "cat": "cat",
-    "kitten": "cat",
-    "kitty": "cat",
-    "rabbit": "rabbit",
-    "bunny": "rabbit",
-    "hamster": "hamster",
-    "guinea pig": "guinea pig",
-    "fish": "fish",
-    "goldfish": "fish",
-    "bird": "bird",
-    "parrot": "bird",
-    "horse": "horse",
-    "turtle": "turtle",
-    "tortoise": "turtle",
-    "snake": "snake",
-    "lizard": "lizard",
-    "chicken": "chicken",
-    "pet": "pet",
-    "kid": "child",
-    "child": "child",
-    "son": "son",
-    "daughter": "daughter",
-    "grandchild": "grandchild",
-    "car": "car",
-    "bike": "bike",
-    "bicycle": "bike",
-    "motorcycle": "motorcycle",
-    "house": "house",
-    "guitar": "guitar",
-}
-_PLURALS = {"children": "child", "puppies": "puppy", "bunnies": "bunny", "kitties": "kitty", "fish": "fish"}
 # Where an object's words end: punctuation or a word that starts another clause.
 _BOUNDARY = re.compile(
     r"[,.;:!?()\"]|\s(?:and|but|because|since|so|which|where|who|when|while|after|before|last|next|"
@@ -204,8 +170,8 @@ def _broke_up(m: re.Match[str]):
 )
 def _owns(m: re.Match[str]):
     noun = m.group("obj").lower()
-    noun = _PLURALS.get(noun, noun[:-1] if noun.endswith("s") and noun[:-1] in _COUNTABLE else noun)
-    thing = _COUNTABLE.get(noun)
+    noun = PLURALS.get(noun, noun[:-1] if noun.endswith("s") and noun[:-1] in COUNTABLE else noun)
+    thing = COUNTABLE.get(noun)
     if thing is None:
         return None
     n = m.group("n").lower()

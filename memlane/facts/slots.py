@@ -13,14 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-_ARTICLE = re.compile(r"^(?:the|a|an|my|our)\s+")
+from memlane.query.words import norm_text
+
 _NON_WORD = re.compile(r"[^\w\s]")
-
-
-def norm_text(value: str) -> str:
-    """Case-folded words without punctuation or a leading article: "The Bristol!" -> "bristol"."""
-    words = " ".join(_NON_WORD.sub(" ", value.casefold()).split())
-    return _ARTICLE.sub("", words)
 
 
 def norm_predicate(value: str) -> str:

@@ -8,17 +8,18 @@ that the bank does not know instead of answering.
 Signals (cheap: word sets over the best ``abstain_depth`` candidates, one lexical probe per
 name in the query; about 1 ms a recall):
 
-* **unknown entity**: the names in the query (capitalised words that are not the first word
-  of the question, nor a month, day or question word) that the bank's lexical index does not
-  hold at all. By default recall abstains when *no* name of the query is known (nothing in the
+* **unknown entity**: the names in the query (its analysis's name words, memlane/query/:
+  capitalised words that are not the first word of the question, nor a month, day, question
+  or stop word) that the bank's lexical index does not hold at all. By default recall abstains when *no* name of the query is known (nothing in the
   bank can be about it); ``"any"`` (abstain when one name is unknown) is not the default: on
   LoCoMo it fired on 24 of 1540 answerable questions (titles and places said only in shared
   images, misspellings such as "Deboran") for 10 of 446 adversarial ones.
 * **wrong subject**: the query names a person and its content words are matched by the best
   memories, but only by memories whose subject is someone else. A memory's subject is the
   speaker it was retained from (``metadata.speaker``), else the names its text mentions.
-  ``coverage`` is the fraction of the query's content words (names and stop words left out,
-  crude suffix stemming) a memory holds; ``support_any`` the best coverage among the top
+  ``coverage`` is the fraction of the query's content words (names, stop and vague words left
+  out, crude suffix stemming: memlane/query/words.py says why not Snowball) a memory holds;
+  ``support_any`` the best coverage among the top
   memories, ``support_named`` the best among those whose subject (or text) is a queried name,
   ``gap = support_any - support_named``. LoCoMo's adversarial questions (category 5) are mostly
   of this kind: "What did Caroline realise after her charity race?" when the race was Melanie's.
@@ -68,73 +69,15 @@ after seeing those two held-out figures).
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-# Capitalised words that are never names of anything a bank holds.
-_NOT_NAMES = frozenset(
-    """
-    i i'm i've i'd i'll what when where who whom whose which why how did do does is are was were
-    has have had can could would should will may might shall the a an in on at of for to and or
-    but if according after before during since until while with about from by as that this these
-    those there then than any some all each every both no not yes please tell describe explain
-    name list give january february march april may june july august september october
-    november december monday tuesday wednesday thursday friday saturday sunday mr mrs ms dr
-    """.split()
-)
-_STOP = _NOT_NAMES | frozenset(
-    """
-    be been being it its it's they them their his her hers him he she we us our you your my me
-    mine one ones thing things get got go went gone make made take took do done say said so very
-    also just like into up out over more most much many other such own same too s t ever still
-    kind type sort way time times year years day days week weeks month months first last recent
-    recently new old favorite favourite ago now yet
-    """.split()
-)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
-_CAP = re.compile(r"\b([A-Z][a-z]+(?:[A-Z][a-z]+)?)(?:'s|s')?\b")
-
-
-def stem(word: str) -> str:
-    """Crude suffix stripping: enough to match "painted"/"painting"/"paints" to "paint"."""
-    w = word.lower().strip("'-")
-    if w.endswith("'s"):
-        w = w[:-2]
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(w) > len(suffix) + 3 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
-
-
-def content_words(text: str, drop: frozenset[str] | set[str] = frozenset()) -> set[str]:
-    """Stemmed content words of ``text``: stop words and ``drop`` (stemmed names) left out."""
-    out = set()
-    for m in _WORD.finditer(text):
-        w = m.group(0).lower()
-        if w in _STOP or len(w) < 3:
-            continue
-        s = stem(w)
-        if s not in drop:
-            out.add(s)
-    return out
-
-
-def query_names(query: str) -> list[str]:
-    """Names in the query: capitalised words other than question words, months and days; the
-    first word only when possessive ("Caroline's ..."), since any first word is capitalised."""
-    names: list[str] = []
-    for m in _CAP.finditer(query):
-        name = m.group(1)
-        at_start = not query[: m.start()].strip(" \"'(")
-        if name.lower() in _NOT_NAMES:
-            continue
-        if at_start and not m.group(0).endswith(("'s", "s'")):
-            continue
-        if name not in names:
-            names.append(name)
-    return names
+from memlane.interfaces import LLM, Hit, SearchBackend, UnitFilter
+from memlane.model import RecallResult
+from memlane.query.analysis import QueryAnalysis, as_analysis
+from memlane.query.words import content_stems
+from memlane.settings import FactsSettings
 
 
 def subjects(fields: Mapping[str, Any]) -> set[str]:
@@ -159,21 +102,22 @@ def about(fields: Mapping[str, Any], text: str, names: Sequence[str], persons: s
 
 
 def signals(
-    query: str,
+    query: QueryAnalysis | str,
     top: Sequence[Mapping[str, Any]],
     top_cosine: float | None,
     known: Callable[[str], bool],
 ) -> dict[str, Any]:
     """The abstention signals of one recall (see the module docstring).
 
-    ``top``: the fields (``text``, ``metadata``) of the best candidates in recall's final order;
-    ``top_cosine``: the semantic channel's best score (None without that channel); ``known``:
-    whether the bank holds a name at all (a lexical probe)."""
-    names = query_names(query)
+    ``query``: the query's analysis (or its text); ``top``: the fields (``text``, ``metadata``)
+    of the best candidates in recall's final order; ``top_cosine``: the semantic channel's best
+    score (None without that channel); ``known``: whether the bank holds a name at all (a
+    lexical probe)."""
+    q = as_analysis(query)
+    names = q.name_words
     unknown = [n for n in names if not known(n)]
     lowered = {n.lower() for n in names}
-    drop = {stem(n) for n in names}
-    words = content_words(query, drop)
+    words = q.content
     # Only names that are subjects of the top memories (speakers) make a wrong-subject
     # question; other names (a cat, an airline, a place) count as support by mention. Without
     # this, a bank whose speakers are "user" and "assistant" (LongMemEval) abstained on 13 of
@@ -185,7 +129,7 @@ def signals(
         text = f.get("text") or ""
         if not words:
             break
-        cov = len(words & content_words(text, drop)) / len(words)
+        cov = len(words & content_stems(text, q.name_stems)) / len(words)
         support_any = max(support_any, cov)
         if lowered and about(f, text, names, persons):
             support_named = max(support_named, cov)
@@ -200,9 +144,8 @@ def signals(
     }
 
 
-def decide(sig: Mapping[str, Any], facts) -> tuple[bool, str | None]:
-    """The rules' verdict on ``sig`` under the settings ``facts`` (a FactsSettings):
-    ``(abstain, reason)``."""
+def decide(sig: Mapping[str, Any], facts: FactsSettings) -> tuple[bool, str | None]:
+    """The rules' verdict on ``sig`` under the settings ``facts``: ``(abstain, reason)``."""
     unknown = sig["unknown_entities"]
     rule = facts.abstain_unknown_entities
     if unknown and (rule == "any" or (rule == "all" and len(unknown) == len(sig["names"]))):
@@ -235,7 +178,7 @@ GATE_INSTRUCTIONS = (
 )
 
 
-def gate(llm, query: str, texts: Sequence[str]) -> GateReply:
+def gate(llm: LLM, query: str, texts: Sequence[str]) -> GateReply:
     """Ask ``llm`` whether ``texts`` answer ``query``. Raises on transport errors and on a reply
     that stays malformed after one repair round (callers fall back to the rules)."""
     from memlane.llm.structured import complete_json
@@ -248,47 +191,55 @@ def gate(llm, query: str, texts: Sequence[str]) -> GateReply:
     return complete_json(llm, messages, GateReply, max_tokens=200)
 
 
-_GATES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+class Abstention:
+    """The abstention step of recall: the rules over :func:`signals`, and the LLM gate when
+    ``facts.abstain`` is ``"llm"``. ``gate_llm`` returns the gate's model (the reflect role's;
+    None when none is configured), called on the first gated recall."""
 
+    def __init__(self, facts: FactsSettings, gate_llm: Callable[[], LLM | None]) -> None:
+        self.facts = facts
+        self.gate_llm = gate_llm
 
-def _gate_llm(recaller) -> Any:
-    """The reflect role's LLM, built once per Recaller (None when none is configured)."""
-    if recaller not in _GATES:
-        from memlane.llm import build_llm
+    def apply(
+        self,
+        search: SearchBackend,
+        bank_id: str,
+        query: QueryAnalysis,
+        result: RecallResult,
+        top: Sequence[Mapping[str, Any]],
+        hits: Mapping[str, Sequence[Hit]],
+        flt: UnitFilter,
+    ) -> None:
+        """Set ``result.abstain``, ``abstain_reason`` and ``abstain_signals`` for one recall:
+        ``top`` are the candidates' fields in recall's final order, ``hits`` the channel lists,
+        ``search`` and ``flt`` what the names are probed in."""
+        facts = self.facts
+        top = list(top[: facts.abstain_depth])
+        semantic = hits.get("semantic") or []
+        top_cosine = max((h.score for h in semantic), default=None) if "semantic" in hits else None
 
-        _GATES[recaller] = build_llm(recaller.settings, "reflect")
-    return _GATES[recaller]
+        def known(name: str) -> bool:
+            return bool(search.search_lexical(bank_id, name, 1, flt, ()))
 
-
-def apply(recaller, bank_id: str, req, result, top: Sequence[Mapping[str, Any]], hits, flt) -> None:
-    """Set ``result.abstain``, ``abstain_reason`` and ``abstain_signals`` for one recall:
-    what :meth:`memlane.recall.pipeline.Recaller.recall` calls when ``facts.abstain`` is on."""
-    facts = recaller.settings.facts
-    top = list(top[: facts.abstain_depth])
-    semantic = hits.get("semantic") or []
-    top_cosine = max((h.score for h in semantic), default=None) if "semantic" in hits else None
-    search = recaller.search
-
-    def known(name: str) -> bool:
-        return bool(search.search_lexical(bank_id, name, 1, flt, ()))
-
-    sig = signals(req.query, top, top_cosine, known)
-    abstain, reason = decide(sig, facts)
-    if facts.abstain == "llm":
-        llm = _gate_llm(recaller)
-        if llm is None:
-            sig["gate"] = "unconfigured"
-        else:
-            try:
-                reply = gate(llm, req.query, [f.get("text") or "" for f in top])
-            except Exception as exc:  # noqa: BLE001 - any gate failure: the rules decide
-                sig["gate"] = "fallback"
-                sig["gate_error"] = str(exc)[:200]
+        sig = signals(query, top, top_cosine, known)
+        abstain, reason = decide(sig, facts)
+        if facts.abstain == "llm":
+            llm = self.gate_llm()
+            if llm is None:
+                sig["gate"] = "unconfigured"
             else:
-                sig["gate"] = "llm"
-                abstain = not reply.answerable
-                reason = (reply.reason or "the model found no answer in the memories") if abstain else None
-    result.abstain, result.abstain_reason, result.abstain_signals = abstain, reason, sig
+                try:
+                    reply = gate(llm, query.text, [f.get("text") or "" for f in top])
+                except Exception as exc:  # noqa: BLE001 - any gate failure: the rules decide
+                    sig["gate"] = "fallback"
+                    sig["gate_error"] = str(exc)[:200]
+                else:
+                    sig["gate"] = "llm"
+                    abstain = not reply.answerable
+                    reason = (
+                        (reply.reason or "the model found no answer in the memories") if abstain else None
+                    )
+        result.abstain, result.abstain_reason, result.abstain_signals = abstain, reason, sig
 
 
-__all__ = ["GateReply", "apply", "content_words", "decide", "gate", "query_names", "signals", "stem"]
+__all__ = ["Abstention", "GateReply", "decide", "gate", "signals"]

@@ -44,7 +44,8 @@ from pydantic import BaseModel, Field
 from memlane.interfaces import Hit
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
-from memlane.stores.lexical import STOP_WORDS
+from memlane.query.analysis import QueryAnalysis, as_analysis
+from memlane.query.words import STOP_WORDS, names_in, tokens
 
 log = logging.getLogger(__name__)
 
@@ -143,21 +144,6 @@ class Decomposition:
         return asdict(self)
 
 
-def content_words(text: str) -> list[str]:
-    """The text's words without stop words, lower-cased, in order."""
-    return [w.lower() for w in _WORD.findall(text) if w.lower() not in STOP_WORDS]
-
-
-def _names(query: str) -> list[str]:
-    """Capitalised words that are names, not a question's first word ("What", "Did")."""
-    out = []
-    for m in re.finditer(_NAME, query):
-        words = [w for w in m.group(0).split() if w.lower() not in STOP_WORDS]
-        if words:
-            out.append(" ".join(words))
-    return list(dict.fromkeys(out))
-
-
 def _clean(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip(" ,;")
     return text
@@ -165,11 +151,11 @@ def _clean(text: str) -> str:
 
 def _keep(query: str, candidates: Sequence[str]) -> list[str]:
     """Sub-queries worth a recall: enough content words, not the question itself, no repeats."""
-    own = set(content_words(query))
+    own = set(tokens(query))
     out: list[str] = []
     for c in candidates:
         c = _clean(c)
-        words = content_words(c)
+        words = tokens(c)
         if len(words) < MIN_CONTENT_WORDS or c.lower() == query.strip().lower():
             continue
         if set(words) == own:  # the same words in another order: nothing new to rank by
@@ -187,24 +173,24 @@ def _resolve_pronouns(clause: str, name: str) -> str:
     return _PRONOUN.sub(sub, clause)
 
 
-def _split_clauses(query: str) -> list[str]:
-    parts = [p for p in _CLAUSE_SPLIT.split(query) if p and p.strip()]
+def _split_clauses(query: QueryAnalysis) -> list[str]:
+    parts = [p for p in _CLAUSE_SPLIT.split(query.text) if p and p.strip()]
     if len(parts) < 2:
         return []
-    names = _names(parts[0])
+    names = [n for n in query.names if re.search(rf"\b{re.escape(n)}\b", parts[0])]
     if names:
         parts = [parts[0], *(_resolve_pronouns(p, names[0]) for p in parts[1:])]
     return parts
 
 
-def _split_names(query: str) -> list[str]:
-    m = _COORD.search(query)
+def _split_names(query: QueryAnalysis) -> list[str]:
+    m = _COORD.search(query.text)
     if m is None:
         return []
     names = [m.group("first"), *re.findall(_NAME, m.group("more")), m.group("last")]
     if any(n.split()[0].lower() in STOP_WORDS for n in names):  # "What and ..." is not a name
         return []
-    rest = query[: m.start()] + "{}" + query[m.end() :]
+    rest = query.text[: m.start()] + "{}" + query.text[m.end() :]
     rest = _QUANT.sub("", rest)
     return [rest.format(n) for n in names]
 
@@ -214,12 +200,12 @@ def _relative(query: str) -> re.Match | None:
     return next((m for m in _RELATIVE.finditer(query) if m.group("head") in _ENTITY_HEADS), None)
 
 
-def _split_relative(query: str) -> list[str]:
-    m = _relative(query)
+def _split_relative(query: QueryAnalysis) -> list[str]:
+    m = _relative(query.text)
     if m is None:
         return []
     inner = f"{m.group('np')} {m.group('rc')}"
-    outer = query[: m.start("rc")] + query[m.end("rc") :]
+    outer = query.text[: m.start("rc")] + query.text[m.end("rc") :]
     return [inner, outer]
 
 
@@ -228,18 +214,19 @@ def _relative_np(query: str) -> str | None:
     return m.group("np") if m else None
 
 
-def decompose_rules(query: str) -> Decomposition:
+def decompose_rules(query: QueryAnalysis | str) -> Decomposition:
     """The rules decomposer (see the module docstring): clauses first, then coordinated names,
     then a relative clause; the first rule that gives at least two usable sub-queries wins."""
+    query = as_analysis(query)
     for reason, split in (
         ("clauses joined by a conjunction", _split_clauses),
         ("coordinated names", _split_names),
         ("relative clause", _split_relative),
     ):
-        subs = _keep(query, split(query))
+        subs = _keep(query.text, split(query))
         if len(subs) >= 2:
             out = Decomposition(subs, "rules", [reason])
-            np = _relative_np(query) if split is _split_relative else None
+            np = _relative_np(query.text) if split is _split_relative else None
             if np is not None and len(subs) == 2 and np in subs[1]:
                 # the outer query asks about what the clause describes: it bridges from it
                 out.bridges = {1: (0, np)}
@@ -270,10 +257,11 @@ def _check_reply(reply: DecomposeReply) -> None:
         raise ValueError("subqueries: one sub-query (list none, or two or more)")
 
 
-def decompose_llm(llm, query: str) -> Decomposition:
+def decompose_llm(llm, query: QueryAnalysis | str) -> Decomposition:
     """The LLM decomposer; the rules when the call or its reply fails (the reason is in the
     decomposition's reasons)."""
-    messages = [{"role": "system", "content": PROMPT}, {"role": "user", "content": query}]
+    query = as_analysis(query)
+    messages = [{"role": "system", "content": PROMPT}, {"role": "user", "content": query.text}]
     try:
         reply = complete_json(llm, messages, DecomposeReply, check=_check_reply, max_tokens=300)
     except (LLMError, ValueError) as exc:
@@ -281,7 +269,7 @@ def decompose_llm(llm, query: str) -> Decomposition:
         out = decompose_rules(query)
         out.reasons.append(f"llm failed: {type(exc).__name__}")
         return out
-    subs = _keep(query, reply.subqueries)
+    subs = _keep(query.text, reply.subqueries)
     if len(subs) < 2:
         return Decomposition([], "llm", ["llm: one fact"])
     bridges: dict[int, tuple[int, str]] = {}
@@ -305,7 +293,7 @@ def bridge(subquery: str, placeholder: str, texts: Sequence[str], question: str)
     for text in texts:
         # "Nora: I met Marco in Lisbon": the speaker is who the question asks about ("she"),
         # not the one it asks for, and in a conversation nearly every unit names a speaker
-        names = [n for n in _names(_SPEAKER.sub("", text, count=1)) if n.lower() not in known]
+        names = [n for n in names_in(_SPEAKER.sub("", text, count=1)) if n.lower() not in known]
         if names:  # the best unit that names someone new; later ones are other people
             break
     if not names:
@@ -313,7 +301,9 @@ def bridge(subquery: str, placeholder: str, texts: Sequence[str], question: str)
     return _clean(subquery.replace(placeholder, " or ".join(names[:BRIDGE_NAMES])))
 
 
-def decompose(query: str, mode: Decomposer, llm: Callable[[], object | None]) -> Decomposition:
+def decompose(
+    query: QueryAnalysis | str, mode: Decomposer, llm: Callable[[], object | None]
+) -> Decomposition:
     """Decompose ``query`` as ``mode`` says; ``llm`` returns the model (or None when none is
     configured) and is called only for ``auto`` and ``llm``. ``llm`` with no model configured
     uses the rules, saying so in the reasons."""

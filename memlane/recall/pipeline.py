@@ -14,11 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Callable
 
-from memlane.facts import salience
-from memlane.facts.ordering import history_intent
 from memlane.facts.ordering import order as supersession_order
 from memlane.facts.query import current_values_first
 from memlane.interfaces import (
+    LLM,
     Embedder,
     GraphStore,
     Hit,
@@ -28,12 +27,15 @@ from memlane.interfaces import (
     VectorStore,
 )
 from memlane.model import Chunk, RecalledMemory, RecalledNode, RecallRequest, RecallResult, now_utc
-from memlane.recall import boosts
+from memlane.query.analysis import QueryAnalysis, analyse
+from memlane.recall.abstain import Abstention
+from memlane.recall.candidates import proximity_scale, score
 from memlane.recall.decompose import BRIDGE_UNITS, bridge, decompose, merge_channels
 from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
+from memlane.recall.stages import TreeStage
 from memlane.settings import BUDGET_DEPTH, Settings
-from memlane.tree.recall import TreeRecall
+from memlane.temporal import proximity
 from memlane.units import fields_interval, unit_from_fields
 
 CHANNELS = ("semantic", "lexical", "graph", "temporal")
@@ -51,12 +53,14 @@ class Recaller:
         embedder: Embedder,
         reranker: Reranker,
         search: SearchBackend | None = None,
-        tree: TreeRecall | None = None,
+        tree: TreeStage | None = None,
         llm: Callable[[], object | None] = lambda: None,
+        gate_llm: Callable[[], LLM | None] | None = None,
     ) -> None:
         """``search`` serves the channels: the in-process DerivedState, or the store itself
         (``search_backend="milvus"``) when None. ``llm`` returns the model that decomposes
-        multi-hop questions (None: the rules), built on first use."""
+        multi-hop questions (None: the rules), built on first use; ``gate_llm`` the
+        abstention gate's (default: the reflect role's model, built on first use)."""
         self.settings = settings
         self.store = store
         self.search: SearchBackend = search if search is not None else store
@@ -65,10 +69,19 @@ class Recaller:
         self.reranker = reranker
         self.tree = tree  # the hierarchical stage (memlane/tree/recall.py); None: flat only
         self.llm = llm
+        self._gate_llm: list[LLM | None] = []  # built once, on the first gated recall
+        self.abstention = Abstention(settings.facts, gate_llm or self._reflect_llm)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memlane-recall")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _reflect_llm(self) -> LLM | None:
+        if not self._gate_llm:
+            from memlane.llm import build_llm
+
+            self._gate_llm.append(build_llm(self.settings, "reflect"))
+        return self._gate_llm[0]
 
     def recall(
         self, bank_id: str, req: RecallRequest, revision: str = "", search: SearchBackend | None = None
@@ -80,14 +93,14 @@ class Recaller:
             other = copy.copy(self)  # shares the pool and the models
             other.search = search
             return other.recall(bank_id, req, revision)
-        from memlane.temporal import proximity, query_interval
-
         s = self.settings
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         depth = BUDGET_DEPTH[req.budget]
         channels = set(req.channels or CHANNELS)
-        history = req.include_history if req.include_history is not None else history_intent(req.query)
+        reference = req.reference_time or req.as_of or now_utc()
+        query = analyse(req.query, reference)  # once; every stage below reads it
+        history = req.include_history if req.include_history is not None else query.past
         flt = UnitFilter(
             fact_types=req.types,
             tags=req.tags,
@@ -95,8 +108,7 @@ class Recaller:
             as_of=req.as_of,
             only_valid=not history,
         )
-        reference = req.reference_time or req.as_of or now_utc()
-        interval = query_interval(req.query, reference) if "temporal" in channels else None
+        interval = query.interval if "temporal" in channels else None
 
         vector = self.embedder.embed([req.query]) if channels & {"semantic", "graph"} else None
         timings["embed"] = _ms(t0)
@@ -123,7 +135,7 @@ class Recaller:
             )
         if interval is not None:
             futures["temporal"] = self._pool.submit(
-                timed, "temporal", self._temporal, bank_id, interval, depth, flt, proximity
+                timed, "temporal", self._temporal, bank_id, interval, depth, flt
             )
         hits: dict[str, list[Hit]] = {name: f.result() for name, f in futures.items()}
         if "graph" in channels:
@@ -131,7 +143,9 @@ class Recaller:
         if "semantic" not in channels:
             hits.pop("semantic", None)
 
-        hits, weights, subqueries = self._with_subqueries(bank_id, req, channels, depth, flt, hits, timings)
+        hits, weights, subqueries = self._with_subqueries(
+            bank_id, req, query, channels, depth, flt, hits, timings
+        )
         fused = fuse(hits, s.recall.fusion, s.recall.rrf_k, weights)
 
         # Channels return ids only; fields are read once for the best fused candidates. The
@@ -153,45 +167,23 @@ class Recaller:
         rerank = self.reranker.rerank(req.query, texts, list(range(len(cands))))
         timings["rerank"] = _ms(start)
 
-        ref_s = reference.timestamp()
-        max_proof = max((fields[c].get("proof_count") or 0 for c in cands), default=0)
-        scored = []
-        for i, c in enumerate(cands):
-            f = fields[c]
-            b_rec = boosts.factor(
-                s.recall.recency_alpha,
-                boosts.recency(f.get("mentioned_at"), ref_s, s.recall.recency_half_life_days),
-            )
-            b_tmp = 1.0
-            occ = fields_interval(f) if interval is not None else None
-            if interval is not None and occ is not None:
-                occ_s, occ_e = occ
-                b_tmp = boosts.factor(
-                    s.recall.temporal_alpha,
-                    proximity(
-                        occ_s, occ_e, interval[0].timestamp(), interval[1].timestamp(), _scale(interval)
-                    ),
-                )
-            b_prf = boosts.factor(s.recall.proof_alpha, boosts.proof(f.get("proof_count"), max_proof))
-            b_sal = salience.boost(f, ref_s, s.facts.salience_half_life_days, s.facts.salience_alpha)
-            scored.append((rerank[i] * b_rec * b_tmp * b_prf * b_sal, i, (b_rec, b_tmp, b_prf, b_sal)))
-        scored.sort(key=lambda x: (-x[0], x[1]))
+        scored = score(s, cands, fields, rerank, reference, interval)
         # Engram: a superseded or possibly superseded fact after its successor (memlane/facts).
-        at = {cands[x[1]]: x for x in scored}
-        ranking = supersession_order([cands[x[1]] for x in scored], fields, req.query, history)
+        at = {x.id: x for x in scored}
+        ranking = supersession_order([x.id for x in scored], fields, query, history)
         if s.facts.slot_first and not history:  # "before Leeds" asks for an older value
-            ranking = current_values_first(ranking, fields, req.query)
+            ranking = current_values_first(ranking, fields, query)
         scored = [at[c] for c in ranking]
 
-        ordered = [cands[i] for _, i, _ in scored]
+        ordered = [x.id for x in scored]
         counts = self.embedder.count_tokens([fields[c]["text"] for c in ordered])
         kept = pack(counts, req.max_tokens)
         ranks = {name: {h.id: (r, h.score) for r, h in enumerate(hs, start=1)} for name, hs in hits.items()}
         fused_rank = {doc: r for r, (doc, _) in enumerate(fused, start=1)}
         memories: list[RecalledMemory] = []
         for k in kept:
-            final, i, (b_rec, b_tmp, b_prf, b_sal) = scored[k]
-            c = cands[i]
+            x = scored[k]
+            c = x.id
             trace = None
             if req.trace:
                 trace = {
@@ -199,13 +191,18 @@ class Recaller:
                         name: {"rank": r[c][0], "score": r[c][1]} for name, r in ranks.items() if c in r
                     },
                     "rrf": {"rank": fused_rank[c], "score": rrf_score[c]},
-                    "rerank": {"model": self.reranker.name, "score": rerank[i]},
-                    "boosts": {"recency": b_rec, "temporal": b_tmp, "proof": b_prf, "salience": b_sal},
-                    "final": final,
+                    "rerank": {"model": self.reranker.name, "score": x.rerank},
+                    "boosts": {
+                        "recency": x.boosts.recency,
+                        "temporal": x.boosts.temporal,
+                        "proof": x.boosts.proof,
+                        "salience": x.boosts.salience,
+                    },
+                    "final": x.score,
                 }
             memories.append(
                 RecalledMemory(
-                    unit=unit_from_fields(bank_id, c, fields[c]), score=final, tokens=counts[k], trace=trace
+                    unit=unit_from_fields(bank_id, c, fields[c]), score=x.score, tokens=counts[k], trace=trace
                 )
             )
         nodes: list[RecalledNode] = []
@@ -213,7 +210,15 @@ class Recaller:
         if self.tree is not None:
             start = time.perf_counter()
             staged = self.tree.apply(
-                bank_id, revision, req, memories, self.embedder.count_tokens, vector, interval, reference
+                bank_id,
+                revision,
+                req,
+                query,
+                memories,
+                self.embedder.count_tokens,
+                vector,
+                interval,
+                reference,
             )
             if staged is not None:
                 memories, nodes, plan = staged
@@ -229,10 +234,10 @@ class Recaller:
         if req.include_chunks:
             result.chunks, result.chunk_tokens = self._chunks(bank_id, memories, req.max_chunk_tokens)
         if s.facts.abstain != "off":  # does the evidence support an answer? (recall/abstain.py)
-            from memlane.recall import abstain
-
             start = time.perf_counter()
-            abstain.apply(self, bank_id, req, result, [fields[c] for c in ordered], hits, flt)
+            self.abstention.apply(
+                self.search, bank_id, query, result, [fields[c] for c in ordered], hits, flt
+            )
             timings["abstain"] = _ms(start)
         timings["total"] = _ms(t0)
         result.timings_ms = {k: round(v, 2) for k, v in timings.items()}
@@ -242,6 +247,7 @@ class Recaller:
         self,
         bank_id: str,
         req: RecallRequest,
+        query: QueryAnalysis,
         channels: set[str],
         depth: int,
         flt: UnitFilter,
@@ -259,7 +265,7 @@ class Recaller:
         and the channel weights unchanged."""
         s = self.settings
         start = time.perf_counter()
-        split = decompose(req.query, req.decompose or s.recall.decompose, self.llm)
+        split = decompose(query, req.decompose or s.recall.decompose, self.llm)
         timings["decompose"] = _ms(start)
         if not split.subqueries:
             return hits, dict(s.recall.channel_weights), []
@@ -318,9 +324,13 @@ class Recaller:
             out.append(sub)
         return out
 
-    def _temporal(self, bank_id, interval, depth, flt, proximity) -> list[Hit]:
+    def _temporal(
+        self, bank_id: str, interval: tuple[datetime, datetime], depth: int, flt: UnitFilter
+    ) -> list[Hit]:
+        """Units whose occurrence lies near ``interval``, by proximity, then by the distance of
+        their middle to the window's middle."""
         q0, q1 = interval[0].timestamp(), interval[1].timestamp()
-        scale = _scale(interval)
+        scale = proximity_scale(interval)
         margin = (q1 - q0) / 2 + 86400
         found = self.search.search_time(
             bank_id,
@@ -331,11 +341,12 @@ class Recaller:
             _TIME_FIELDS,
         )
         mid = (q0 + q1) / 2
+        gap: dict[str, float] = {}
         for h in found:
             start, end = fields_interval(h.fields) or (mid, mid)
             h.score = proximity(start, end, q0, q1, scale)
-            h.fields.setdefault("_mid_gap", abs((start + end) / 2 - mid))
-        found.sort(key=lambda h: (-h.score, h.fields.pop("_mid_gap"), h.id))
+            gap.setdefault(h.id, abs((start + end) / 2 - mid))
+        found.sort(key=lambda h: (-h.score, gap[h.id], h.id))
         return found[:depth]
 
     def _graph(self, bank_id: str, semantic: list[Hit], depth: int) -> list[Hit]:
@@ -366,13 +377,8 @@ class Recaller:
         return [chunks[i] for i in kept], sum(counts[i] for i in kept)
 
 
-def _scale(interval: tuple[datetime, datetime]) -> float:
-    """Proximity decay scale: half the queried period, at least a day."""
-    return max(86400.0, (interval[1] - interval[0]).total_seconds() / 2)
-
-
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000.0
 
 
-__all__ = ["Recaller"]
+__all__ = ["Recaller", "TreeStage"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import Sequence
 
-from .parse import find_time_expressions
+from .parse import TimeSpan, find_time_expressions
 
 
 def query_interval(query: str, reference: datetime) -> tuple[datetime, datetime] | None:
@@ -17,7 +18,11 @@ def query_interval(query: str, reference: datetime) -> tuple[datetime, datetime]
     ``reference_time``, else its ``as_of``, else now). Example: "What did Caroline do last week?" with a reference on Monday
     2023-05-08 gives Monday 2023-05-01 00:00 .. Sunday 2023-05-07 23:59:59.999999.
     """
-    spans = find_time_expressions(query, reference)
+    return covering(find_time_expressions(query, reference))
+
+
+def covering(spans: Sequence[TimeSpan]) -> tuple[datetime, datetime] | None:
+    """The smallest interval covering every one of ``spans`` (None: no span)."""
     if not spans:
         return None
     return min(s.start for s in spans), max(s.end for s in spans)

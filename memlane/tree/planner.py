@@ -14,7 +14,6 @@ prompt and the rules as the fallback when its reply fails. The decision goes int
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -23,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
-from memlane.stores.lexical import STOP_WORDS
+from memlane.query.analysis import KEYWORDS, QueryAnalysis, as_analysis
 
 log = logging.getLogger(__name__)
 
@@ -34,25 +33,6 @@ LEVELS: dict[str, tuple[int, ...]] = {
     "complex": (1, 2, 3, 4, 5),
 }
 LONG_SPAN_DAYS = 14
-
-_AGGREGATE = re.compile(
-    r"\b(how many|how much|how often|how long|in total|total|altogether|combined|all the|"
-    r"every time|each time|list|count|number of|times)\b",
-    re.I,
-)
-_CHANGE = re.compile(
-    r"\b(compare|compared|comparison|change[ds]?|changing|differ(ence|ent)?|before|after|"
-    r"since|first|last time|earlier|later|previous(ly)?|used to|anymore|still|now|"
-    r"over time|evolv\w*|trend|more than|less than|fewer than|increase\w*|decrease\w*)\b",
-    re.I,
-)
-_HABIT = re.compile(
-    r"\b(usually|typically|normally|often|always|never|prefer\w*|favou?rite|like[sd]? to|"
-    r"enjoy\w*|tend[s]? to|habit\w*|routine|recommend\w*|suggest\w*|would .* like)\b",
-    re.I,
-)
-_NAME = re.compile(r"(?<![.?!]\s)(?<!^)\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]+")
 
 
 @dataclass(slots=True)
@@ -71,43 +51,38 @@ class Plan:
         return out
 
 
-def keywords(query: str, limit: int = 8) -> list[str]:
-    """Content words of the query, in order, without stop words or repeats."""
-    words = [w.lower() for w in _WORD.findall(query)]
-    return list(dict.fromkeys(w for w in words if w not in STOP_WORDS and len(w) > 2))[:limit]
-
-
-def plan_rules(query: str, interval: tuple[datetime, datetime] | None = None) -> Plan:
-    """The rules planner (see the module docstring); ``interval`` is the query's time
-    expression resolved by the temporal channel, if any."""
+def plan_rules(query: QueryAnalysis | str, interval: tuple[datetime, datetime] | None = None) -> Plan:
+    """The rules planner (see the module docstring) over the query's analysis (its cues and
+    names, memlane/query/analysis.py); ``interval`` is the query's time expression resolved by
+    the temporal channel, if any."""
+    q = as_analysis(query)
     reasons: list[str] = []
-    names = list(dict.fromkeys(_NAME.findall(query)))
     complex_ = False
-    if m := _AGGREGATE.search(query):
-        reasons.append(f"aggregation: {m.group(0).lower()!r}")
+    if q.aggregate:
+        reasons.append(f"aggregation: {q.aggregate!r}")
         complex_ = True
-    if m := _CHANGE.search(query):
-        reasons.append(f"comparison or change: {m.group(0).lower()!r}")
+    if q.change:
+        reasons.append(f"comparison or change: {q.change!r}")
         complex_ = True
     if interval is not None and (interval[1] - interval[0]).days > LONG_SPAN_DAYS:
         reasons.append(f"time span over {LONG_SPAN_DAYS} days")
         complex_ = True
-    if len(names) >= 3:
-        reasons.append(f"{len(names)} named things")
+    if len(q.names) >= 3:
+        reasons.append(f"{len(q.names)} named things")
         complex_ = True
     hybrid = False
     if not complex_:
         if interval is not None:
             reasons.append("time expression")
             hybrid = True
-        if m := _HABIT.search(query):
-            reasons.append(f"preference or habit: {m.group(0).lower()!r}")
+        if q.habit:
+            reasons.append(f"preference or habit: {q.habit!r}")
             hybrid = True
-        if len(names) == 2:
+        if len(q.names) == 2:
             reasons.append("two named things")
             hybrid = True
     complexity: Complexity = "complex" if complex_ else "hybrid" if hybrid else "simple"
-    return Plan(complexity, keywords(query), LEVELS[complexity], "rules", reasons or ["one plain fact"])
+    return Plan(complexity, list(q.keywords), LEVELS[complexity], "rules", reasons or ["one plain fact"])
 
 
 PROMPT = (
@@ -124,10 +99,10 @@ class PlanReply(BaseModel):
     keywords: list[str] = Field(default_factory=list, max_length=20)
 
 
-def plan_llm(llm, query: str, interval: tuple[datetime, datetime] | None = None) -> Plan:
+def plan_llm(llm, query: QueryAnalysis, interval: tuple[datetime, datetime] | None = None) -> Plan:
     """The LLM planner; the rules planner when the call or its reply fails (the reason is in
     the plan's reasons)."""
-    messages = [{"role": "system", "content": PROMPT}, {"role": "user", "content": query}]
+    messages = [{"role": "system", "content": PROMPT}, {"role": "user", "content": query.text}]
     try:
         reply = complete_json(llm, messages, PlanReply, max_tokens=200)
     except (LLMError, ValueError) as exc:
@@ -135,5 +110,5 @@ def plan_llm(llm, query: str, interval: tuple[datetime, datetime] | None = None)
         plan = plan_rules(query, interval)
         plan.reasons.append(f"llm failed: {type(exc).__name__}")
         return plan
-    kws = [k.strip() for k in reply.keywords if k.strip()][:8] or keywords(query)
+    kws = [k.strip() for k in reply.keywords if k.strip()][:KEYWORDS] or list(query.keywords)
     return Plan(reply.complexity, kws, LEVELS[reply.complexity], "llm", ["llm"])

@@ -31,6 +31,7 @@ import numpy as np
 
 from memlane.interfaces import Embedder, VectorStore
 from memlane.model import Level, RecalledMemory, RecalledNode, RecallRequest, TreeNode
+from memlane.query.analysis import QueryAnalysis
 from memlane.recall.packing import pack
 from memlane.tree.planner import Plan, plan_llm, plan_rules
 
@@ -58,7 +59,8 @@ class TreeIndex:
 
 
 class TreeRecall:
-    """The tree stage of recall (see the module docstring)."""
+    """The tree stage of recall (see the module docstring): a
+    :class:`memlane.recall.pipeline.TreeStage`, given to the Recaller by its builder."""
 
     def __init__(
         self,
@@ -90,13 +92,16 @@ class TreeRecall:
                 self._cache.popitem(last=False)
         return index
 
-    def plan(self, req: RecallRequest, interval) -> Plan | None:
-        """The plan for ``req`` (None: flat recall, the planner is off)."""
+    def plan(
+        self, req: RecallRequest, query: QueryAnalysis, interval: tuple[datetime, datetime] | None
+    ) -> Plan | None:
+        """The plan for ``req`` (None: flat recall, the planner is off); ``query`` is the
+        analysis of ``req.query``."""
         who = req.planner or self.settings.tree.planner
         if who == "off":
             return None
         llm = self.llm() if who in ("auto", "llm") else None
-        plan = plan_llm(llm, req.query, interval) if llm is not None else plan_rules(req.query, interval)
+        plan = plan_llm(llm, query, interval) if llm is not None else plan_rules(query, interval)
         if req.levels is not None:
             plan.levels = tuple(sorted(set(req.levels)))
             plan.reasons.append("levels given by the request")
@@ -107,6 +112,7 @@ class TreeRecall:
         bank_id: str,
         revision: str,
         req: RecallRequest,
+        query: QueryAnalysis,
         ranked: list[RecalledMemory],
         counts: Callable[[Sequence[str]], list[int]],
         query_vector: np.ndarray | None,
@@ -114,10 +120,11 @@ class TreeRecall:
         reference: datetime,
     ) -> tuple[list[RecalledMemory], list[RecalledNode], dict] | None:
         """The units kept, the nodes recalled and the plan's trace; None when the tree stage
-        does not run (planner off and no levels asked, or only level 1)."""
+        does not run (planner off and no levels asked, or only level 1). ``query`` is the
+        analysis of ``req.query``."""
         if req.levels is None and (req.planner or self.settings.tree.planner) == "off":
             return None
-        plan = self.plan(req, interval) if (req.planner or "") != "off" else None
+        plan = self.plan(req, query, interval) if (req.planner or "") != "off" else None
         levels = set(req.levels) if req.levels is not None else set(plan.levels if plan else (1,))
         trace: dict[str, Any] = {"plan": plan.as_dict() if plan else None, "levels": sorted(levels)}
         if not levels - {1}:

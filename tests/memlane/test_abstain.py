@@ -13,7 +13,8 @@ from fixtures import write_jsonl_fixture
 from llm_fake import FakeLLMServer
 
 from memlane.engine import Memory
-from memlane.recall.abstain import content_words, decide, query_names, signals, stem
+from memlane.query.words import content_stems, names_in, suffix_stem
+from memlane.recall.abstain import decide, signals
 from memlane.reflect.service import DONT_KNOW
 
 ROWS = [
@@ -57,11 +58,14 @@ def bank(settings, embedder, extractor, tmp_path):
 
 
 def test_names_and_content_words():
+    def query_names(query):
+        return names_in(query, question=True)
+
     assert query_names("What did Caroline realize after her charity race in June?") == ["Caroline"]
     assert query_names("Caroline's dog: what breed is it?") == ["Caroline"]
     assert query_names("When did Gina and Jon meet?") == ["Gina", "Jon"]
-    assert stem("painting") == stem("painted") == stem("paints") == "paint"
-    assert content_words("What did Ana paint on weekends?", {"ana"}) == {"paint", "weekend"}
+    assert suffix_stem("painting") == suffix_stem("painted") == suffix_stem("paints") == "paint"
+    assert content_stems("What did Ana paint on weekends?", {"ana"}) == {"paint", "weekend"}
 
 
 def test_signals_wrong_subject_and_unknown_names():

@@ -12,13 +12,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from llm_fake import FakeLLMServer, turn_lines
 
-from memlane.facts.ordering import history_intent, order
+from memlane.facts.ordering import order
 from memlane.facts.patterns import find_slot
-from memlane.facts.query import asked_predicates, current_values_first
+from memlane.facts.query import current_values_first
 from memlane.facts.resolve import SlotFact, resolve
 from memlane.facts.salience import boost, reinforce, strength
 from memlane.facts.slots import Slot, norm_predicate, slot_key
 from memlane.model import Turn
+from memlane.query.analysis import analyse, history_intent
+from memlane.query.slot_words import asked_predicates
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 DAY = 86400.0
@@ -174,14 +176,17 @@ def test_ordering_puts_successors_first_unless_asked_about_before():
         "other": {"metadata": {}},
         "x": {"metadata": {}},
     }
-    assert order(["old", "x", "new", "maybe", "other"], fields, "where does Ana live", False) == [
+    assert order(["old", "x", "new", "maybe", "other"], fields, analyse("where does Ana live"), False) == [
         "x",
         "new",
         "old",
         "other",
         "maybe",
     ]
-    assert order(["new", "x", "old"], fields, "where did Ana live before Leeds", True)[:2] == ["old", "new"]
+    assert order(["new", "x", "old"], fields, analyse("where did Ana live before Leeds"), True)[:2] == [
+        "old",
+        "new",
+    ]
     assert history_intent("Where did she live before Bristol?") and history_intent(
         "What job did I used to have?"
     )
@@ -199,14 +204,14 @@ def test_current_value_first_for_the_asked_slot():
         "job": f("works_at", "Acme", 45),
     }
     assert asked_predicates("How many rescue dogs does Ana have?") == {"owns:dog"}
-    assert current_values_first(["chat", "old", "job", "new"], fields, "Where does Ana live?") == [
+    assert current_values_first(["chat", "old", "job", "new"], fields, analyse("Where does Ana live?")) == [
         "new",
         "chat",
         "old",
         "job",
     ]
     # another subject named: nothing moves
-    assert current_values_first(["chat", "old", "new"], fields, "Where does Ben live?") == [
+    assert current_values_first(["chat", "old", "new"], fields, analyse("Where does Ben live?")) == [
         "chat",
         "old",
         "new",
