@@ -1,5 +1,13 @@
-"""Knowledge-update benchmark (issue 13, facts that change): does recall put a slot's *current*
-value first, and the right earlier value for questions about the past?
+"""Knowledge-update regression check on synthetic data (issue 13, facts that change): does
+recall put a slot's *current* value first, and the right earlier value for questions about the
+past?
+
+What it is not: a measure of how well the rules read real statements. Its phrasings and the
+slot patterns were written side by side (the first lives_in statement is the template
+tests/memlane/test_facts.py pins, and memlane/facts/patterns.py's lives_in, works_at and
+favourite rules match its sentences: 16 of its 47 statement templates fill a slot), so it
+checks the resolution machinery on statements the rules were built for. Real phrasings:
+:mod:`benchmarks.knowledge_update_lme` (LongMemEval's knowledge-update sessions).
 
 The data is generated here, seeded and deterministic (:func:`generate`): ``--users`` synthetic
 users, each one bank, each holding three to four slots whose value changes two to five times
@@ -10,9 +18,7 @@ included ("we finally moved into our new place in Leeds"), and are interleaved w
 the user's own small talk, an assistant's or a friend's replies (which repeat the value now and
 then), a friend's *own* changes ("I just moved to Porto myself": a value that is not the
 user's) and the occasional fond mention of an old value ("I still miss the coffee in Leeds"),
-so the words of a memory alone do not say which value is current. The phrasings were written
-from how people talk, not from memlane/facts' patterns: the benchmark measures the rules, it is
-not fitted to them.
+so the words of a memory alone do not say which value is current.
 
 Questions per user (one of each kind, on slots drawn at random):
 
@@ -970,7 +976,7 @@ def print_report(report: dict[str, Any], console=None) -> None:
     configs = list(report["configs"])
     table = Table(
         title=(
-            f"Knowledge update: first fact of the slot holds the expected value "
+            f"Knowledge update (synthetic regression check): first fact of the slot holds the expected value "
             f"({report['users']} users, seed {report['seed']}, {report['questions']} questions)"
         )
     )
