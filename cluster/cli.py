@@ -398,8 +398,10 @@ _register_curated()
 
 def main() -> None:
     from cluster.console import quiet_model_loading
+    from memlane.runtime import configure_process
 
     quiet_model_loading()
+    configure_process()
     app()
 
 

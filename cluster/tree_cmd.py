@@ -69,7 +69,7 @@ def tree(
                 fail(f"unknown bank {bank!r}: {access.why_not()}")
             fail(access.why_not())
         # The tree is read, never written: no online consolidation from this process.
-        settings = settings.model_copy(update={"tree": settings.tree.model_copy(update={"online": "off"})})
+        settings = settings.model_copy(update={"background": {"tree": False}})
         with Memory(settings) as memory:
             nodes = memory.tree(bank, level=level, since=lo, until=hi)
     if json_out:

@@ -1,94 +1,132 @@
-"""A bounded background worker: one thread, a bounded job queue, flush and close. Used by
-reflect (opinions, observations), the temporal tree and mental models; its own module so that
-none of them imports another to get it.
+"""The engine's one background scheduler: every job that follows a write (deferred LLM
+extraction, fact resolution and the temporal tree, CARA's opinions and observations, mental
+model refresh) runs here, one scheduler per :class:`memlane.engine.Memory`.
 
-Why one thread: the jobs (observation refresh, opinion reinforcement) are read-modify-write
-updates of a bank's opinion and observation units, and their cost is LLM latency, not CPU.
-One thread serialises them (no two jobs update the same opinion at once) and overlaps the
-waiting with retain on the caller's thread. The queue is bounded, so a retain that outruns
-the model blocks on ``submit`` (backpressure) instead of growing memory; nothing is dropped.
-A job that raises is logged and counted in ``errors``; the worker goes on.
+Why one thread: the jobs are read-modify-write updates of a bank (opinions, observations, tree
+nodes, model answers) whose cost is LLM latency, not CPU. One thread serialises them (no two
+jobs update the same record at once) and overlaps the waiting with retain on the caller's
+thread.
+
+Why priorities: a job of a higher kind produces the input of the lower ones (an extraction
+writes the facts the tree, CARA and the models then read), so the queue runs by :class:`Kind`
+first and submission order second. Close runs what is queued in that same order, which is
+therefore the one shutdown order.
+
+Why coalescing: a job is keyed by (kind, key), the key usually a bank. A burst of writes to one
+bank queues one job per kind, which reads what they all wrote; a job already running does not
+count (what was written after it started gets its own job).
+
+The queue is bounded, so a retain that outruns the model blocks on ``submit`` (backpressure)
+instead of growing memory; nothing is dropped. A job submitted from the scheduler's own thread
+(an extraction queueing the tree) never waits, since only that thread could free the room. A
+job that raises is logged and counted in ``errors``; the scheduler goes on.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
-import queue
 import threading
-from typing import Callable
+from enum import IntEnum
+from typing import Callable, Literal
 
 log = logging.getLogger(__name__)
 
+Mode = Literal["thread", "sync", "off"]
 
-class BackgroundWorker:
-    """Runs submitted callables in order on one daemon thread."""
 
-    def __init__(self, name: str = "memlane-background", max_pending: int = 16) -> None:
-        self._queue: queue.Queue = queue.Queue(maxsize=max_pending)
+class Kind(IntEnum):
+    """A job's kind; a lower value runs first."""
+
+    extract = 0  # deferred LLM extraction: writes the facts every other kind reads
+    tree = 1  # fact resolution, then the temporal tree
+    reflect = 2  # CARA: opinions and observations
+    models = 3  # mental models that new facts touch
+
+
+class Scheduler:
+    """Runs keyed jobs by priority on one daemon thread (``mode="thread"``), inline on the
+    submitting thread (``"sync"``: errors reach the caller), or never (``"off"``)."""
+
+    def __init__(
+        self, mode: Mode = "thread", *, max_pending: int = 1024, name: str = "memlane-background"
+    ) -> None:
+        self.mode = mode
+        self._max_pending = max_pending
         self._name = name
+        self._heap: list[tuple[int, int, tuple[Kind, str], Callable[[], None]]] = []
+        self._keys: set[tuple[Kind, str]] = set()
+        self._seq = itertools.count()
+        self._running = 0
+        self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
         self._closed = False
         self.errors: list[str] = []
         self.done = 0
-        self._pending_keys: set[str] = set()
-        self._keys_lock = threading.Lock()
 
-    def _ensure_thread(self) -> None:
-        with self._start_lock:
+    def submit(self, kind: Kind, key: str, job: Callable[[], None]) -> bool:
+        """Queue ``job`` unless a job of ``kind`` for ``key`` is queued and not yet started;
+        True when queued (or run, in sync mode). Blocks while the queue is full."""
+        if self.mode == "off":
+            return False
+        if self.mode == "sync":
+            job()
+            self.done += 1
+            return True
+        with self._cond:
+            own = threading.current_thread() is self._thread
+            if self._closed and not own:
+                raise RuntimeError("background scheduler is closed")
+            if (kind, key) in self._keys:
+                return False
+            while not own and len(self._heap) >= self._max_pending:
+                self._cond.wait()
+            self._keys.add((kind, key))
+            heapq.heappush(self._heap, (int(kind), next(self._seq), (kind, key), job))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        """Queue ``job``; blocks while the queue is full."""
-        if self._closed:
-            raise RuntimeError("background worker is closed")
-        self._ensure_thread()
-        self._queue.put(job)
-
-    def submit_once(self, key: str, job: Callable[[], None]) -> bool:
-        """Queue ``job`` unless a job for ``key`` (e.g. a bank) is already queued and not yet
-        started: a burst of writes to one bank queues one refresh, which reads what they all
-        wrote. True when queued."""
-        with self._keys_lock:
-            if key in self._pending_keys:
-                return False
-            self._pending_keys.add(key)
-
-        def once() -> None:
-            with self._keys_lock:
-                self._pending_keys.discard(key)
-            job()
-
-        self.submit(once)
+            self._cond.notify_all()
         return True
 
     def flush(self) -> None:
-        """Wait until every job submitted so far has run."""
-        if self._thread is not None:
-            self._queue.join()
+        """Wait until every job submitted so far, and every job those queued, has run."""
+        with self._cond:
+            while self._heap or self._running:
+                self._cond.wait()
 
     def close(self) -> None:
-        """Run what is queued, then stop the thread."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
+        """Run what is queued (by priority: the shutdown order), then stop the thread. Jobs
+        queued by running jobs still run; a submission from elsewhere afterwards raises."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
 
     def _run(self) -> None:
         while True:
-            job = self._queue.get()
+            with self._cond:
+                while not self._heap and not self._closed:
+                    self._cond.wait()
+                if not self._heap:
+                    return  # closed and drained
+                _, _, key, job = heapq.heappop(self._heap)
+                self._keys.discard(key)  # from now on a new write queues a new job
+                self._running += 1
+                self._cond.notify_all()  # room for a blocked submit
             try:
-                if job is None:
-                    return
                 job()
                 self.done += 1
-            except Exception as exc:  # noqa: BLE001 - a failed job must not stop the worker
-                msg = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001 - a failed job must not stop the others
+                msg = f"{key[0].name} {key[1]}: {type(exc).__name__}: {exc}"
                 log.warning("background job failed: %s", msg)
                 self.errors.append(msg)
             finally:
-                self._queue.task_done()
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()

@@ -1,51 +1,84 @@
-"""The engine's parts, built lazily from the settings unless given: the store, the derived
-per-bank state, the write path, the models, the retain / recall pipelines and CARA. The facade
-(memlane/engine.py) holds the API; this module holds the wiring, so each stays small."""
+"""The engine's wiring: each part built once, on first use, from the settings unless given (the
+store, the derived per-bank state, the write path, the models, the retain / recall pipelines,
+CARA and the services of memlane/banks.py, browse.py, facts/, tree/, curated/ and
+retain/deferred.py), the one background scheduler, what follows a write, and the one shutdown
+order. The facade (memlane/engine.py) holds the API; this module holds the wiring, so each
+stays small."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
+from memlane.background import Kind, Scheduler
 from memlane.errors import ConfigError
+from memlane.interfaces import LLM, Embedder, GraphStore, Reranker
+from memlane.model import RecallResult
 from memlane.settings import Settings
 
 if TYPE_CHECKING:
+    from memlane.banks import Banks
+    from memlane.browse import Browse
+    from memlane.curated.facade import CuratedService
     from memlane.derived import DerivedState
+    from memlane.facts.facade import FactsService
+    from memlane.forget import Forget
     from memlane.recall.pipeline import Recaller
+    from memlane.recall_service import RecallService
     from memlane.reflect import CARA
+    from memlane.retain.deferred import DeferredExtraction
+    from memlane.retain.facts import Extractor
     from memlane.retain.pipeline import Retainer
+    from memlane.retain.service import RetainService
+    from memlane.stores.milvus import MilvusStore
+    from memlane.tree.consolidators import Consolidator
+    from memlane.tree.facade import TreeService
     from memlane.writes import BankWriter
+
+# recall(bank_id, query, **RecallRequest fields): the engine's Memory.recall
+Recall = Callable[..., RecallResult]
 
 
 class Components:
-    """Builds each backend on first use from ``settings``, unless one is given."""
+    """Builds each part on first use from ``settings``, unless one is given."""
 
     def __init__(
         self,
         settings: Settings | None = None,
         *,
-        store=None,
-        graph=None,
-        embedder=None,
-        reranker=None,
-        extractor=None,
+        recall: Recall,
+        store: MilvusStore | None = None,
+        graph: GraphStore | None = None,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+        extractor: Extractor | None = None,
     ) -> None:
+        """``recall`` is the facade's (CARA and the mental models answer through it)."""
         self.settings = settings or Settings()
+        self.recall = recall
         self._store, self._graph = store, graph
         self._embedder, self._reranker, self._extractor = embedder, reranker, extractor
+        # No thread until a job is queued: an engine that only reads starts none.
+        self.scheduler = Scheduler(self.settings.background.mode)
         # built on first use by the properties below
         self._retainer: Retainer | None = None
         self._recaller: Recaller | None = None
         self._derived: DerivedState | None = None
         self._writer: BankWriter | None = None
-        self._cara: CARA | None = None  # reflect and consolidation (memlane/reflect)
-        self._tree_llm: list = []  # [llm or None] once built: the consolidation role's model
-        self._tree_worker = None  # background tree consolidation (memlane/tree)
-        self._extract_worker = None  # deferred LLM extraction (memlane/retain/deferred.py)
+        self._cara: CARA | None = None
+        self._tree_llm: list[LLM | None] = []  # [llm or None] once built
+        self._banks: Banks | None = None
+        self._browse: Browse | None = None
+        self._facts: FactsService | None = None
+        self._tree: TreeService | None = None
+        self._curated: CuratedService | None = None
+        self._extraction: DeferredExtraction | None = None
+        self._retain: RetainService | None = None
+        self._forget: Forget | None = None
+        self._recall_service: RecallService | None = None
 
     # backends -----------------------------------------------------------------------------
     @property
-    def store(self):
+    def store(self) -> MilvusStore:
         if self._store is None:
             from memlane.stores.milvus import MilvusStore
 
@@ -53,7 +86,7 @@ class Components:
         return self._store
 
     @property
-    def graph(self):
+    def graph(self) -> GraphStore:
         if self._graph is None:
             from memlane.stores.sparse_graph import SparseGraphStore
 
@@ -64,7 +97,7 @@ class Components:
         return self._graph
 
     @property
-    def derived(self):
+    def derived(self) -> DerivedState:
         """Per-bank search indexes and graphs, derived from the store (memlane/derived.py)."""
         if self._derived is None:
             from memlane.derived import DerivedState
@@ -99,7 +132,7 @@ class Components:
         return self._writer
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         if self._embedder is None:
             from memlane.models.embedder import build_embedder
 
@@ -112,7 +145,7 @@ class Components:
         return self._embedder
 
     @property
-    def reranker(self):
+    def reranker(self) -> Reranker:
         if self._reranker is None:
             from memlane.models.reranker import build_reranker
 
@@ -120,15 +153,42 @@ class Components:
         return self._reranker
 
     @property
-    def extractor(self):
+    def extractor(self) -> Extractor:
         if self._extractor is None:
             from memlane.retain.extractors import build_extractor
 
             self._extractor = build_extractor(self.settings)
         return self._extractor
 
+    def tree_llm(self) -> LLM | None:
+        """The consolidation role's LLM (the tree's consolidator and planner, recall's
+        decomposer, fact adjudication), or None."""
+        if not self._tree_llm:
+            from memlane.llm import build_llm
+
+            self._tree_llm.append(build_llm(self.settings, "consolidation"))
+        return self._tree_llm[0]
+
+    def consolidator(self, kind: str | None = None) -> Consolidator:
+        """The tree consolidator ``kind`` ("auto", "rules", "llm"; default: the settings'):
+        the LLM one needs the consolidation role's model (ConfigError naming it otherwise)."""
+        from memlane.tree.consolidators import ExtractiveConsolidator, LLMConsolidator
+
+        kind = kind or self.settings.tree.consolidator
+        if kind not in ("auto", "rules", "llm"):
+            raise ConfigError(f"tree consolidator must be auto, rules or llm, got {kind!r}")
+        llm = self.tree_llm() if kind != "rules" else None
+        if llm is None:
+            if kind == "llm":
+                from memlane.llm import not_configured
+
+                raise not_configured("consolidation", "LLM tree consolidation")
+            return ExtractiveConsolidator()
+        return LLMConsolidator(llm, getattr(llm, "model", "llm"))
+
+    # pipelines ----------------------------------------------------------------------------
     @property
-    def recaller(self):
+    def recaller(self) -> Recaller:
         if self._recaller is None:
             from memlane.models.tokens import CachedCounts
             from memlane.recall.pipeline import Recaller
@@ -148,40 +208,144 @@ class Components:
             )
         return self._recaller
 
-    def tree_llm(self):
-        """The consolidation role's LLM (the tree's consolidator and planner, recall's
-        decomposer), or None."""
-        if not self._tree_llm:
-            from memlane.llm import build_llm
+    @property
+    def retainer(self) -> Retainer:
+        if self._retainer is None:
+            from memlane.retain.pipeline import Retainer
 
-            self._tree_llm.append(build_llm(self.settings, "consolidation"))
-        return self._tree_llm[0]
+            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder, self.extractor)
+            if self.cara.consolidates:
+                self._retainer.on_units = self.cara.units_written
+        return self._retainer
 
-    def consolidator(self, kind: str | None = None):
-        """The tree consolidator ``kind`` ("auto", "rules", "llm"; default: the settings'):
-        the LLM one needs the consolidation role's model (ConfigError naming it otherwise)."""
-        from memlane.tree.consolidators import ExtractiveConsolidator, LLMConsolidator
+    @property
+    def cara(self) -> CARA:
+        """Reflect, opinions, observations and background merging (memlane/reflect)."""
+        if self._cara is None:
+            from memlane.reflect import CARA
 
-        kind = kind or self.settings.tree.consolidator
-        if kind not in ("auto", "rules", "llm"):
-            raise ConfigError(f"tree consolidator must be auto, rules or llm, got {kind!r}")
-        llm = self.tree_llm() if kind != "rules" else None
-        if llm is None:
-            if kind == "llm":
-                from memlane.llm import not_configured
+            self._cara = CARA(
+                self.settings,
+                self.store,
+                self.writer,
+                lambda texts: self.embedder.embed(texts),  # the model loads on first use
+                self.recall,
+                self.scheduler,
+            )
+        return self._cara
 
-                raise not_configured("consolidation", "LLM tree consolidation")
-            return ExtractiveConsolidator()
-        return LLMConsolidator(llm, getattr(llm, "model", "llm"))
+    # services -----------------------------------------------------------------------------
+    @property
+    def banks(self) -> Banks:
+        if self._banks is None:
+            from memlane.banks import Banks
+
+            self._banks = Banks(self.store, self.writer, self.derived, self.graph)
+        return self._banks
+
+    @property
+    def browse(self) -> Browse:
+        if self._browse is None:
+            from memlane.browse import Browse
+
+            self._browse = Browse(self.store)
+        return self._browse
+
+    @property
+    def facts(self) -> FactsService:
+        if self._facts is None:
+            from memlane.facts.facade import FactsService
+
+            self._facts = FactsService(self.settings, self.store, self.writer, self.embedder, self.tree_llm)
+        return self._facts
+
+    @property
+    def tree(self) -> TreeService:
+        if self._tree is None:
+            from memlane.tree.facade import TreeService
+
+            self._tree = TreeService(
+                self.settings, self.store, self.writer, self.embedder, self.consolidator, self.facts
+            )
+        return self._tree
+
+    @property
+    def curated(self) -> CuratedService:
+        if self._curated is None:
+            from memlane.curated.facade import CuratedService
+
+            self._curated = CuratedService(self.store, self.embedder, self.recall, self.consolidator)
+        return self._curated
+
+    @property
+    def extraction(self) -> DeferredExtraction:
+        if self._extraction is None:
+            from memlane.retain.deferred import DeferredExtraction
+
+            self._extraction = DeferredExtraction(
+                self.settings, self.store, self.writer, self.retainer, self.scheduler, self.after_retain
+            )
+        return self._extraction
+
+    @property
+    def retain(self) -> RetainService:
+        if self._retain is None:
+            from memlane.retain.service import RetainService
+
+            self._retain = RetainService(
+                self.banks, self.writer, self.retainer, self.extraction, self.after_retain
+            )
+        return self._retain
+
+    @property
+    def forget(self) -> Forget:
+        if self._forget is None:
+            from memlane.forget import Forget
+
+            self._forget = Forget(self.store, self.writer, self.after_write)
+        return self._forget
+
+    @property
+    def recall_service(self) -> RecallService:
+        if self._recall_service is None:
+            from memlane.recall_service import RecallService
+
+            self._recall_service = RecallService(
+                self.settings, self.store, self.derived, self.recaller, self.curated
+            )
+        return self._recall_service
+
+    # what follows a write -----------------------------------------------------------------
+    def after_retain(self, bank_id: str) -> None:
+        """After a retain: CARA's consolidation of the new facts, then what follows any write."""
+        if self._retainer is not None and self._retainer.on_units is not None:
+            self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/
+        self.after_write(bank_id)
+
+    def after_write(self, bank_id: str) -> None:
+        """After a retain or a deletion, as ``background`` says: the bank's facts and tree
+        (memlane/tree/), then the mental models new facts touch (memlane/curated/); each
+        queued once per bank, never blocking the write that asked. The services are built
+        when the job runs, so a write that queues nothing builds nothing."""
+        background = self.settings.background
+        if background.tree:
+            self.scheduler.submit(Kind.tree, bank_id, lambda: self.tree.consolidate_quietly(bank_id))
+        if background.models:
+            self.scheduler.submit(Kind.models, bank_id, lambda: self._refresh_models(bank_id))
+
+    def _refresh_models(self, bank_id: str) -> None:
+        # Most banks hold no model: answered from the store, without building the service
+        # (and the embedder it needs) for a deletion.
+        if self.store.list_curated("model", bank_id):
+            self.curated.refresh_touched(bank_id)
 
     def close(self) -> None:
-        """Flush CARA's queued jobs, stop the recall pool and close the store."""
-        if self._extract_worker is not None:
-            self._extract_worker.close()  # deferred extractions first: they queue consolidations
-        if self._tree_worker is not None:
-            self._tree_worker.close()  # runs queued consolidations first: they write too
+        """Run the queued background jobs (they write: in the scheduler's priority order),
+        then close CARA's LLM clients, the recall pool, the derived state's loads and the
+        store."""
+        self.scheduler.close()
         if self._cara is not None:
-            self._cara.close()  # runs the queued jobs first: they write to the store
+            self._cara.close()
         if self._recaller is not None:
             self._recaller.close()
         if self._derived is not None:

@@ -44,18 +44,6 @@ def node_of(unit: MemoryUnit) -> GraphNode:
     )
 
 
-def _single_threaded_blas() -> None:
-    """One OpenBLAS thread for NumPy in this process.
-
-    The index's one-query matrix products are memory-bound; with OpenBLAS's default of a
-    thread per core its spinning threads fought torch's OpenMP threads for the 2 cores, and
-    query embedding inside recall went from 8 ms to 16 ms p50 / 96 ms p95 at 10k memories
-    (torch uses its own OpenMP pool, which this does not touch)."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
-
-
 class DerivedState:
     """Per-bank search indexes and graphs, kept coherent with the store's revision tokens.
 
@@ -84,8 +72,6 @@ class DerivedState:
         self.dim = dim
         self.with_index = with_index
         self.ann_threshold = ann_threshold
-        if with_index:
-            _single_threaded_blas()
         self._indexes: dict[str, BankIndex] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()

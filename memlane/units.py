@@ -13,7 +13,8 @@ for each execution engine sit beside it:
 * the occurrence interval: :func:`occurrence` (generic), :func:`effective_interval` (a unit)
   and :func:`fields_interval` (hit fields);
 * the field codec: :func:`unit_fields` (unit -> hit fields, times in epoch seconds) and
-  :func:`unit_from_fields` (back), plus the epoch conversions the stores share.
+  :func:`unit_from_fields` (back), over the field names and epoch conversions the stores
+  share (:mod:`memlane.stored_fields`, re-exported here).
 
 ``tests/memlane/test_units.py`` runs one table of cases against all three filter
 implementations and both interval forms.
@@ -21,15 +22,28 @@ implementations and both interval forms.
 
 from __future__ import annotations
 
-import json
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
 from memlane.interfaces import UnitFilter
-from memlane.model import FactType, Link, MemoryUnit, OpinionChange, utc
+from memlane.model import FactType, Link, MemoryUnit, OpinionChange
+from memlane.stored_fields import (
+    CANDIDATE_FIELDS,
+    FACT_CODES,
+    HIT_FIELDS,
+    LIST_FIELDS,
+    NONE_TIME_US,
+    TIME_FIELDS,
+    from_us,
+    json_value,
+    to_dt,
+    to_s,
+    to_us,
+    us_to_s,
+)
 
 __all__ = [
     "NONE_TIME_US",
@@ -52,101 +66,13 @@ __all__ = [
     "fields_interval",
     "valid_at",
     "check_filter",
+    "FilterError",
     "matches",
     "milvus_expr",
     "filter_mask",
     "unit_fields",
     "unit_from_fields",
 ]
-
-# ---------------------------------------------------------------------------------------------
-# Field names and time conversions
-# ---------------------------------------------------------------------------------------------
-#: Stored times are INT64 microseconds since the epoch (exact round trips of datetimes); this
-#: value stands for None. It lies far outside datetime's range (year 1 is -6.2e16 us).
-NONE_TIME_US = -(2**62)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-TIME_FIELDS = ("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at")
-LIST_FIELDS = ("source_turns", "entity_ids", "tags", "source_fact_ids")
-#: Unit fields that hits carry (every unit field but id and the vector); times in epoch seconds.
-HIT_FIELDS = (
-    "bank_id",
-    "text",
-    "context",
-    "fact_type",
-    "occurred_start",
-    "occurred_end",
-    "mentioned_at",
-    "confidence",
-    "document_id",
-    "chunk_id",
-    "source_turns",
-    "entity_ids",
-    "tags",
-    "links",
-    "proof_count",
-    "source_fact_ids",
-    "history",
-    "valid_from",
-    "invalid_at",
-    "superseded_by",
-    "metadata",
-)
-#: What recall scores and returns of a candidate: the hit fields less the lexical-only context
-#: (often larger than the memory itself; fetching 200 candidates with it cost 25 ms on Lite).
-CANDIDATE_FIELDS = tuple(k for k in HIT_FIELDS if k != "context")
-#: Small integer codes of the fact types, for numpy columns.
-FACT_CODES = {t.value: i for i, t in enumerate(FactType)}
-
-
-def to_us(dt: datetime | None) -> int:
-    """Aware datetime -> integer microseconds since the epoch (exact); None -> NONE_TIME_US."""
-    if dt is None:
-        return NONE_TIME_US
-    d = utc(dt) - _EPOCH
-    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
-
-
-def from_us(us: int | None) -> datetime | None:
-    """Inverse of :func:`to_us`."""
-    if us is None or us == NONE_TIME_US:
-        return None
-    return _EPOCH + timedelta(microseconds=int(us))
-
-
-def us_to_s(us: int | None) -> int | None:
-    """Stored microseconds -> whole epoch seconds (floor), the unit of hit fields."""
-    if us is None or us == NONE_TIME_US:
-        return None
-    return int(us) // 1_000_000
-
-
-def to_s(dt: datetime | None) -> int | None:
-    """Datetime -> whole epoch seconds as hit fields carry them (the same floor as us_to_s)."""
-    return us_to_s(to_us(dt))
-
-
-def to_dt(value: Any) -> datetime | None:
-    """Epoch seconds (int/float), an ISO string or a datetime -> aware UTC datetime."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return utc(value)
-    if isinstance(value, bool):
-        raise ValueError(f"not a time: {value!r}")
-    if isinstance(value, (int, float)):
-        return _EPOCH + timedelta(seconds=value)
-    if isinstance(value, str):
-        return utc(datetime.fromisoformat(value))
-    raise ValueError(f"not a time: {value!r}")
-
-
-def json_value(value: Any) -> Any:
-    if isinstance(value, (str, bytes, bytearray)):
-        return json.loads(value)
-    return value
-
 
 # ---------------------------------------------------------------------------------------------
 # The occurrence interval
@@ -205,13 +131,22 @@ def fields_interval(fields: Mapping[str, Any]) -> tuple[float, float] | None:
 # Python and numpy compare epoch seconds, Milvus microseconds: hit fields carry whole seconds,
 # so only sub-second differences between a unit's times and as_of can answer differently.
 # ---------------------------------------------------------------------------------------------
+class FilterError(ValueError):
+    """A filter no implementation can apply; ``field`` names the UnitFilter field at fault, so
+    a caller can name its own parameter without reading the message."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def check_filter(flt: UnitFilter | None) -> None:
-    """Raise ValueError for a filter no implementation can apply."""
+    """Raise :class:`FilterError` for a filter no implementation can apply."""
     if flt is not None and flt.tags and flt.tags_match not in ("any", "all"):
-        raise ValueError(f"tags_match must be 'any' or 'all', got {flt.tags_match!r}")
+        raise FilterError("tags_match", f"tags_match must be 'any' or 'all', got {flt.tags_match!r}")
     if flt is not None and flt.mentioned_since and flt.mentioned_until:
         if flt.mentioned_since >= flt.mentioned_until:
-            raise ValueError("mentioned_since must be before mentioned_until")
+            raise FilterError("mentioned_until", "mentioned_since must be before mentioned_until")
 
 
 def _window_pass(mentioned: float | None, flt: UnitFilter) -> bool:

@@ -40,15 +40,16 @@ def service_memory(embedder_handle=None, reranker_handle=None):
     from memlane.engine import Memory
     from memlane.models.embedder import build_embedder, resolve_model_path
     from memlane.models.tokens import TokenCounter
+    from memlane.runtime import configure_process
     from memlane.settings import Settings
     from serve.remote import RemoteEmbedder, RemoteReranker
 
     install_store_metrics()  # this replica's Milvus calls, as ray_memlane_store_*
     settings = Settings()
-    if "MEMLANE_TREE__ONLINE" not in os.environ:
+    if not {"MEMLANE_BACKGROUND__TREE", "MEMLANE_TREE__ONLINE"} & os.environ.keys():
         # The service keeps every bank's temporal tree current: consolidation after each write,
         # on a background thread of the replica that wrote (the engine's own default is "off").
-        settings.tree.online = "background"
+        settings.background.tree = True
     if "MEMLANE_RECALL__COLD_BANK" not in os.environ:
         # A replica's first recall of a bank answers from the store while the bank loads in
         # the background, instead of waiting for the load (27 s vs 0.85 s at 10k memories on
@@ -64,6 +65,7 @@ def service_memory(embedder_handle=None, reranker_handle=None):
     reranker = None
     if settings.models.reranker_model and reranker_handle is not None:
         reranker = RemoteReranker(reranker_handle, settings.models.reranker_model)
+    configure_process(settings)
     return Memory(settings, embedder=embedder, reranker=reranker)
 
 

@@ -1,5 +1,5 @@
 """Curated memory (Hindsight's mental models and directives): see :mod:`memlane.curated.facade`."""
 
-from memlane.curated.facade import CuratedMethods
+from memlane.curated.facade import CuratedService
 
-__all__ = ["CuratedMethods"]
+__all__ = ["CuratedService"]

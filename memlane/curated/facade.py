@@ -1,4 +1,4 @@
-"""Curated memory on the engine facade (:class:`memlane.engine.Memory` inherits it): mental
+"""Curated memory on the engine: mental
 models (named questions with a consolidated, sourced answer, refreshed when new facts touch
 them and returned first by recall) and directives (user rules for reflect).
 
@@ -10,15 +10,18 @@ the user's (lowercase slugs), so a PUT is idempotent.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 from pydantic import ValidationError
 
+from memlane.banks import require_bank
 from memlane.curated.answer import RECALL_TOKENS, answer_question
 from memlane.curated.touch import MODEL_RECALL_COSINE, TOUCH_CANDIDATES, touched
 from memlane.errors import BankNotFound, InvalidInput, NotFound
+from memlane.interfaces import Embedder, VectorStore
 from memlane.model import Directive, MentalModel, RecalledModel, RecallRequest, RecallResult, now_utc
+from memlane.tree.consolidators import Consolidator
 
 log = logging.getLogger(__name__)
 
@@ -29,23 +32,37 @@ MAX_PER_BANK = 100
 _VECTOR, _SEEN = "_vector", "_seen"
 
 
-class CuratedMethods:
-    """Mental models and directives (needs the engine's store, embedder, recall and
-    consolidator; see memlane/components.py)."""
+class CuratedStore(VectorStore, Protocol):
+    """A store that also keeps curated records (memlane/stores/milvus/records.py)."""
 
-    store: Any
-    embedder: Any
-    get_bank: Callable[[str], Any]
-    consolidator: Callable[..., Any]
-    recall: Callable[..., RecallResult]
-    _curated_worker: Any = None
+    def put_curated(self, kind: str, bank_id: str, item_id: str, record: dict[str, Any]) -> None: ...
+    def get_curated(self, kind: str, bank_id: str, item_id: str) -> dict[str, Any] | None: ...
+    def list_curated(self, kind: str, bank_id: str) -> list[dict[str, Any]]: ...
+    def delete_curated(self, kind: str, bank_id: str, item_id: str) -> bool: ...
+
+
+class CuratedService:
+    """Mental models and directives over one engine's store."""
+
+    def __init__(
+        self,
+        store: CuratedStore,
+        embedder: Embedder,
+        recall: Callable[..., RecallResult],
+        consolidator: Callable[[], Consolidator],
+    ) -> None:
+        """``recall`` is the engine's Memory.recall; ``consolidator()`` the settings' one."""
+        self.store = store
+        self.embedder = embedder
+        self.recall = recall
+        self.consolidator = consolidator
 
     # mental models ----------------------------------------------------------------------
     def put_mental_model(self, bank_id: str, model_id: str, question: str) -> tuple[MentalModel, bool]:
         """Pin ``question`` on the bank as model ``model_id`` and write its answer now; and
         whether it was created. The same question again changes nothing (idempotent); a new
         question is answered afresh. Raises InvalidInput, BankNotFound."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         draft = _validated(MentalModel, "model_id", id=model_id, bank_id=bank_id, question=question)
         current = self.store.get_curated("model", bank_id, draft.id)
         if current is not None and current["question"] == draft.question:
@@ -63,12 +80,12 @@ class CuratedMethods:
 
     def list_mental_models(self, bank_id: str) -> list[MentalModel]:
         """The bank's models by id."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         return [_model(r) for r in self.store.list_curated("model", bank_id)]
 
     def delete_mental_model(self, bank_id: str, model_id: str) -> None:
         """Delete one model. Raises NotFound."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         if not self.store.delete_curated("model", bank_id, model_id):
             raise NotFound(f"mental model {model_id!r} is not in bank {bank_id!r}", "model_id")
 
@@ -77,7 +94,7 @@ class CuratedMethods:
         return self._refresh_record(bank_id, self._model_record(bank_id, model_id))
 
     def _model_record(self, bank_id: str, model_id: str) -> dict[str, Any]:
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         record = self.store.get_curated("model", bank_id, model_id) if isinstance(model_id, str) else None
         if record is None:
             raise NotFound(f"mental model {model_id!r} is not in bank {bank_id!r}", "model_id")
@@ -125,14 +142,10 @@ class CuratedMethods:
         return out
 
     # after a write: refresh the models new facts touch -------------------------------------
-    def _curated_after_write(self, bank_id: str) -> None:
-        """After a retain: queue (once per bank) a check of the bank's models on a background
-        thread; a model that a new memory comes near, or whose cited memory is gone, is
-        refreshed (memlane/curated/touch.py). Never blocks the write that asked."""
-        self._curated_background().submit_once(bank_id, lambda: self.refresh_touched(bank_id))
-
     def refresh_touched(self, bank_id: str) -> list[str]:
-        """Refresh every model of the bank that new facts touch; the ids refreshed."""
+        """Refresh every model of the bank that new facts touch (a model that a new memory
+        comes near, or whose cited memory is gone: memlane/curated/touch.py); the ids
+        refreshed."""
         done = []
         for record in self.store.list_curated("model", bank_id):
             try:
@@ -149,26 +162,8 @@ class CuratedMethods:
                 )
         return done
 
-    def _curated_background(self):
-        if self._curated_worker is None:
-            from memlane.background import BackgroundWorker
-
-            self._curated_worker = BackgroundWorker(name="memlane-curated", max_pending=256)
-        return self._curated_worker
-
-    def wait_curated(self) -> None:
-        """Wait for the queued model refreshes."""
-        if self._curated_worker is not None:
-            self._curated_worker.flush()
-
-    def close(self) -> None:
-        """Run the queued model refreshes (they write), then close the rest of the engine."""
-        if self._curated_worker is not None:
-            self._curated_worker.close()
-        super().close()  # type: ignore[misc]
-
     # recall: the models close to the query come first ------------------------------------
-    def _with_mental_models(self, bank_id: str, req: RecallRequest, result: RecallResult) -> RecallResult:
+    def with_mental_models(self, bank_id: str, req: RecallRequest, result: RecallResult) -> RecallResult:
         """Fill ``result.mental_models``: the bank's models whose question's cosine to the
         query is at least MODEL_RECALL_COSINE, best first."""
         records = [r for r in self.store.list_curated("model", bank_id) if r.get(_VECTOR)]
@@ -191,7 +186,7 @@ class CuratedMethods:
     ) -> tuple[Directive, bool]:
         """Create or replace directive ``directive_id``; and whether it was created. Raises
         InvalidInput, BankNotFound."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         draft = _validated(
             Directive, "directive_id", id=directive_id, bank_id=bank_id, text=text, tags=list(tags)
         )
@@ -208,12 +203,12 @@ class CuratedMethods:
 
     def list_directives(self, bank_id: str) -> list[Directive]:
         """The bank's directives by id."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         return [Directive.model_validate(r) for r in self.store.list_curated("directive", bank_id)]
 
     def delete_directive(self, bank_id: str, directive_id: str) -> None:
         """Delete one directive. Raises NotFound."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         if not self.store.delete_curated("directive", bank_id, directive_id):
             raise NotFound(f"directive {directive_id!r} is not in bank {bank_id!r}", "directive_id")
 

@@ -1,37 +1,51 @@
-"""Engram's part of the engine facade (:class:`memlane.engine.Memory` inherits it): resolve a
-bank's facts (run by :meth:`~memlane.tree.facade.TreeMethods.consolidate` before the tree)."""
+"""Engram's part of the engine: resolve a bank's facts (run by
+:meth:`memlane.tree.facade.TreeService.consolidate` before the tree) and reinforce the ones
+reflect cites."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
+from memlane.banks import require_bank
 from memlane.errors import ConfigError
 from memlane.facts.service import FactResolver, ResolveReport
+from memlane.interfaces import LLM, Embedder, VectorStore
+from memlane.settings import Settings
+
+if TYPE_CHECKING:
+    from memlane.writes import BankWriter
 
 
-class FactsMethods:
-    """Conflict resolution on the engine (needs its store, writer, embedder and the
-    consolidation role's LLM; see memlane/components.py)."""
+class FactsService:
+    """Conflict resolution and salience over one engine's store and writer."""
 
-    store: Any
-    writer: Any
-    embedder: Any
-    settings: Any
-    get_bank: Callable[[str], Any]
-    tree_llm: Callable[[], Any]
+    def __init__(
+        self,
+        settings: Settings,
+        store: VectorStore,
+        writer: BankWriter,
+        embedder: Embedder,
+        llm: Callable[[], LLM | None],
+    ) -> None:
+        """``llm()`` gives the consolidation role's model (built on first use) or None."""
+        self.settings = settings
+        self.store = store
+        self.writer = writer
+        self.embedder = embedder
+        self.llm = llm
 
-    def resolve_facts(self, bank_id: str) -> ResolveReport:
+    def resolve(self, bank_id: str) -> ResolveReport:
         """Resolve conflicts between the bank's slotted facts (memlane/facts/resolve.py) as
         ``facts.resolve`` says: a newer value invalidates an older one, which stays stored and
         answers ``as_of`` and history questions. "off" does nothing. Returns a
         :class:`~memlane.facts.service.ResolveReport`; raises BankNotFound."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         mode = self.settings.facts.resolve
         if mode == "off":
             return ResolveReport(bank_id)
         adjudicator = None
         if mode in ("auto", "llm"):
-            llm = self.tree_llm()
+            llm = self.llm()
             if llm is None and mode == "llm":
                 from memlane.llm import not_configured
 
@@ -51,7 +65,7 @@ class FactsMethods:
             rules_slots=self.settings.facts.slots,
         ).run(bank_id)
 
-    def reinforce_cited(self, bank_id: str, unit_ids: Sequence[str]) -> int:
+    def reinforce(self, bank_id: str, unit_ids: Sequence[str]) -> int:
         """One more citation on each of these memories (reflect cited them): their salience
         grows, then fades with ``facts.salience_half_life_days`` (memlane/facts/salience.py).
         Returns how many were written (a memory deleted meanwhile is skipped)."""

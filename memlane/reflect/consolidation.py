@@ -2,8 +2,9 @@
 queued per bank; when the retain call ends, one job per bank runs with the consolidation LLM:
 related opinions are assessed against the new facts and their confidence updated, and the
 observation of every entity the facts mention is rewritten, all in one write (one revision
-bump). Jobs run on a bounded background thread (``llm.background="thread"``), inline at the end
-of retain (``"sync"``), or not at all (``"off"``)."""
+bump). The jobs run on the engine's scheduler (memlane/background.py: on its thread, or inline
+at the end of retain with ``background.mode="sync"``); with ``background.reflect`` off, or the
+mode "off", retain queues nothing (:attr:`memlane.reflect.CARA.consolidates`)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from memlane.background import BackgroundWorker
-from memlane.interfaces import VectorStore
+from memlane.background import Kind, Scheduler
+from memlane.interfaces import LLM, VectorStore
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
 from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, now_utc
@@ -50,8 +50,9 @@ class Consolidation:
         settings: Settings,
         store: VectorStore,
         embed: Embed,
-        llm: Callable[[str], Any],
+        llm: Callable[[str], LLM | None],
         write: Callable[[str, list[MemoryUnit]], None],
+        scheduler: Scheduler,
     ) -> None:
         """``llm(role)`` gives the role's model or None; ``write(bank_id, units)`` is one
         logical write through the bank writer."""
@@ -62,12 +63,7 @@ class Consolidation:
         self._write = write
         self._lock = threading.Lock()
         self._pending: dict[str, list[NewFact]] = {}
-        self.worker = BackgroundWorker() if settings.llm.background == "thread" else None
-
-    def close(self) -> None:
-        """Run the queued jobs, then stop the thread."""
-        if self.worker is not None:
-            self.worker.close()
+        self.scheduler = scheduler
 
     def units_written(self, bank: Bank, units: Sequence[MemoryUnit]) -> None:
         """Retain's per-batch hook: queue the batch's new facts for the end of the retain."""
@@ -81,19 +77,9 @@ class Consolidation:
                 self._pending.setdefault(bank.bank_id, []).extend(facts)
 
     def retained(self, bank_id: str) -> None:
-        """End of a retain call: run (sync) or schedule (thread) the bank's consolidation."""
-        if self.worker is None:
-            self._consolidate_pending(bank_id)
-        else:
-            self.worker.submit(lambda: self._consolidate_pending(bank_id))
-
-    def wait(self) -> None:
-        """Wait for every queued consolidation job (inline mode: run what is pending)."""
-        if self.worker is not None:
-            self.worker.flush()
-        else:
-            for bank_id in list(self._pending):
-                self._consolidate_pending(bank_id)
+        """End of a retain call: queue the bank's consolidation (one job per bank reads every
+        batch queued before it starts)."""
+        self.scheduler.submit(Kind.reflect, bank_id, lambda: self._consolidate_pending(bank_id))
 
     def _consolidate_pending(self, bank_id: str) -> None:
         with self._lock:

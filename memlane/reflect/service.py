@@ -3,8 +3,8 @@ merging. The engine holds one :class:`CARA` and delegates to it; CARA gets only 
 (the store to read, the bank writer to write, the embedder, a recall callable and its LLMs).
 
 After retain, new facts are consolidated into opinions and observations by
-:class:`~memlane.reflect.consolidation.Consolidation` (on a background thread by default).
-``Memory.wait_background()`` waits for them; ``Memory.close()`` does too.
+:class:`~memlane.reflect.consolidation.Consolidation` (on the engine's scheduler,
+memlane/background.py). ``Memory.wait_background()`` waits for them; ``Memory.close()`` does too.
 
 Writes made here go through the bank writer (memlane/writes.py: store, then derived state,
 then one revision bump), so other processes reload the bank. A job that runs while another
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from memlane.background import BackgroundWorker
+from memlane.background import Scheduler
 from memlane.curated.directives import directives_section
 from memlane.errors import BankNotFound, InvalidInput
-from memlane.interfaces import VectorStore
+from memlane.interfaces import LLM, VectorStore
 from memlane.llm import build_llm, require_llm
 from memlane.llm.structured import complete_json
 from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, RecallResult, now_utc
@@ -67,18 +67,24 @@ class CARA:
     """Reflect and consolidation for one engine."""
 
     def __init__(
-        self, settings: Settings, store: VectorStore, writer: BankWriter, embed: Embed, recall: Recall
+        self,
+        settings: Settings,
+        store: VectorStore,
+        writer: BankWriter,
+        embed: Embed,
+        recall: Recall,
+        scheduler: Scheduler,
     ) -> None:
         self.settings = settings
         self.store = store
         self.writer = writer
         self.embed = embed
         self.recall = recall
-        self._llms: dict[str, Any] = {}
-        self.consolidation = Consolidation(settings, store, embed, self.llm, self._write)
+        self._llms: dict[str, LLM | None] = {}
+        self.consolidation = Consolidation(settings, store, embed, self.llm, self._write, scheduler)
 
     # LLMs ----------------------------------------------------------------------------------
-    def llm(self, role: str):
+    def llm(self, role: str) -> LLM | None:
         """The role's LLM (built once), or None when none is configured."""
         if role not in self._llms:
             self._llms[role] = build_llm(self.settings, role)
@@ -87,7 +93,8 @@ class CARA:
     @property
     def consolidates(self) -> bool:
         """True when retain should queue consolidation jobs."""
-        return self.settings.llm.background != "off" and self.llm("consolidation") is not None
+        background = self.settings.background
+        return background.reflect and background.mode != "off" and self.llm("consolidation") is not None
 
     # reflect -------------------------------------------------------------------------------
     def reflect(self, bank_id: str, query: str, **options: Any) -> ReflectResult:
@@ -248,16 +255,8 @@ class CARA:
         """End of a retain call: run (sync) or schedule (thread) the bank's consolidation."""
         self.consolidation.retained(bank_id)
 
-    def wait(self) -> None:
-        """Wait for every queued consolidation job (inline mode: run what is pending)."""
-        self.consolidation.wait()
-
-    @property
-    def worker(self) -> BackgroundWorker | None:
-        return self.consolidation.worker
-
     def close(self) -> None:
-        self.consolidation.close()
+        """Close the LLM clients (the engine closes its scheduler first: its jobs use them)."""
         for llm in self._llms.values():
             close = getattr(llm, "close", None)
             if close:

@@ -1,33 +1,48 @@
-"""The tree's part of the engine facade (:class:`memlane.engine.Memory` inherits it):
-consolidate a bank, read its tree, and the online schedule after writes."""
+"""The tree's part of the engine: consolidate a bank (its facts resolved first) and read its
+tree. When that runs after writes is the engine's scheduler's business (memlane/components.py)."""
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
+from memlane.banks import require_bank
 from memlane.errors import InvalidInput
+from memlane.facts.facade import FactsService
+from memlane.interfaces import Embedder, VectorStore
 from memlane.model import Level, TreeNode, utc
+from memlane.settings import Settings
 from memlane.tree.build import TreeBuilder, TreeReport
+from memlane.tree.consolidators import Consolidator
 from memlane.tree.invariants import prune_tree
 from memlane.tree.model import parse_level
+
+if TYPE_CHECKING:
+    from memlane.writes import BankWriter
 
 log = logging.getLogger(__name__)
 
 
-class TreeMethods:
-    """Consolidation and the tree on the engine (needs the engine's store, writer, embedder
-    and consolidator; see memlane/components.py)."""
+class TreeService:
+    """Consolidation and the tree over one engine's store and writer."""
 
-    store: Any
-    writer: Any
-    embedder: Any
-    settings: Any
-    _tree_worker: Any
-    get_bank: Callable[[str], Any]
-    consolidator: Callable[..., Any]
-    resolve_facts: Callable[[str], Any]
+    def __init__(
+        self,
+        settings: Settings,
+        store: VectorStore,
+        writer: BankWriter,
+        embedder: Embedder,
+        consolidator: Callable[[str | None], Consolidator],
+        facts: FactsService,
+    ) -> None:
+        """``consolidator(kind)`` builds the consolidator of ``kind`` (None: the settings')."""
+        self.settings = settings
+        self.store = store
+        self.writer = writer
+        self.embedder = embedder
+        self.consolidator = consolidator
+        self.facts = facts
 
     def consolidate(
         self,
@@ -41,10 +56,10 @@ class TreeMethods:
         ``now`` (default: the current time) and the profile, written where their children
         changed (a re-run over the same data writes nothing). ``consolidator``: "auto",
         "rules" or "llm" (default: the settings'). Conflicts between facts are resolved first
-        (:meth:`resolve_facts`; its counts are the report's ``facts``). Returns a
+        (:meth:`FactsService.resolve`; its counts are the report's ``facts``). Returns a
         :class:`TreeReport`."""
-        self.get_bank(bank_id)
-        resolved = self.resolve_facts(bank_id)
+        require_bank(self.store, bank_id)
+        resolved = self.facts.resolve(bank_id)
         builder = TreeBuilder(
             self.store,
             self.embedder,
@@ -74,7 +89,7 @@ class TreeMethods:
         """The bank's tree nodes (no vectors) by level then start, optionally of one ``level``
         (2-5 or its name) and overlapping the window ``since`` (inclusive) to ``until``
         (exclusive). Raises InvalidInput for a bad level or window, BankNotFound."""
-        self.get_bank(bank_id)
+        require_bank(self.store, bank_id)
         want: Level | None = None
         if level is not None:
             try:
@@ -96,19 +111,9 @@ class TreeMethods:
             out.append(n)
         return out
 
-    # the online schedule --------------------------------------------------------------------
-    def _tree_after_write(self, bank_id: str) -> None:
-        """After a retain or a deletion: consolidate as ``tree.online`` says ("background":
-        queued once per bank, never blocking the write that asked; "sync"; "off")."""
-        mode = self.settings.tree.online
-        if mode == "off":
-            return
-        if mode == "sync":
-            self._consolidate_quietly(bank_id)
-            return
-        self._tree_background().submit_once(bank_id, lambda: self._consolidate_quietly(bank_id))
-
-    def _consolidate_quietly(self, bank_id: str) -> None:
+    def consolidate_quietly(self, bank_id: str) -> None:
+        """:meth:`consolidate`, logging a failure instead of raising it (the job after a write:
+        the write that queued it succeeded)."""
         try:
             report = self.consolidate(bank_id)
         except Exception as exc:  # noqa: BLE001 - a failed background job is logged, not raised
@@ -116,15 +121,3 @@ class TreeMethods:
             return
         if report.changed:
             log.info("tree of %s: %s", bank_id, report.as_dict())
-
-    def _tree_background(self):
-        if self._tree_worker is None:
-            from memlane.background import BackgroundWorker
-
-            self._tree_worker = BackgroundWorker(name="memlane-tree", max_pending=256)
-        return self._tree_worker
-
-    def wait_tree(self) -> None:
-        """Wait for the queued background consolidations."""
-        if self._tree_worker is not None:
-            self._tree_worker.flush()

@@ -281,7 +281,7 @@ def test_observations_are_refreshed_per_entity(settings, embedder, extractor, se
         obs2 = {u.entity_ids[0]: u for u in _units(memory, FactType.observation)}
         assert obs2[pixel].id == first.id  # the same observation, rewritten
         assert obs2[pixel].proof_count == 3 and obs2[pixel].text == "Summary of 3 facts."
-        assert memory.cara.worker.errors == []
+        assert memory.scheduler.errors == []
         hits = memory.recall("ana", "Pixel", types=["observation"])
         assert first.id in [m.unit.id for m in hits.memories]
 

@@ -130,3 +130,27 @@ def test_split_secrets_moves_every_credential_under_its_current_name():
         "MEMLANE_LLM__REFLECT__API_KEY": "sk-r",
         "MEMLANE_STORE__MILVUS_TOKEN": "root:pw",
     }
+
+
+def test_background_jobs_have_one_area_and_the_old_names_map_into_it(monkeypatch):
+    s = Settings()
+    assert (s.background.mode, s.background.tree, s.background.reflect, s.background.models) == (
+        "thread",
+        False,
+        True,
+        True,
+    )
+    with pytest.warns(DeprecationWarning, match="background.tree=True, background.mode=sync"):
+        assert Settings(tree={"online": "sync"}).background.model_dump() == {
+            "mode": "sync",
+            "tree": True,
+            "reflect": True,
+            "models": True,
+        }
+    with pytest.warns(DeprecationWarning, match="background.reflect=False"):
+        assert not s.model_copy(update={"llm_background": "off"}).background.reflect
+    monkeypatch.setenv("MEMLANE_TREE__ONLINE", "background")
+    with pytest.warns(DeprecationWarning, match="MEMLANE_TREE__ONLINE"):
+        assert Settings().background.tree
+    with pytest.raises(ValidationError, match="tree.online must be one of background, sync, off"):
+        Settings(tree={"online": "later"})

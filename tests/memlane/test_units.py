@@ -17,6 +17,8 @@ from memlane.recall.index import BankIndex
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
 from memlane.units import (
+    FilterError,
+    check_filter,
     effective_interval,
     fields_interval,
     matches,
@@ -245,3 +247,13 @@ def test_fields_round_trip_and_candidates_match_the_store(milvus):
     assert from_index == from_store  # the same scoring fields from either backend
     for u in FILTER_BANK:
         assert unit_from_fields("f", u.id, from_index[u.id]) == u.model_copy(update={"embedding": None})
+
+
+def test_a_refused_filter_names_its_field():
+    now = datetime(2024, 1, 1, tzinfo=UTC)
+    with pytest.raises(FilterError, match="tags_match must be") as bad_match:
+        check_filter(UnitFilter(tags=["a"], tags_match="some"))
+    assert bad_match.value.field == "tags_match"
+    with pytest.raises(FilterError, match="mentioned_since must be before") as bad_window:
+        check_filter(UnitFilter(mentioned_since=now, mentioned_until=now - timedelta(days=1)))
+    assert bad_window.value.field == "mentioned_until"

@@ -1,32 +1,10 @@
-"""One typed settings object for the whole engine, nested by area, overridable from the environment.
-
-Each field reads ``MEMLANE_<AREA>__<FIELD>`` (for example ``MEMLANE_STORE__MILVUS_URI``,
-``MEMLANE_RECALL__RRF_K``, ``MEMLANE_LLM__RETAIN__BASE_URL``); ``MEMLANE_DATA_DIR`` is the one
-top-level field. The flat names of the first release (``MEMLANE_MILVUS_URI``,
-``Settings(rrf_k=...)``, ``settings.rrf_k``) still work for construction and ``model_copy``:
-:data:`LEGACY` maps each to its new place, and a warning names the new one. Reading an old
-attribute name fails with an AttributeError that names the new one.
-"""
+"""The settings areas: one typed model per part of the engine (see :mod:`memlane.settings`)."""
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-import warnings
-from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    DotEnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
-
-log = logging.getLogger(__name__)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 # How deep each recall channel searches per budget (the issue's low/mid/high).
 BUDGET_DEPTH = {"low": 100, "mid": 300, "high": 1000}
@@ -104,7 +82,8 @@ class RetainSettings(_Area):
     extractor: Literal["rules", "llm"] = "rules"
     # With the LLM extractor: an API retain writes the episode (chunks and one fact per turn
     # from the rules) and returns; the LLM's extraction replaces those facts in the background
-    # (memlane/retain/deferred.py). False: the retain waits for the model.
+    # (memlane/retain/deferred.py). False, or background.mode "off": the retain waits for the
+    # model.
     defer_llm: bool = True
     chunk_max_turns: int = Field(8, gt=0)
     semantic_link_threshold: float = Field(0.7, ge=-1.0, le=1.0)
@@ -232,9 +211,6 @@ class LLMSettings(_Area):
     # (validated, one repair retry) when the server refuses it; "schema" / "prompt" force one.
     json_mode: Literal["auto", "schema", "prompt"] = "auto"
     extract_max_tokens: int = Field(1500, gt=0)
-    # "thread": observation refresh and opinion reinforcement run on one bounded background
-    # thread per engine (flushed on close); "sync": inline at the end of retain; "off": never.
-    background: Literal["thread", "sync", "off"] = "thread"
 
 
 class ReflectSettings(_Area):
@@ -251,12 +227,6 @@ class TreeSettings(_Area):
     # "auto": the LLM consolidator when the consolidation role has a model, else the
     # extractive one; "rules" or "llm" force one ("llm" without a model is a config error).
     consolidator: Literal["auto", "rules", "llm"] = "auto"
-    # After a retain or a deletion: consolidate the bank on the background worker
-    # ("background", never blocking the write), at the end of the write ("sync"), or only when
-    # asked (`memlane consolidate`, POST .../consolidate, Memory.consolidate: "off"). The
-    # engine's default is "off" (a library call leaves no thread writing behind it); `memlane
-    # serve` runs its replicas with "background" unless MEMLANE_TREE__ONLINE says otherwise.
-    online: Literal["background", "sync", "off"] = "off"
     # A session closes when the bank's next session starts or after this long without a turn.
     session_idle_s: float = Field(1800.0, gt=0)
     # Recall: who plans a query's complexity: "rules", "llm" (the consolidation role's model;
@@ -317,206 +287,23 @@ class FactsSettings(_Area):
     abstain_min_cosine: float = Field(0.0, ge=-1.0, le=4.0)
 
 
-def _legacy_map() -> dict[str, tuple[str, ...]]:
-    """Every flat name of the first release -> its path in the nested object."""
-    out: dict[str, tuple[str, ...]] = {}
-    for area, model in (
-        ("store", StoreSettings),
-        ("models", ModelSettings),
-        ("retain", RetainSettings),
-        ("recall", RecallSettings),
-        ("serve", ServeSettings),
-        ("reflect", ReflectSettings),
-    ):
-        for name in model.model_fields:
-            out[name] = (area, name)
-    for name in LLMSettings.model_fields:
-        if name not in LLM_ROLES:
-            out[f"llm_{name}"] = ("llm", name)
-    for role in LLM_ROLES:
-        for name in LLMRoleSettings.model_fields:
-            out[f"llm_{role}_{name}"] = ("llm", role, name)
-    return out
+class BackgroundSettings(_Area):
+    """The jobs that follow a write, run by the engine's one scheduler (memlane/background.py)
+    in one priority order: deferred extraction, the tree, CARA, mental models."""
 
-
-# Flat name -> nested path, e.g. "rrf_k" -> ("recall", "rrf_k").
-LEGACY: dict[str, tuple[str, ...]] = _legacy_map()
-
-
-# Legacy variables holding JSON (dicts and lists), decoded like the nested source decodes them.
-_COMPLEX = {("recall", "channel_weights"), ("serve", "api_keys"), ("serve", "recall_warm_banks")}
-
-
-def env_name(path: tuple[str, ...]) -> str:
-    """The environment variable of a nested field, e.g. ('recall', 'rrf_k') -> MEMLANE_RECALL__RRF_K."""
-    return ENV_PREFIX + "__".join(p.upper() for p in path)
-
-
-def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    for part in path[:-1]:
-        node = tree.get(part)
-        if isinstance(node, BaseModel):
-            node = node.model_dump()
-        if not isinstance(node, dict):
-            node = {}
-        tree[part] = node
-        tree = node
-    tree[path[-1]] = value
-
-
-class _LegacyEnv(PydanticBaseSettingsSource):
-    """Reads the first release's flat variables (MEMLANE_RRF_K, MEMLANE_LLM_BASE_URL, ...) into
-    their nested places, below the new names in priority, warning once per name."""
-
-    _warned: set[str] = set()
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ reads the environment whole
-
-    def __call__(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, path in LEGACY.items():
-            raw = os.environ.get(ENV_PREFIX + name.upper())
-            if raw is None or env_name(path) in os.environ:
-                continue
-            if name not in self._warned:
-                self._warned.add(name)
-                log.warning("%s%s is deprecated: set %s", ENV_PREFIX, name.upper(), env_name(path))
-            _put(out, path, json.loads(raw) if path in _COMPLEX else raw)
-        return out
-
-
-SECRETS_FILE_VAR = ENV_PREFIX + "SECRETS_FILE"
-
-
-def is_secret(name: str) -> bool:
-    """True for a setting that is a credential, by environment variable or field name: API
-    keys (the service's and the LLMs') and the Milvus token. Such values never travel in a Ray
-    runtime_env: Ray logs its env vars (runtime_env_agent.log, at INFO) and shows them on the
-    dashboard, seen here with a canary key."""
-    return name.lower().endswith(("api_key", "api_keys", "milvus_token"))
-
-
-def split_secrets(environ: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """The ``MEMLANE_*`` variables of ``environ`` as (public, secret); secret ones under their
-    current names (a first-release flat name such as MEMLANE_API_KEYS becomes
-    MEMLANE_SERVE__API_KEYS), ready for a secrets file."""
-    public: dict[str, str] = {}
-    secret: dict[str, str] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
-            continue
-        if not is_secret(name):
-            public[name] = value
-            continue
-        legacy = LEGACY.get(name[len(ENV_PREFIX) :].lower())
-        current = env_name(legacy) if legacy else name
-        if legacy is None or current not in environ:  # the current name wins, as in Settings
-            secret[current] = value
-    return public, secret
-
-
-def _secrets_file_source(settings_cls) -> PydanticBaseSettingsSource | None:
-    """MEMLANE_SECRETS_FILE: a dotenv file of MEMLANE_* variables (e.g. the service's API keys,
-    LLM keys, the Milvus token), read below the environment in priority. A path that is not a
-    file is an error naming the variable, not silently no keys."""
-    path = os.environ.get(SECRETS_FILE_VAR)
-    if not path:
-        return None
-    if not Path(path).is_file():
-        raise ValueError(f"{SECRETS_FILE_VAR}={path}: no such file")
-    return DotEnvSettingsSource(settings_cls, env_file=path)
-
-
-class Settings(BaseSettings):
-    """Engine configuration, one object nested by area. Defaults give the embedded,
-    model-server-free setup."""
-
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", validate_assignment=True
-    )
-
-    # Milvus Lite file, logs and run directories of the service live under it.
-    data_dir: Path = Path(".memlane")
-    store: StoreSettings = Field(default_factory=StoreSettings)
-    models: ModelSettings = Field(default_factory=ModelSettings)
-    retain: RetainSettings = Field(default_factory=RetainSettings)
-    recall: RecallSettings = Field(default_factory=RecallSettings)
-    serve: ServeSettings = Field(default_factory=ServeSettings)
-    llm: LLMSettings = Field(default_factory=LLMSettings)
-    reflect: ReflectSettings = Field(default_factory=ReflectSettings)
-    tree: TreeSettings = Field(default_factory=TreeSettings)
-    facts: FactsSettings = Field(default_factory=FactsSettings)
-
-    @classmethod
-    def settings_customise_sources(
-        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
-    ):
-        # Complex values of legacy variables (JSON objects) are parsed by the field validators.
-        from_file = _secrets_file_source(settings_cls)
-        return tuple(
-            source
-            for source in (
-                init_settings,
-                env_settings,
-                _LegacyEnv(settings_cls),
-                from_file,
-                dotenv_settings,
-                file_secret_settings,
-            )
-            if source is not None
-        )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _nest_legacy(cls, data: Any) -> Any:
-        """``Settings(rrf_k=5)`` -> ``Settings(recall={"rrf_k": 5})``, with a DeprecationWarning."""
-        if not isinstance(data, dict) or not (LEGACY.keys() & data.keys()):
-            return data
-        data = dict(data)
-        for name in [n for n in data if n in LEGACY]:
-            path = LEGACY[name]
-            warnings.warn(
-                f"Settings({name}=...) is deprecated: use {'.'.join(path)}", DeprecationWarning, stacklevel=4
-            )
-            _put(data, path, _plain(data.pop(name)))
-        return data
-
-    def __getattr__(self, name: str) -> Any:
-        if name in LEGACY:
-            raise AttributeError(f"Settings.{name} moved to Settings.{'.'.join(LEGACY[name])}")
-        return super().__getattr__(name)  # type: ignore[misc]
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
-        """A copy with ``update`` applied and validated; keys may be nested dicts for an area
-        (``{"recall": {"rrf_k": 5}}``), an area object, or first-release flat names."""
-        if not update:
-            return super().model_copy(deep=deep)
-        data = self.model_dump()
-        for key, value in update.items():
-            if key in LEGACY:
-                warnings.warn(
-                    f"model_copy(update={{{key!r}: ...}}) is deprecated: use {'.'.join(LEGACY[key])}",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-                _put(data, LEGACY[key], _plain(value))
-            elif isinstance(value, dict) and isinstance(data.get(key), dict):
-                data[key] = {**data[key], **value}
-            else:
-                data[key] = _plain(value)
-        return type(self).model_validate(data)
-
-    def milvus_target(self) -> str:
-        """The URI a MilvusClient opens: the server when configured, else the Lite file."""
-        if self.store.milvus_uri:
-            return self.store.milvus_uri
-        return str(self.data_dir / "milvus.db")
-
-    @property
-    def graph_dir(self) -> Path:
-        return self.data_dir / "graphs"
-
-
-def _plain(value: Any) -> Any:
-    return value.model_dump() if isinstance(value, BaseModel) else value
+    # How they run: on one bounded background thread per engine, flushed on close ("thread"),
+    # inline at the end of the write that queued them ("sync"), or never ("off": retain then
+    # extracts with the LLM inline, and nothing is consolidated after writes).
+    mode: Literal["thread", "sync", "off"] = "thread"
+    # After a retain or a deletion: resolve the bank's facts and consolidate its temporal
+    # tree. Off in the engine (a library call leaves no tree writing behind it; `memlane
+    # consolidate`, POST .../consolidate and Memory.consolidate build it when asked); `memlane
+    # serve` turns it on unless MEMLANE_BACKGROUND__TREE (or the deprecated
+    # MEMLANE_TREE__ONLINE) says otherwise.
+    tree: bool = False
+    # After a retain: CARA reassesses related opinions and rewrites the observations of the
+    # entities new facts mention (only with a model for the consolidation role).
+    reflect: bool = True
+    # After a write: refresh the bank's mental models that new facts touch
+    # (memlane/curated/touch.py).
+    models: bool = True

@@ -1,0 +1,110 @@
+"""Retain on the engine: conversations and API items written into a bank through the bank
+writer, then what follows a retain queued (memlane/components.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from memlane.banks import Banks, valid_bank_id
+from memlane.model import RetainItem, Turn
+from memlane.retain.deferred import DeferredExtraction
+from memlane.retain.facts import Extractor
+from memlane.retain.items import check_tags, plan_items
+from memlane.retain.pipeline import Retainer, RetainReport
+
+if TYPE_CHECKING:
+    from memlane.writes import BankWriter
+
+
+class RetainService:
+    """Retain calls: each document one write, the bank created when missing unless told not."""
+
+    def __init__(
+        self,
+        banks: Banks,
+        writer: BankWriter,
+        retainer: Retainer,
+        extraction: DeferredExtraction,
+        retained: Callable[[str], None],
+    ) -> None:
+        """``retained(bank_id)`` queues what follows a retain."""
+        self.banks = banks
+        self.writer = writer
+        self.retainer = retainer
+        self.extraction = extraction
+        self.retained = retained
+
+    def retain(
+        self,
+        bank_id: str,
+        conversations: Sequence[tuple[str, Sequence[Turn]]],
+        *,
+        tags: Sequence[str] = (),
+        create_bank: bool = True,
+        progress: Callable[[int], None] | None = None,
+        extractor: Extractor | None = None,
+    ) -> RetainReport:
+        """Retain ``(document_id, turns)`` pairs. Creates the bank when missing unless
+        ``create_bank`` is False; ``extractor`` replaces the configured one for this call
+        (e.g. replies of a batch LLM stage). Returns a
+        :class:`~memlane.retain.pipeline.RetainReport`."""
+        bank = self.banks.to_retain_into(bank_id, create_bank)
+        check_tags(tags)
+        with self.writer.write(bank_id) as w:
+            report = self.retainer.retain(
+                bank, conversations, w, tags=tags, progress=progress, extractor=extractor
+            )
+        self.retained(bank_id)
+        return report
+
+    def retain_items(
+        self,
+        bank_id: str,
+        items: Sequence[RetainItem | dict],
+        *,
+        document_id: str | None = None,
+        tags: Sequence[str] = (),
+        create_bank: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> RetainReport:
+        """Retain API items (see :class:`~memlane.model.RetainItem`). Items are grouped into
+        documents by ``document_id`` (the item's, else the call's, else one derived from the
+        content); each document replaces what it held before, in one write. Validated whole
+        before anything is written."""
+        plan = plan_items(bank_id, items, document_id, tags)
+        bank = self.banks.to_retain_into(bank_id, create_bank)
+        total = RetainReport(bank_id=bank_id)
+        # the LLM's extraction deferred: the rules now
+        episode = self.extraction.episode_extractor()
+        for doc_id, (doc_tags, turns) in plan.items():
+            with self.writer.write(bank_id) as w:
+                w.delete_document(doc_id)
+                report = self.retainer.retain(
+                    bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress, extractor=episode
+                )
+            if episode is not None:
+                self.extraction.extract_later(bank_id, doc_id, turns, doc_tags)
+                report.deferred = 1
+            self.retained(bank_id)
+            total.add(report)
+        return total
+
+    def retain_file(
+        self,
+        bank_id: str,
+        path: str | Path,
+        *,
+        format: str = "auto",
+        tags: Sequence[str] = (),
+        progress: Callable[[int], None] | None = None,
+    ) -> RetainReport:
+        """Load a LoCoMo JSON or JSONL file (validated whole before anything is written) and
+        retain it."""
+        from memlane.ingest import load_conversations
+
+        check = valid_bank_id(bank_id)
+        conversations = load_conversations(Path(path), format=format)
+        return self.retain(
+            check, [(c.document_id, c.turns) for c in conversations], tags=tags, progress=progress
+        )
