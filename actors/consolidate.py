@@ -81,8 +81,10 @@ class ConsolidateWorker:
     ) -> None:
         from actors.engine_settings import engine_settings
         from memlane.engine import Memory
+        from memlane.runtime import configure_process
 
         self.settings = engine_settings(settings)
+        configure_process(self.settings)  # the engine's process limits: set by the entry point
         self.memory = Memory(self.settings)
         self.now = datetime.fromisoformat(now) if now else None
         self.consolidator = consolidator

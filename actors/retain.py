@@ -90,6 +90,7 @@ class RetainWorker:
     def __init__(self, settings: dict[str, Any], use_gpu: bool = False) -> None:
         from actors.engine_settings import engine_settings
         from memlane.engine import Memory
+        from memlane.runtime import configure_process
 
         try:
             import ray
@@ -98,6 +99,7 @@ class RetainWorker:
         except Exception:  # noqa: BLE001 - outside Ray
             self.node_id = ""
         self.settings = engine_settings(settings, use_gpu=use_gpu)
+        configure_process(self.settings)  # the engine's process limits: set by the entry point
         self.memory = Memory(self.settings)
         # Load the models now, so the first batch's timing is the retain's, not the load's.
         _ = self.memory.embedder, self.memory.extractor, self.memory.store

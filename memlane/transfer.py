@@ -55,7 +55,7 @@ from memlane.errors import BankNotFound, InvalidInput
 from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
 
 if TYPE_CHECKING:
-    from memlane.components import Components
+    from memlane.engine import Memory
 
 FORMAT = 2
 # Formats this importer reads: 1 (before tree nodes) and 2.
@@ -77,7 +77,7 @@ BATCH = 1000
 Source = Path | Sequence[str | bytes | dict[str, Any]]
 
 
-def export_bank(memory: Components, bank_id: str, *, vectors: bool = False) -> Iterator[dict[str, Any]]:
+def export_bank(memory: Memory, bank_id: str, *, vectors: bool = False) -> Iterator[dict[str, Any]]:
     """The bank ``bank_id`` as JSON-able records: the header, then its chunks, entities and
     units (see the module docstring). ``vectors`` adds each unit's embedding. Raises
     BankNotFound for an unknown bank before yielding anything. Units written while the export
@@ -127,7 +127,7 @@ def export_bank(memory: Components, bank_id: str, *, vectors: bool = False) -> I
         yield record
 
 
-def export_lines(memory: Components, bank_id: str, *, vectors: bool = False) -> Iterator[str]:
+def export_lines(memory: Memory, bank_id: str, *, vectors: bool = False) -> Iterator[str]:
     """:func:`export_bank` as JSON Lines (each string ends with a newline)."""
     for record in export_bank(memory, bank_id, vectors=vectors):
         yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -136,7 +136,7 @@ def export_lines(memory: Components, bank_id: str, *, vectors: bool = False) -> 
 class _Header:
     """The validated header of an import."""
 
-    def __init__(self, raw: dict[str, Any], target: str | None, memory: Components) -> None:
+    def __init__(self, raw: dict[str, Any], target: str | None, memory: Memory) -> None:
         def bad(problem: str) -> InvalidInput:
             return InvalidInput(f"line {raw_line}: header: {problem}")
 
@@ -268,9 +268,7 @@ def _model(n: int, raw: dict[str, Any], header: _Header) -> tuple[str, BaseModel
         raise InvalidInput(f"line {n}: {kind}: {InvalidInput.from_validation(exc)}") from None
 
 
-def _header(
-    records: Iterator[tuple[int, dict[str, Any]]], bank_id: str | None, memory: Components
-) -> _Header:
+def _header(records: Iterator[tuple[int, dict[str, Any]]], bank_id: str | None, memory: Memory) -> _Header:
     first = next(records, None)
     if first is None:
         raise InvalidInput(f"line 1: empty input: expected the {HEADER_KIND!r} header")
@@ -278,7 +276,7 @@ def _header(
     return _Header({**raw, "__line__": n}, bank_id, memory)
 
 
-def import_bank(memory: Components, source: Source, *, bank_id: str | None = None) -> dict[str, Any]:
+def import_bank(memory: Memory, source: Source, *, bank_id: str | None = None) -> dict[str, Any]:
     """Import a bank exported by :func:`export_bank` into ``memory``, as ``bank_id`` (default:
     the file's bank id). ``source``: a JSON Lines file, or a sequence of lines or records;
     it is read twice. Raises InvalidInput naming the line and the problem, before anything is

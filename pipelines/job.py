@@ -45,7 +45,7 @@ def worker_settings(
         }
 
     out = public(tree)
-    out["tree"] = {**out.get("tree", {}), "online": "off"}
+    out["background"] = {**out.get("background", {}), "tree": False}
     if milvus_uri is not None:
         out["store"] = {**out.get("store", {}), "milvus_uri": milvus_uri}
     if data_dir is not None:
