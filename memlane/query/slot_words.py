@@ -45,7 +45,10 @@ COUNTABLE = {
 # Plurals that dropping an "s" does not undo.
 PLURALS = {"children": "child", "puppies": "puppy", "bunnies": "bunny", "kitties": "kitty", "fish": "fish"}
 
-# The words of a question that ask about a predicate.
+# The words of a question that ask about a predicate (facts.slot_first puts that slot's latest
+# fact first). Not yet measured: they match 40 (lives_in) and 38 (works_at) of LoCoMo's 1,540
+# answerable questions, but the ordering acts only where a slotted fact exists, which is rare
+# on both dev sets (none of LongMemEval dev60's 20 knowledge-update evidence turns fills a slot).
 _ASKS = (
     (
         re.compile(r"\b(?:live|lives|living|reside|resides|based|home ?town|moved|move|city|town)\b", re.I),
