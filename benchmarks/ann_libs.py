@@ -133,7 +133,7 @@ def main() -> None:
     a = ap.parse_args()
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(limits=1, user_api="blas")  # as memlane.derived sets it for recall
+    threadpool_limits(limits=1, user_api="blas")  # as memlane.runtime.configure_process sets it for recall
     rng = np.random.default_rng(5)
     if a.vectors == "random":
         data = _unit(rng, a.size, a.dim)

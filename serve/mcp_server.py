@@ -7,7 +7,7 @@ shapes, so the tools format one shape whatever answers.
 
 Tools: ``retain``, ``recall``, ``reflect``, ``list_banks``, ``create_bank``,
 ``delete_document``, ``get_tree``. Their parameters carry the REST API's bounds (``serve/schemas.py``,
-``memlane/model.py``), so a bad argument is refused by the SDK's schema validation before any
+``memlane/model/``), so a bad argument is refused by the SDK's schema validation before any
 backend is called. Failures the model can act on (unknown bank, forbidden bank, bad argument,
 no LLM for reflect) are tool errors: an ``isError`` result whose text starts with a code,
 e.g. ``bank_not_found: unknown bank 'alice'``.

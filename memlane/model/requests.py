@@ -80,7 +80,7 @@ class RecallRequest(_Strict):
     # query's complexity when the bank has a tree.
     levels: list[Annotated[int, Field(ge=1, le=5)]] | None = Field(None, min_length=1)
     # Who plans: "auto", "rules", "llm" or "off" (flat recall); None: the settings'
-    # tree.planner (memlane/settings.py TreeSettings).
+    # tree.planner (memlane/settings/areas.py TreeSettings).
     planner: Literal["auto", "rules", "llm", "off"] | None = None
     # Multi-hop decomposition into sub-queries: "auto", "rules", "llm" or "off"; None: the
     # settings' recall.decompose (memlane/recall/decompose.py).

@@ -114,7 +114,7 @@ def test_relative_clause_bridges_and_bridge_puts_in_the_new_name():
 
 
 def test_off_by_default():
-    # the rules did not move LoCoMo multi-hop recall (memlane/settings.py has the figures)
+    # the rules did not move LoCoMo multi-hop recall (memlane/settings/ has the figures)
     assert Settings().recall.decompose == "off"
 
 
