@@ -53,8 +53,10 @@ def test_worker_settings_carry_the_jobs_store_and_no_online_tree():
     s = Settings(store={"milvus_uri": "http://driver:1", "milvus_token": "tok"}, recall={"rrf_k": 7})
     sent = worker_settings(s, "http://job:2", "/job/data")
     assert sent["store"]["milvus_uri"] == "http://job:2" and "milvus_token" not in sent["store"]
-    assert sent["data_dir"] == "/job/data" and sent["tree"]["online"] == "off"
+    assert sent["data_dir"] == "/job/data" and sent["background"]["tree"] is False
+    s_on = Settings(background={"tree": True})
+    assert Settings.model_validate(worker_settings(s_on, "u", "d")).background.tree is False
     assert sent["recall"]["rrf_k"] == 7
     # Overrides (a job config's dict) go the same way, secrets dropped there too.
     again = worker_settings({"store": {"milvus_token": "tok"}, "llm": {"api_key": "sk"}}, "u", "d")
-    assert again == {"store": {"milvus_uri": "u"}, "llm": {}, "tree": {"online": "off"}, "data_dir": "d"}
+    assert again == {"store": {"milvus_uri": "u"}, "llm": {}, "background": {"tree": False}, "data_dir": "d"}
