@@ -23,23 +23,17 @@ Times are ISO 8601 strings in UTC with microseconds, exactly as the store keeps 
 record is the model's own ``model_dump(mode="json")``), so a round trip reproduces the bank
 exactly: ids, fields, counts, and therefore recall results.
 
-Not in the format yet: the bank profile document (a record kind ``profile``, reserved below);
-this version's importer rejects it, and any kind it does not know, with an error naming the
-line, so a file from a newer writer is never half understood.
+A kind this importer does not know (``profile`` is reserved) is an error naming the line, so
+a file from a newer writer is never half understood.
 
-Tree nodes keep their ids, as every record does. Their ids derive from the bank id, so a bank
-imported under another name (``bank_id=``) holds the source bank's node ids until its next
-consolidation, which writes the new bank's nodes and removes those (the tree is derived from
-the units, which the file carries whole). The imported tree is checked with
-:func:`memlane.tree.invariants.tree_problems` before anything is written: a node whose
-children are not in the file, or whose interval does not cover them, is refused.
+Tree nodes keep their ids, which derive from the bank id: a bank imported under another name
+(``bank_id=``) holds the source's node ids until its next consolidation replaces them. The
+tree is checked (:func:`memlane.tree.invariants.tree_problems`) before anything is written.
 
-Import is idempotent: records keep their ids and are upserts, so importing a file twice
-leaves the same bank; units already in the target bank that the file does not hold stay.
-Without vectors (or with vectors of another embedder or dimension than this engine's) unit
-texts are re-embedded with the engine's embedder, and the report says so. The input is read
-twice, streaming (bounded memory): once to validate every record, writing nothing when any is
-bad, once to write them in batches through the bank writer (one revision bump in all).
+Import is idempotent (records keep their ids and are upserts; units the file does not hold
+stay). Without vectors, or with another embedder's, texts are re-embedded and the report says
+so. The input is streamed twice: to validate every record (nothing written when any is bad),
+then to write them in batches through the bank writer (one revision bump in all).
 """
 
 from __future__ import annotations
@@ -47,7 +41,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 from pydantic import BaseModel, ValidationError
 
@@ -55,7 +49,26 @@ from memlane.errors import BankNotFound, InvalidInput
 from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
 
 if TYPE_CHECKING:
-    from memlane.engine import Memory
+    from memlane.interfaces import Embedder
+    from memlane.settings import Settings
+    from memlane.stores.milvus import MilvusStore
+    from memlane.writes import BankWriter
+
+
+class Engine(Protocol):
+    """What export and import need of an engine (a :class:`memlane.engine.Memory`)."""
+
+    settings: Settings
+
+    @property
+    def store(self) -> MilvusStore: ...
+
+    @property
+    def writer(self) -> BankWriter: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
 
 FORMAT = 2
 # Formats this importer reads: 1 (before tree nodes) and 2.
@@ -77,7 +90,7 @@ BATCH = 1000
 Source = Path | Sequence[str | bytes | dict[str, Any]]
 
 
-def export_bank(memory: Memory, bank_id: str, *, vectors: bool = False) -> Iterator[dict[str, Any]]:
+def export_bank(memory: Engine, bank_id: str, *, vectors: bool = False) -> Iterator[dict[str, Any]]:
     """The bank ``bank_id`` as JSON-able records: the header, then its chunks, entities and
     units (see the module docstring). ``vectors`` adds each unit's embedding. Raises
     BankNotFound for an unknown bank before yielding anything. Units written while the export
@@ -127,7 +140,7 @@ def export_bank(memory: Memory, bank_id: str, *, vectors: bool = False) -> Itera
         yield record
 
 
-def export_lines(memory: Memory, bank_id: str, *, vectors: bool = False) -> Iterator[str]:
+def export_lines(memory: Engine, bank_id: str, *, vectors: bool = False) -> Iterator[str]:
     """:func:`export_bank` as JSON Lines (each string ends with a newline)."""
     for record in export_bank(memory, bank_id, vectors=vectors):
         yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -136,7 +149,7 @@ def export_lines(memory: Memory, bank_id: str, *, vectors: bool = False) -> Iter
 class _Header:
     """The validated header of an import."""
 
-    def __init__(self, raw: dict[str, Any], target: str | None, memory: Memory) -> None:
+    def __init__(self, raw: dict[str, Any], target: str | None, memory: Engine) -> None:
         def bad(problem: str) -> InvalidInput:
             return InvalidInput(f"line {raw_line}: header: {problem}")
 
@@ -268,7 +281,7 @@ def _model(n: int, raw: dict[str, Any], header: _Header) -> tuple[str, BaseModel
         raise InvalidInput(f"line {n}: {kind}: {InvalidInput.from_validation(exc)}") from None
 
 
-def _header(records: Iterator[tuple[int, dict[str, Any]]], bank_id: str | None, memory: Memory) -> _Header:
+def _header(records: Iterator[tuple[int, dict[str, Any]]], bank_id: str | None, memory: Engine) -> _Header:
     first = next(records, None)
     if first is None:
         raise InvalidInput(f"line 1: empty input: expected the {HEADER_KIND!r} header")
@@ -276,7 +289,7 @@ def _header(records: Iterator[tuple[int, dict[str, Any]]], bank_id: str | None, 
     return _Header({**raw, "__line__": n}, bank_id, memory)
 
 
-def import_bank(memory: Memory, source: Source, *, bank_id: str | None = None) -> dict[str, Any]:
+def import_bank(memory: Engine, source: Source, *, bank_id: str | None = None) -> dict[str, Any]:
     """Import a bank exported by :func:`export_bank` into ``memory``, as ``bank_id`` (default:
     the file's bank id). ``source``: a JSON Lines file, or a sequence of lines or records;
     it is read twice. Raises InvalidInput naming the line and the problem, before anything is
