@@ -2,7 +2,6 @@
 
 The format (``format`` 2; format 1 files, which have no tree nodes, are read too) is one JSON
 object per line, each with a ``kind``:
-
 1. a header, always first::
 
        {"kind": "memlane-bank", "format": 2, "bank": {...Bank fields...},
@@ -71,8 +70,7 @@ class Engine(Protocol):
 
 
 FORMAT = 2
-# Formats this importer reads: 1 (before tree nodes) and 2.
-READ_FORMATS = (1, 2)
+READ_FORMATS = (1, 2)  # format 1: before tree nodes
 HEADER_KIND = "memlane-bank"
 RECORD_KINDS: dict[str, type[BaseModel]] = {
     "chunk": Chunk,
