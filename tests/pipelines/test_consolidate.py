@@ -162,7 +162,9 @@ def test_a_new_session_rewrites_only_its_windows(job):
     finally:
         store.close()
     when = (latest + timedelta(days=30)).astimezone(UTC)
-    settings = Settings(data_dir=cfg.data_dir, store={"milvus_uri": cfg.milvus_uri}, background={"tree": False})
+    settings = Settings(
+        data_dir=cfg.data_dir, store={"milvus_uri": cfg.milvus_uri}, background={"tree": False}
+    )
     with Memory(settings) as memory:
         memory.retain(
             target,
