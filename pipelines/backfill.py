@@ -266,7 +266,7 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
     # Opening the store once here also creates its global collections before the workers
     # start, so they do not race to create them (harmless, but each loser logs an RPC error).
     s = Settings(**worker_settings(cfg.settings, cfg.milvus_uri, plan.data_dir))
-    store = MilvusStore(s, dim=s.models.embedding_dim, dedicated=True)  # short-lived, then idle
+    store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
         for bank, payload, fp in plan.banks:
             prev = ledger.get(bank.bank_id)

@@ -111,7 +111,7 @@ def resolve_banks(cfg: ConsolidateConfig, wanted: list[str] | None) -> list[tupl
     from memlane.stores.milvus import MilvusStore
 
     s = Settings(**worker_settings(cfg.settings, cfg.milvus_uri, cfg.data_dir))
-    store = MilvusStore(s, dim=s.models.embedding_dim, dedicated=True)  # short-lived, then idle
+    store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
         present = [b.bank_id for b in store.list_banks()]
         if wanted is None:

@@ -50,7 +50,6 @@ class Collections:
         *,
         flush_writes: bool | None = None,
         layout: str | None = None,
-        dedicated: bool = False,
     ) -> None:
         if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 32_768:
             raise ValueError(f"dim must be an int in [1, 32768], got {dim!r}")
@@ -60,7 +59,7 @@ class Collections:
         self.settings = settings
         self.dim = dim
         self.prefix = prefix
-        client, self._lite_path, lite = open_client(settings, dedicated=dedicated)
+        client, self._lite_path, lite = open_client(settings)
         # Every call timed for the observers of memlane.stores.milvus.observe (metrics).
         self._client = cast(MilvusClient, ObservedClient(client))
         #: True when the server is Milvus Lite (file or ``milvus-lite server``).

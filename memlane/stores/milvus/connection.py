@@ -53,15 +53,15 @@ def is_missing(exc: Exception) -> bool:
     return ("not exist" in msg or "not found" in msg) and "collection" in msg
 
 
-def open_client(settings: Settings, *, dedicated: bool = False) -> tuple[MilvusClient, str | None, bool]:
+def open_client(settings: Settings) -> tuple[MilvusClient, str | None, bool]:
     """Connect as ``settings`` says: ``(client, lite_path or None, is_lite)``. A Lite file's
     directory is created and its in-process server referenced (see :func:`release_lite`).
 
-    ``dedicated``: a connection of the client's own, closed with it, for a short-lived store in
-    a process that then idles (a job's driver). A pooled one outlives the client; reused after
-    a Ray job had left it idle for a minute, pymilvus "recovered" it and the recovery failed on
-    the server's GOAWAY "too_many_pings" (the driver's bank listing after a backfill, 3 of 3
-    runs under pytest, Nov 2026)."""
+    A server's connection is the client's own (``dedicated``), closed with the store. A pooled
+    one outlives its client: a job's driver that opened a store again after a Ray job had left
+    the pooled channel idle for a minute got it back, pymilvus "recovered" it, and the recovery
+    failed on the server's GOAWAY "too_many_pings" (the bank listing after a backfill and the
+    consolidate tests, 3 of 3 runs under pytest, Nov 2026)."""
     lite_path: str | None = None
     target = settings.milvus_target()
     if not settings.store.milvus_uri:
@@ -71,7 +71,9 @@ def open_client(settings: Settings, *, dedicated: bool = False) -> tuple[MilvusC
         with _LITE_LOCK:
             _LITE_REFS[lite_path] = _LITE_REFS.get(lite_path, 0) + 1
     try:
-        client = MilvusClient(uri=target, token=settings.store.milvus_token or "", dedicated=dedicated)
+        client = MilvusClient(
+            uri=target, token=settings.store.milvus_token or "", dedicated=lite_path is None
+        )
         db = settings.store.milvus_db or "default"
         if db != "default":
             if db not in client.list_databases():
