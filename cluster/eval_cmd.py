@@ -14,10 +14,12 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import get_args
 
 import typer
 
 from cluster.common import errors, fail, open_memory
+from memlane.model.requests import Budget
 
 LLM_MISSING = (
     "--qa needs an LLM: set MEMLANE_LLM__BASE_URL (and MEMLANE_LLM__MODEL) to an OpenAI-compatible endpoint"
@@ -60,6 +62,16 @@ def _systems(specs: list[str] | None) -> list[str]:
     return parse_systems(specs or None)
 
 
+BUDGET_HELP = (
+    "Every recall's budget: low, mid or high (how deep channels search; where the cross-encoder reranks)."
+)
+
+
+def _check_budget(budget: str) -> None:
+    if budget not in get_args(Budget):
+        raise ValueError(f"--budget must be one of {', '.join(get_args(Budget))}, not {budget!r}")
+
+
 def _check_ks(ks: list[int]) -> list[int]:
     if any(x < 1 for x in ks):
         raise ValueError("--k must be >= 1")
@@ -93,6 +105,7 @@ def eval_locomo(
     json_out: bool = typer.Option(False, "--json"),
     data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
     systems: list[str] | None = typer.Option(None, "--systems", help=SYSTEMS_HELP),
+    budget: str = typer.Option("mid", "--budget", help=BUDGET_HELP),
 ) -> None:
     """Evidence recall@k on LoCoMo (categories 1-4) for Memlane and BM25/dense baselines, with
     Memlane against the best baseline (difference, paired bootstrap 95 % interval)."""
@@ -105,6 +118,7 @@ def eval_locomo(
         if not target.exists():
             raise FileNotFoundError(f"LoCoMo file not found: {target}")
         ks = _check_ks(k)
+        _check_budget(budget)
         chosen = _systems(systems)
         if limit is not None and limit < 1:
             raise ValueError("--limit must be >= 1")
@@ -127,6 +141,7 @@ def eval_locomo(
                     full_context=full_context,
                     systems=chosen,
                     command=_command(),
+                    budget=budget,
                 )
     _finish(report, run_dir, json_out, format_report(report), plots)
 
@@ -148,6 +163,7 @@ def eval_longmemeval(
     json_out: bool = typer.Option(False, "--json"),
     data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
     systems: list[str] | None = typer.Option(None, "--systems", help=SYSTEMS_HELP),
+    budget: str = typer.Option("mid", "--budget", help=BUDGET_HELP),
 ) -> None:
     """LongMemEval retrieval metrics (official recall_any/recall_all/ndcg_any at turn and
     session level, per question type) for Memlane and BM25/dense baselines, with Memlane against
@@ -159,6 +175,7 @@ def eval_longmemeval(
 
     with errors():
         ks = _check_ks(k)
+        _check_budget(budget)
         chosen = _systems(systems)
         if limit is not None and limit < 1:
             raise ValueError("--limit must be >= 1")
@@ -182,6 +199,7 @@ def eval_longmemeval(
                     full_context=full_context,
                     systems=chosen,
                     command=_command(),
+                    budget=budget,
                 )
     _finish(report, run_dir, json_out, markdown(report), plots)
 

@@ -15,8 +15,9 @@ import time
 from datetime import datetime
 from typing import Any, Callable, Sequence
 
+from evals.dense_baseline import DenseBaseline
 from evals.metrics import ranked_turns
-from evals.systems import DEFAULT_SYSTEMS, FLAT, MEMLANE, NODECOMP, channels_of
+from evals.systems import DEFAULT_SYSTEMS, DENSE_EMBEDDERS, FLAT, MEMLANE, NODECOMP, channels_of
 
 SYSTEMS = DEFAULT_SYSTEMS
 QA_SYSTEMS = ("memlane", "full-context")
@@ -49,6 +50,21 @@ def consolidate(memory, bank_id: str) -> float:
     return time.perf_counter() - start
 
 
+_DENSE: dict[str, DenseBaseline] = {}
+
+
+def dense_baseline(memory, system: str) -> DenseBaseline:
+    """The named-embedder dense baseline of ``system`` (one embedder per process, built from the
+    memory's settings with only ``models.embedder`` changed)."""
+    if system not in _DENSE:
+        from memlane.models.embedder import build_embedder
+
+        settings = memory.settings.model_copy(deep=True)
+        settings.models.embedder = DENSE_EMBEDDERS[system]
+        _DENSE[system] = DenseBaseline(build_embedder(settings))
+    return _DENSE[system]
+
+
 def rank_all(
     memory,
     bank_id: str,
@@ -59,15 +75,23 @@ def rank_all(
     as_of: datetime | None = None,
     recall_tokens: int = RECALL_TOKENS,
     depth: int = BASELINE_DEPTH,
+    budget: str = "mid",
 ):
     """Rank the bank's source turns for ``query`` with each of ``systems`` (specs of
     :mod:`evals.systems`; Memlane's recall always runs). ``reference_time`` is recall's "now"
-    for relative time expressions and recency (no filter); ``as_of`` is recall's validity filter.
+    for relative time expressions and recency (no filter); ``as_of`` is recall's validity filter;
+    ``budget`` is every recall's budget (low/mid/high: how deep channels search, and where the
+    cross-encoder reranks).
 
     Returns ``(rankings, result, latency_ms, tokens)``: turn rankings by system name (only the
     systems asked for), Memlane's :class:`~memlane.model.RecallResult` (for QA), its recall
     latency and the tokens each recall-based system returned (memlane, flat, nodecomp, ablations)."""
-    options: dict[str, Any] = {"max_tokens": recall_tokens, "as_of": as_of, "reference_time": reference_time}
+    options: dict[str, Any] = {
+        "max_tokens": recall_tokens,
+        "as_of": as_of,
+        "reference_time": reference_time,
+        "budget": budget,
+    }
     start = time.perf_counter()
     result = memory.recall(bank_id, query, **options)
     latency_ms = (time.perf_counter() - start) * 1000
@@ -92,6 +116,8 @@ def rank_all(
             vector = memory.embedder.embed([query])
             hits = memory.store.search_dense(bank_id, vector, depth, fields=["source_turns"])[0]
             rankings[system] = _turns_of(hits)
+        elif system in DENSE_EMBEDDERS:
+            rankings[system] = dense_baseline(memory, system).rank(memory.store, bank_id, query, depth)
         else:
             channels = channels_of(system)
             if channels is None:

@@ -59,12 +59,13 @@ def run_locomo(
     full_context: bool = True,
     systems: Sequence[str] = SYSTEMS,
     command: str | None = None,
+    budget: str = "mid",
 ) -> dict[str, Any]:
     """Ingest each conversation into its own bank and score recall; returns the report dict.
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
     settings against banks built by an earlier run or by ``memlane backfill``); ``log`` receives a row
     per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt; ``systems`` are the
-    systems compared (:func:`evals.systems.parse_systems`)."""
+    systems compared (:func:`evals.systems.parse_systems`); ``budget`` is every recall's budget."""
     from evals.qa import locomo_grader, locomo_verdict
     from memlane.ingest import load_conversations
 
@@ -102,7 +103,7 @@ def run_locomo(
                     skipped += 1
                     continue
                 rankings, result, ms, tokens = rank_all(
-                    memory, bank, qa.question, systems=systems, recall_tokens=RECALL_TOKENS
+                    memory, bank, qa.question, systems=systems, recall_tokens=RECALL_TOKENS, budget=budget
                 )
                 scores: dict[str, dict[str, float]] = {s: {} for s in systems}
                 if relevant:
@@ -148,6 +149,7 @@ def run_locomo(
         "skipped (no evidence)": skipped,
         "ks": ", ".join(map(str, ks)),
         "systems": ", ".join(systems),
+        "budget": budget,
         "recall p50 ms": percentile(latencies, 0.5),
         "recall p95 ms": percentile(latencies, 0.95),
         "retain s": round(ingest_s, 1),

@@ -143,13 +143,15 @@ def run_longmemeval(
     use_question_date: bool = True,
     systems: Sequence[str] = SYSTEMS,
     command: str | None = None,
+    budget: str = "mid",
 ) -> dict[str, Any]:
     """Run the eval over the first ``limit`` questions of a LongMemEval file; returns the
     harness report (:func:`evals.report.build_report`). ``reuse_banks`` skips retain
     for banks that already hold memories; ``log`` receives one row per question; ``qa_llm``
     (an :class:`~memlane.interfaces.LLM`) turns on QA with the official judge prompts;
     ``use_question_date`` makes the question date recall's reference time; ``systems`` are the
-    systems compared (parsed specs, :func:`evals.systems.parse_systems`)."""
+    systems compared (parsed specs, :func:`evals.systems.parse_systems`); ``budget`` is every
+    recall's budget."""
     from evals.qa import lme_grader, lme_verdict
 
     systems = parse_systems(systems)
@@ -177,7 +179,7 @@ def run_longmemeval(
             consolidate_s += consolidate(memory, bank)
             reference = q.question_date if use_question_date else None
             rankings, result, ms, tokens = rank_all(
-                memory, bank, q.question, systems=systems, reference_time=reference
+                memory, bank, q.question, systems=systems, reference_time=reference, budget=budget
             )
             latencies.append(ms)
             row: dict[str, Any] = {
@@ -222,6 +224,7 @@ def run_longmemeval(
         "non-abstention questions without has_answer turns": no_gold,
         "ks": ", ".join(map(str, ks)),
         "systems": ", ".join(systems),
+        "budget": budget,
         "reference time": "question date" if use_question_date else "none (recall's now)",
         "banks reused": reused,
         "recall p50 ms": percentile(latencies, 0.5),

@@ -7,8 +7,11 @@
 * ``nodecomp``: the same recall with multi-hop decomposition off (``decompose="off"``): the
   question's own channels only, the ablation decomposition is measured against;
 * ``bm25``, ``dense``: the single-channel **baselines**, ranked straight from the store (plain
-  BM25 over the same analysed text, plain cosine with the same embedder; no fusion, graph,
-  temporal channel or boosts);
+  BM25 over the same analysed text, plain cosine with the bank's own stored vectors; no fusion,
+  graph, temporal channel or boosts);
+* ``dense-minilm``, ``dense-bge``: dense-only baselines with a named embedder (MiniLM,
+  bge-small-en-v1.5), whatever the bank was retained with: the eval embeds the bank's unit texts
+  itself (:mod:`evals.dense_baseline`);
 * an **ablation**: a ``+``-joined subset of recall's channels (``semantic``, ``lexical``,
   ``graph``, ``temporal``), e.g. ``lexical+semantic``: recall with only those channels, everything
   else as for ``memlane``. Its name is written with the channels in alphabetical order, so
@@ -26,14 +29,17 @@ from memlane.recall.pipeline import CHANNELS  # recall's channels: one list, rec
 MEMLANE = "memlane"
 FLAT = "flat"
 NODECOMP = "nodecomp"
-BASELINES = ("bm25", "dense")
-DEFAULT_SYSTEMS = (MEMLANE, FLAT, *BASELINES)
+# The dense baselines with a named embedder, by system name: the embedder's models.embedder value.
+DENSE_EMBEDDERS = {"dense-minilm": "minilm", "dense-bge": "bge-small"}
+BASELINES = ("bm25", "dense", *DENSE_EMBEDDERS)
+# bge-small's dense baseline runs by default beside BM25 and the bank's own (MiniLM) vectors.
+DEFAULT_SYSTEMS = (MEMLANE, FLAT, "bm25", "dense", "dense-bge")
 ALLOWED = f"{MEMLANE}, {FLAT}, {NODECOMP}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
 
 
 def _canonical(spec: str) -> str:
     name = spec.strip().lower()
-    if name in DEFAULT_SYSTEMS or name == NODECOMP:
+    if name in DEFAULT_SYSTEMS or name == NODECOMP or name in BASELINES:
         return name
     channels = [c.strip() for c in name.split("+")]
     bad = [c for c in channels if c not in CHANNELS]
@@ -44,7 +50,7 @@ def _canonical(spec: str) -> str:
 
 def parse_systems(specs: str | Iterable[str] | None = None) -> list[str]:
     """The systems a run compares, from specs like ``"memlane,bm25,lexical+semantic"`` (a string
-    or several, each comma-separated; None: the default ``memlane, flat, bm25, dense``).
+    or several, each comma-separated; None: the default ``memlane, flat, bm25, dense, dense-bge``).
 
     Names are lower-cased and de-duplicated (first occurrence kept); ``memlane`` is added first
     when missing. Raises ValueError naming the bad spec and the allowed ones."""

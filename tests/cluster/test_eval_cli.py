@@ -81,6 +81,8 @@ def test_eval_longmemeval_systems_and_comparison(runner, tmp_path):
             "10",
             "--systems",
             "memlane,bm25,lexical+semantic",
+            "--budget",
+            "low",
             "--out",
             str(out),
             "--no-plots",
@@ -91,6 +93,7 @@ def test_eval_longmemeval_systems_and_comparison(runner, tmp_path):
     assert r.exit_code == 0, r.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["systems"] == ["memlane", "bm25", "lexical+semantic"]
+    assert report["info"]["budget"] == "low"
     assert set(report["summary"]["all"]) == {"questions", "n", "memlane", "bm25", "lexical+semantic"}
     row = json.loads((out / "questions.jsonl").read_text().splitlines()[0])
     assert set(row["scores"]) == {"memlane", "bm25", "lexical+semantic"}
@@ -130,6 +133,7 @@ def test_eval_bad_system_exits_2_with_one_line(runner, tmp_path, command):
     [
         (["--limit", "0"], "--limit must be >= 1"),
         (["--k", "0"], "--k must be >= 1"),
+        (["--budget", "huge"], "--budget must be one of low, mid, high, not 'huge'"),
     ],
 )
 def test_eval_longmemeval_bad_options(runner, tmp_path, args, needle):

@@ -19,7 +19,8 @@ from evals.systems import channels_of, parse_systems
 
 
 def test_parse_systems_default_and_valid_specs():
-    assert parse_systems(None) == ["memlane", "flat", "bm25", "dense"]
+    assert parse_systems(None) == ["memlane", "flat", "bm25", "dense", "dense-bge"]
+    assert parse_systems("Dense-MiniLM, dense-bge") == ["memlane", "dense-minilm", "dense-bge"]
     assert parse_systems("memlane,bm25,lexical+semantic") == ["memlane", "bm25", "lexical+semantic"]
     # repeated option values, spaces and case; channel order does not make a new system
     assert parse_systems(["BM25", " semantic + lexical ", "dense"]) == [
@@ -281,12 +282,15 @@ def test_rank_all_computes_only_the_systems_asked_for():
     assert mem.searched == []  # no baseline asked: no store search, no embedding
     full, ablated = mem.recalls
     # the question date is the reference time, never a validity cut-off
-    assert full == {"max_tokens": 99, "as_of": None, "reference_time": when}
+    assert full == {"max_tokens": 99, "as_of": None, "reference_time": when, "budget": "mid"}
     assert ablated == {**full, "channels": ["lexical", "semantic"]}
     assert ms >= 0 and [m.unit.source_turns for m in result.memories] == [["s:1"], ["s:3"]]
 
     mem = RecordingMemory()
-    rankings, _, _, tokens = rank_all(mem, "b", "q")  # the default systems
+    # the store-side systems (the named-embedder dense baselines are tests/evals/test_dense_baseline.py's)
+    rankings, _, _, tokens = rank_all(
+        mem, "b", "q", systems=["memlane", "flat", "bm25", "dense"], budget="high"
+    )
     assert rankings == {
         "memlane": ["s:1", "s:3", "s:6"],
         "flat": ["s:1", "s:3"],
@@ -295,4 +299,5 @@ def test_rank_all_computes_only_the_systems_asked_for():
     }
     assert tokens == {"memlane": 30, "flat": 20}
     assert [r.get("planner") for r in mem.recalls] == [None, "off"]
+    assert [r["budget"] for r in mem.recalls] == ["high", "high"]  # every recall gets the run's budget
     assert sorted(mem.searched) == ["dense", "embed", "lexical"]

@@ -19,7 +19,13 @@ def test_longmemeval_run(memory, tmp_path):
     path = write_longmemeval_fixture(tmp_path / "lme.json")
     with QuestionLog(tmp_path / "run" / "questions.jsonl") as log:
         report = run_longmemeval(memory, path, progress=False, log=log)
-    assert report["benchmark"] == "longmemeval" and report["systems"] == ["memlane", "flat", "bm25", "dense"]
+    assert report["benchmark"] == "longmemeval" and report["systems"] == [
+        "memlane",
+        "flat",
+        "bm25",
+        "dense",
+        "dense-bge",
+    ]
     # the tree ablation: memlane (tree recall) against flat, per category, with tokens
     ablation = report["tree_ablation"]
     assert ablation["all"]["n"] == 3 and set(ablation["all"]["tokens"]) == {"memlane", "flat"}
@@ -33,7 +39,7 @@ def test_longmemeval_run(memory, tmp_path):
     # abstention: no official metrics, and no answer sessions to score either
     assert by_id["fx-cello_abs"]["scores"]["memlane"] == {}
     kayak = by_id["fx-kayak"]["scores"]
-    for system in ("memlane", "bm25", "dense"):
+    for system in ("memlane", "bm25", "dense", "dense-bge"):
         assert set(kayak[system]) == {
             f"{lvl}_{m}@{k}"
             for lvl in ("turn", "session")
@@ -86,7 +92,7 @@ def test_locomo_run_in_the_harness_format(memory, tmp_path):
     report = run_locomo(memory, path, ks=(1, 5), progress=False)
     # the legacy keys (fixture: 9 category 1-4 items, 2 of them without evidence)
     assert report["questions"] == 7 and report["skipped_no_evidence"] == 2
-    assert set(report["baselines"]) == {"bm25", "dense"}
+    assert set(report["baselines"]) == {"bm25", "dense", "dense-bge"}
     assert report["turn_recall@5"] == report["summary"]["all"]["memlane"]["turn_recall@5"]
     # the harness keys
     assert report["benchmark"] == "locomo" and report["summary"]["all"]["n"]["turn_recall@1"] == 7
