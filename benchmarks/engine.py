@@ -293,7 +293,9 @@ def dir_bytes(path: Path) -> int:
     return total
 
 
-def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int = 5000) -> dict[str, Any]:
+def bench_recall_size(
+    memory, size: int, queries: Sequence[str], *, batch: int = 5000, budget: str = "mid"
+) -> dict[str, Any]:
     """Recall latency and memory footprint at one bank size, beside their baselines.
 
     Writes a synthetic bank of ``size`` units in bounded batches, builds its in-process index
@@ -325,11 +327,11 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
     rss_after = rss_bytes()
     _say(f"stored in {load_s:.1f}s, index built in {build_s:.1f}s; {len(queries)} recalls")
     for q in queries[:10]:
-        memory.recall(bank, q, max_tokens=1024)
+        memory.recall(bank, q, max_tokens=1024, budget=budget)
     lat, stages = [], []
     for q in queries:
         t = time.perf_counter()
-        res = memory.recall(bank, q, max_tokens=1024)
+        res = memory.recall(bank, q, max_tokens=1024, budget=budget)
         lat.append((time.perf_counter() - t) * 1000)
         stages.append(res.timings_ms)
     # The temporal tree: consolidated (the extractive consolidator), then the same queries
@@ -339,14 +341,14 @@ def bench_recall_size(memory, size: int, queries: Sequence[str], *, batch: int =
     consolidate_s = time.perf_counter() - t
     _say(f"consolidated in {consolidate_s:.1f}s: {tree.nodes}")
     for q in queries[:10]:
-        memory.recall(bank, q, max_tokens=1024, planner="off")
+        memory.recall(bank, q, max_tokens=1024, budget=budget, planner="off")
     tree_lat, flat_lat = [], []
     for q in queries:
         t = time.perf_counter()
-        memory.recall(bank, q, max_tokens=1024)
+        memory.recall(bank, q, max_tokens=1024, budget=budget)
         tree_lat.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        memory.recall(bank, q, max_tokens=1024, planner="off")
+        memory.recall(bank, q, max_tokens=1024, budget=budget, planner="off")
         flat_lat.append((time.perf_counter() - t) * 1000)
     store_base, index_base = [], []  # the floor any recall pays: embed + one dense top-100
     for q in queries[:10]:  # warm-ups, as for recall
@@ -532,6 +534,7 @@ def run_engine_bench(
     queries: int = 200,
     retain_turns: int = 1500,
     index_sizes: Sequence[int] = (),
+    budget: str = "mid",
 ) -> dict[str, Any]:
     """Run the benchmark in a fresh data directory; returns the figures. ``sizes`` go through
     the store (Milvus Lite); ``index_sizes`` run in index mode (:func:`bench_index_size`:
@@ -543,11 +546,11 @@ def run_engine_bench(
     if data_dir.exists():
         shutil.rmtree(data_dir)
     memory = Memory(Settings(data_dir=data_dir))
-    report: dict[str, Any] = {"recall": [], "retain": {}}
+    report: dict[str, Any] = {"recall": [], "retain": {}, "budget": budget}
     try:
         qs = bench_queries(queries)
         for size in (s for s in sizes if s > 0):  # --size 0: no bank through the store
-            report["recall"].append(bench_recall_size(memory, size, qs))
+            report["recall"].append(bench_recall_size(memory, size, qs, budget=budget))
         if index_sizes:
             phrases = phrase_vectors(memory.embedder)
             report["index"] = []
@@ -564,7 +567,8 @@ def run_engine_bench(
 
 def format_bench(report: dict[str, Any]) -> str:
     lines = [
-        "recall latency (through the store: Milvus Lite; in-process index, RRF, no cross-encoder)",
+        f"recall latency at budget {report.get('budget', 'mid')} (through the store: Milvus Lite; "
+        "in-process index; the reranker as configured)",
         f"{'memories':>9} {'p50 ms':>8} {'p95 ms':>8} {'dense-only p50':>15} {'p95':>6}  stage means",
     ]
     for r in report["recall"]:

@@ -305,6 +305,7 @@ def bench_engine(
     ),
     queries: int = typer.Option(200, "--queries"),
     retain_turns: int = typer.Option(1500, "--retain-turns"),
+    budget: str = typer.Option("mid", "--budget", help="Every recall's budget: low, mid or high."),
     json_out: bool = typer.Option(False, "--json"),
     data_dir: Path | None = typer.Option(Path(".memlane-bench"), "--data-dir"),
 ) -> None:
@@ -312,8 +313,15 @@ def bench_engine(
     from benchmarks.engine import format_bench, run_engine_bench
 
     with errors():
+        if budget not in ("low", "mid", "high"):
+            raise ValueError(f"--budget must be one of low, mid, high, not {budget!r}")
         report = run_engine_bench(
-            data_dir, sizes=sizes, queries=queries, retain_turns=retain_turns, index_sizes=index_sizes
+            data_dir,
+            sizes=sizes,
+            queries=queries,
+            retain_turns=retain_turns,
+            index_sizes=index_sizes,
+            budget=budget,
         )
     typer.echo(json.dumps(report) if json_out else format_bench(report))
 
