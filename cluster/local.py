@@ -127,7 +127,10 @@ class MilvusLiteServer:
 
     def start(self) -> MilvusLiteServer:
         """Start the server and wait until it answers a client call."""
+        from memlane.stores.milvus.lite_files import remove_half_created_collections
+
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        remove_half_created_collections(self.db_dir)  # left by a server killed mid-create
         self.port = self.port or free_port()
         cmd = [
             *_milvus_lite_command(),

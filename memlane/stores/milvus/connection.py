@@ -12,6 +12,7 @@ from pymilvus.exceptions import MilvusException
 
 from memlane.model import check_bank_id
 from memlane.settings import Settings
+from memlane.stores.milvus.lite_files import remove_half_created_collections
 
 PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -69,6 +70,8 @@ def open_client(settings: Settings) -> tuple[MilvusClient, str | None, bool]:
         lite_path = str(Path(target).resolve())
         target = lite_path
         with _LITE_LOCK:
+            if not _LITE_REFS.get(lite_path):  # the first opener in this process
+                remove_half_created_collections(lite_path)
             _LITE_REFS[lite_path] = _LITE_REFS.get(lite_path, 0) + 1
     try:
         client = MilvusClient(
