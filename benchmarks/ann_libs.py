@@ -149,7 +149,7 @@ def main() -> None:
         for units in synthetic_batches("b", a.size, embedder.dim, phrases=phrases):
             lo = int(units[0].id[1:])
             data[lo : lo + len(units)] = [u.embedding for u in units]
-        queries = np.asarray(embedder.embed(bench_queries(a.queries)), dtype=np.float32)
+        queries = np.asarray(embedder.embed_queries(bench_queries(a.queries)), dtype=np.float32)
     lat = []
     truth = []
     for q in queries:  # the exact baseline: what BankIndex does today

@@ -352,14 +352,14 @@ def bench_recall_size(
         flat_lat.append((time.perf_counter() - t) * 1000)
     store_base, index_base = [], []  # the floor any recall pays: embed + one dense top-100
     for q in queries[:10]:  # warm-ups, as for recall
-        memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())
-        memory.derived.search_dense(bank, embedder.embed([q]), 100)
+        memory.store.search_dense(bank, embedder.embed_queries([q]), 100, fields=())
+        memory.derived.search_dense(bank, embedder.embed_queries([q]), 100)
     for q in queries:
         t = time.perf_counter()
-        memory.store.search_dense(bank, embedder.embed([q]), 100, fields=())
+        memory.store.search_dense(bank, embedder.embed_queries([q]), 100, fields=())
         store_base.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        memory.derived.search_dense(bank, embedder.embed([q]), 100)
+        memory.derived.search_dense(bank, embedder.embed_queries([q]), 100)
         index_base.append((time.perf_counter() - t) * 1000)
     row = {
         "memories": size,
@@ -458,7 +458,7 @@ def bench_index_size(
             continue
         want = _ids(res["exact"])
         final_recall.append(len(set(want) & set(_ids(res["ann"]))) / max(1, len(want)))
-        v = memory.embedder.embed([q])[0]
+        v = memory.embedder.embed_queries([q])[0]
         index.ann_threshold = exact_only
         dense_want = {h.id for h in index.search_dense(v, 100, chunk_prior=prior)}
         index.ann_threshold = 1

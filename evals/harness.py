@@ -113,7 +113,7 @@ def rank_all(
             hits = memory.store.search_lexical(bank_id, query, depth, fields=["source_turns"])
             rankings[system] = _turns_of(hits)
         elif system == "dense":
-            vector = memory.embedder.embed([query])
+            vector = memory.embedder.embed_queries([query])
             hits = memory.store.search_dense(bank_id, vector, depth, fields=["source_turns"])[0]
             rankings[system] = _turns_of(hits)
         elif system in DENSE_EMBEDDERS:

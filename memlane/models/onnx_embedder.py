@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memlane.models.model_path import resolve_model_path
+from memlane.models.model_path import model_name, resolve_model_path
 from memlane.models.onnx_export import Variant, ensure_onnx
 from memlane.models.onnx_layout import encode, pool, read_layout, tokenizer
 from memlane.models.tokens import TokenCounter
@@ -44,7 +44,7 @@ class OnnxEmbedder:
         import onnxruntime as ort
 
         self.path = resolve_model_path(model)
-        self.name = model
+        self.name = model_name(model)
         self.variant = variant
         self.layout = read_layout(self.path)
         self.dim = self.layout.dim
@@ -93,6 +93,10 @@ class OnnxEmbedder:
         # and the torch path passes normalize_embeddings=True. F.normalize's eps is 1e-12.
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """MiniLM has no query instruction: the same vectors as :meth:`embed`."""
+        return self.embed(texts)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts (no special tokens, no truncation) with the model's tokenizer."""

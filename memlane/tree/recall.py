@@ -136,7 +136,7 @@ class TreeRecall:
             trace["note"] = "the bank has no tree yet (memlane consolidate)"
             return ranked, [], trace
         if query_vector is None:
-            query_vector = self.embedder.embed([req.query])
+            query_vector = self.embedder.embed_queries([req.query])
         sims = index.vectors @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
 
         # Candidates: ancestors of the best units at the selected levels.

@@ -265,7 +265,7 @@ class RecordingMemory:
 
         self.recall = recall
         self.store = SimpleNamespace(search_lexical=lexical, search_dense=dense)
-        self.embedder = SimpleNamespace(embed=embed)
+        self.embedder = SimpleNamespace(embed=embed, embed_queries=embed)
 
 
 def test_rank_all_computes_only_the_systems_asked_for():
