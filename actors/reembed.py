@@ -79,7 +79,9 @@ class ReembedWorker:
         from memlane.reembed import reembed_bank
 
         m = self.memory
-        return reembed_bank(m.store, m.writer, m.embedder, bank_id, stop_after=self.stop_after).as_dict()
+        return reembed_bank(
+            m.store, m.writer, m.embedder, bank_id, self.settings.retain, stop_after=self.stop_after
+        ).as_dict()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, list] = {k: [] for k in COLUMNS}
