@@ -191,3 +191,20 @@ def test_doctor_finds_vectors_that_are_not_the_recorded_embedders(settings, extr
         assert [f.check for f in report.errors] == ["embedder"]
         assert report.errors[0].count == len(TEXTS)
         assert "not minilm's" in report.errors[0].message
+
+
+def test_the_mismatch_is_a_409_also_when_ray_re_raises_it_from_a_replica():
+    import pickle
+
+    from ray.exceptions import RayTaskError
+
+    from serve.errors import engine_error
+
+    exc = EmbedderMismatch("b", "minilm", "bge-small", reembedding="bge-small")
+    remote = RayTaskError("recall", "Traceback (most recent call last): ...", pickle.loads(pickle.dumps(exc)))
+    api = engine_error(remote.as_instanceof_cause())
+    assert api is not None and (api.status, api.code, api.field) == (409, "embedder_mismatch", "bank_id")
+    assert api.message == (
+        "bank 'b' is being re-embedded from minilm to bge-small (a re-embed stopped before it "
+        "finished): run `memlane reembed --bank b --embedder bge-small` to finish it"
+    )
