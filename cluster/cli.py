@@ -342,6 +342,12 @@ def _register_tree() -> None:
     app.command(help="Print a bank's temporal tree: level, interval and text of each node.")(tree)
 
 
+def _register_reembed() -> None:
+    from cluster.reembed_cmd import reembed
+
+    app.command(help="Re-embed banks with another embedder on Ray Data (local Ray by default).")(reembed)
+
+
 def _register_serve() -> None:
     from cluster.serve_cmd import serve_command
 
@@ -395,6 +401,7 @@ def _register_store() -> None:
 _register_store()
 _register_backfill()
 _register_tree()
+_register_reembed()
 _register_serve()
 _register_mcp()
 _register_llm()

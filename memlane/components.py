@@ -240,7 +240,9 @@ class Components:
         if self._banks is None:
             from memlane.banks import Banks
 
-            self._banks = Banks(self.store, self.writer, self.derived, self.graph)
+            self._banks = Banks(
+                self.store, self.writer, self.derived, self.graph, self.settings, lambda: self.embedder
+            )
         return self._banks
 
     @property

@@ -30,6 +30,10 @@ What is checked:
 - ``tree_levels``: progressive consolidation: no level of the tree holds more nodes than the
   one below it, and there is at most one profile.
 
+- ``embedder``: the bank's vectors come from its recorded embedder (memlane/banks.py): a
+  sample of its memories' texts, embedded again, match their stored vectors (cosine >=
+  0.99), and no re-embed of it stopped before it finished (memlane/reembed.py).
+
 The tree checks are :func:`memlane.tree.invariants.tree_problems`, the one place the tree's
 invariants are written; a bank without a tree passes them.
 """
@@ -43,8 +47,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import numpy as np
+
 from memlane.derived import DerivedState
-from memlane.interfaces import VectorStore
+from memlane.interfaces import Embedder, VectorStore
 from memlane.model import FactType, MemoryUnit, TreeNode
 
 CHECKS = {
@@ -59,7 +65,15 @@ CHECKS = {
     "tree_children": "each tree node's children exist one level down (a session's are memories)",
     "tree_containment": "each tree node's interval covers its children's",
     "tree_levels": "no tree level holds more nodes than the one below; at most one profile",
+    "embedder": "a sample of the memories' vectors is the recorded embedder's; no re-embed left half done",
 }
+
+# Memories whose vectors the embedder check computes again: enough to catch a bank written by
+# another model (whose vectors agree with no text's), at a fraction of a second on a CPU.
+VECTOR_SAMPLE = 32
+# The same model on the same text gives the same vector up to float noise (ONNX Runtime's
+# batching and padding: > 0.999 measured); another model's vector of it is far below.
+SAME_VECTOR = 0.99
 
 # tree_problems' lines ("NODE: what", or a line about a level), by what they say: the check
 # that reports them and the finding's message (the nodes at fault are its ids).
@@ -200,14 +214,20 @@ def _check_tree(out: _Collect, nodes: list[TreeNode], units: dict[str, datetime]
         out.add(check, message, ids)
 
 
-def check_bank(store: VectorStore, derived: DerivedState | None, bank_id: str) -> BankReport:
+def check_bank(
+    store: VectorStore, derived: DerivedState | None, bank_id: str, embedder: Embedder | str | None = None
+) -> BankReport:
     """Check every invariant of ``bank_id`` (raises BankNotFound for an unknown bank).
 
     Reads the whole bank once (units without vectors, chunks, entities): linear in its size.
-    ``derived`` is the process's derived state; None skips the ``derived`` check."""
+    ``derived`` is the process's derived state; None skips the ``derived`` check. ``embedder``
+    is the bank's recorded one (a string: why it is not at hand, a warning); None skips the
+    vector sample."""
+    from memlane.banks import bank_embedder
     from memlane.errors import BankNotFound
 
-    if store.get_bank(bank_id) is None:
+    bank = store.get_bank(bank_id)
+    if bank is None:
         raise BankNotFound(bank_id)
     units: dict[str, MemoryUnit] = {}
     for batch in store.iter_units(bank_id):
@@ -280,6 +300,26 @@ def check_bank(store: VectorStore, derived: DerivedState | None, bank_id: str) -
         _supersession_cycles({k: u for k, u in units.items() if u.superseded_by != k}),
     )
 
+    if bank.reembedding:
+        out.findings.append(
+            Finding(
+                "embedder",
+                "error",
+                f"a re-embed from {bank_embedder(bank)[0]} to {bank.reembedding} stopped before it "
+                f"finished: run `memlane reembed --bank {bank_id} --embedder {bank.reembedding}`",
+                1,
+            )
+        )
+    elif isinstance(embedder, str):
+        out.findings.append(Finding("embedder", "warning", f"vectors not checked: {embedder}", 1))
+    elif embedder is not None:
+        out.add(
+            "embedder",
+            f"{{n}} sampled memories have a vector that is not {embedder.name}'s, the bank's "
+            f"recorded embedder, for their text (cosine < {SAME_VECTOR})",
+            _foreign_vectors(store, bank_id, embedder),
+        )
+
     nodes = store.list_tree_nodes(bank_id)
     _check_tree(out, nodes, {u.id: u.mentioned_at for u in units.values()})
 
@@ -306,3 +346,16 @@ def check_bank(store: VectorStore, derived: DerivedState | None, bank_id: str) -
                     sorted(have.symmetric_difference(units)),
                 )
     return BankReport(bank_id, counts, out.findings, checksum)
+
+
+def _foreign_vectors(store: VectorStore, bank_id: str, embedder: Embedder) -> list[str]:
+    """Ids of the first VECTOR_SAMPLE memories whose stored vector is not ``embedder``'s."""
+    sample = next(iter(store.iter_units(bank_id, with_embedding=True, batch_size=VECTOR_SAMPLE)), [])
+    if not sample:
+        return []
+    fresh = embedder.embed([u.text for u in sample])
+    stored = np.asarray([u.embedding for u in sample], dtype=np.float32)
+    cosines = np.sum(fresh * stored, axis=1) / (
+        np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1) + 1e-12
+    )
+    return [u.id for u, c in zip(sample, cosines) if c < SAME_VECTOR]

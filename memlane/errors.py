@@ -66,3 +66,33 @@ class ConfigError(MemlaneError):
 class LLMNotConfigured(ConfigError):
     """An operation needs an LLM and none is configured for its role; the message names the
     setting to set."""
+
+
+class EmbedderMismatch(MemlaneError):
+    """A bank's vectors come from another embedder than this process's (or a re-embed of the
+    bank stopped before it finished): searching or adding to them would mix two vector spaces.
+    Nothing was written. The message names the bank, both embedders and the command that fixes
+    it; REST answers 409, the CLI exits 2."""
+
+    def __init__(
+        self, bank_id: str, bank_embedder: str, process_embedder: str, reembedding: str = ""
+    ) -> None:
+        if reembedding:
+            message = (
+                f"bank {bank_id!r} is being re-embedded from {bank_embedder} to {reembedding} (a "
+                f"re-embed stopped before it finished): run `memlane reembed --bank {bank_id} "
+                f"--embedder {reembedding}` to finish it"
+            )
+        else:
+            message = (
+                f"bank {bank_id!r} was embedded with {bank_embedder}, this process uses "
+                f"{process_embedder}: run `memlane reembed --bank {bank_id} --embedder "
+                f"{process_embedder}` (or set MEMLANE_MODELS__EMBEDDER={bank_embedder})"
+            )
+        super().__init__(message)
+        self.bank_id, self.bank_embedder = bank_id, bank_embedder
+        self.process_embedder, self.reembedding = process_embedder, reembedding
+        self.field = "bank_id"
+
+    def __reduce__(self):  # picklable across processes (Ray re-raises it in the caller)
+        return (EmbedderMismatch, (self.bank_id, self.bank_embedder, self.process_embedder, self.reembedding))

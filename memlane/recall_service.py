@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from memlane.banks import require_bank, valid_bank_id
+from memlane.banks import EmbedderGuard, configured_embedder, valid_bank_id
 from memlane.curated.facade import CuratedService
 from memlane.errors import InvalidInput
 from memlane.interfaces import VectorStore
@@ -36,6 +36,7 @@ class RecallService:
         self.derived = derived
         self.recaller = recaller
         self.curated = curated
+        self.vectors = EmbedderGuard(store, configured_embedder(settings))
 
     def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
         """Recall memories for ``query``; ``options`` are the fields of RecallRequest."""
@@ -46,11 +47,9 @@ class RecallService:
         bank_id = valid_bank_id(bank_id)
         cold = self.settings.recall.cold_bank == "store" and not self.derived.held(bank_id)
         revision = self.store.get_revision(bank_id) if cold else self.derived.ensure(bank_id).revision
-        if not revision:
-            # A bank's revision row goes with the bank (deleted last), so a token proves the
-            # bank exists; only a bank never written to needs the lookup (one store round
-            # trip of the three a recall made, measured on the peer workload).
-            require_bank(self.store, bank_id)
+        # The bank exists and its vectors are this process's embedder's: its record is read
+        # once per revision (a bank never written to has none: read every time).
+        self.vectors.check(bank_id, revision)
         if cold:
             # A bank this process does not hold: answered by the store, then loaded in the
             # background (started after the answer: a load running beside it took the GIL

@@ -100,7 +100,7 @@ async def validation_handler(_: Request, exc: RequestValidationError) -> JSONRes
 def engine_error(exc: BaseException) -> APIError | None:
     """The API error for an engine error raised here or in another replica (Ray re-raises it
     as a subclass of the original), or None for anything else."""
-    from memlane.errors import ConfigError, InvalidInput, LLMNotConfigured, NotFound
+    from memlane.errors import ConfigError, EmbedderMismatch, InvalidInput, LLMNotConfigured, NotFound
 
     cause = getattr(exc, "cause", None)  # a RayTaskError carries the replica's exception
     if isinstance(cause, BaseException):
@@ -108,6 +108,8 @@ def engine_error(exc: BaseException) -> APIError | None:
     if isinstance(exc, NotFound):
         code = "bank_not_found" if exc.field == "bank_id" else "not_found"
         return APIError(404, code, _text(exc), exc.field or None)
+    if isinstance(exc, EmbedderMismatch):  # the bank's state conflicts with this service's
+        return APIError(409, "embedder_mismatch", _text(exc), exc.field)
     if isinstance(exc, LLMNotConfigured):
         return APIError(503, "llm_not_configured", _text(exc))
     if isinstance(exc, InvalidInput):

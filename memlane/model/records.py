@@ -86,6 +86,14 @@ class Bank(_Strict):
     disposition: Disposition = Field(default_factory=Disposition)
     created_at: datetime = Field(default_factory=now_utc)
     updated_at: datetime = Field(default_factory=now_utc)
+    # The embedder (its stable name) and dimension the bank's vectors were written with,
+    # recorded on creation or first retain (memlane/banks.py). "" and 0: a bank written before
+    # banks recorded it, which only MiniLM (384-d) could have written.
+    embedder: str = ""
+    embedding_dim: int = Field(0, ge=0)
+    # The embedder a re-embed (``memlane reembed``) is moving the bank to, until it finishes:
+    # the bank's vectors are mixed meanwhile, so recall and retain refuse it.
+    reembedding: str = ""
 
     @field_validator("bank_id")
     @classmethod

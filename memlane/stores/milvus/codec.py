@@ -120,7 +120,9 @@ def bank_row(bank: Bank) -> dict[str, Any]:
         "id": bank.bank_id,
         "name": check_bytes("bank name", bank.name, MAX_TEXT_BYTES),
         "background": check_bytes("bank background", bank.background, MAX_TEXT_BYTES),
-        "disposition": bank.disposition.model_dump(mode="json"),
+        # The embedder record rides in the disposition's JSON: the banks collection has no
+        # dynamic field, and a new column would need every existing store migrated.
+        "disposition": {**bank.disposition.model_dump(mode="json"), _VECTORS: _vectors(bank)},
         "created_at": to_us(bank.created_at),
         "updated_at": to_us(bank.updated_at),
         "_v": PLACEHOLDER,
@@ -128,14 +130,27 @@ def bank_row(bank: Bank) -> dict[str, Any]:
 
 
 def row_bank(row: dict[str, Any]) -> Bank:
+    disposition = dict(json_value(row.get("disposition")) or {})
+    vectors = disposition.pop(_VECTORS, None) or {}  # absent: a bank from before the record
     return Bank(
         bank_id=row["id"],
         name=row.get("name") or "",
         background=row.get("background") or "",
-        disposition=Disposition.model_validate(json_value(row.get("disposition")) or {}),
+        disposition=Disposition.model_validate(disposition),
         created_at=from_us(row["created_at"]),
         updated_at=from_us(row["updated_at"]),
+        embedder=vectors.get("embedder", ""),
+        embedding_dim=vectors.get("dim", 0),
+        reembedding=vectors.get("reembedding", ""),
     )
+
+
+# The key of the bank row's disposition JSON that holds the embedder record (see bank_row).
+_VECTORS = "_vectors"
+
+
+def _vectors(bank: Bank) -> dict[str, Any]:
+    return {"embedder": bank.embedder, "dim": bank.embedding_dim, "reembedding": bank.reembedding}
 
 
 def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) -> dict[str, Any]:

@@ -1,0 +1,64 @@
+"""``memlane reembed`` and the embedder mismatch on the CLI (in-process runner, real engine
+and Milvus Lite; the Ray job itself runs in tests/pipelines/test_reembed.py)."""
+
+from __future__ import annotations
+
+from fixtures import write_jsonl_fixture
+from typer.testing import CliRunner
+
+from cluster.cli import app
+
+ROWS = [
+    {
+        "speaker": "Ana",
+        "text": "I adopted a beagle called Pixel.",
+        "timestamp": "2025-03-10T09:00:00Z",
+        "session_id": "s1",
+    },
+    {
+        "speaker": "Ben",
+        "text": "Ben lives in Porto.",
+        "timestamp": "2025-03-10T09:01:00Z",
+        "session_id": "s1",
+    },
+]
+
+
+def _one_line(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_reembed_bad_input_and_a_mismatched_bank_exit_2_with_one_line(tmp_path):
+    runner = CliRunner()
+    data = str(tmp_path / "data")
+    src = write_jsonl_fixture(tmp_path / "c.jsonl", ROWS)
+    assert runner.invoke(app, ["retain", str(src), "--bank", "ana", "--data-dir", data]).exit_code == 0
+
+    neither = runner.invoke(app, ["reembed", "--data-dir", data])
+    assert neither.exit_code == 2 and "--bank" in _one_line(neither)
+    name = runner.invoke(app, ["reembed", "--bank", "ana", "--embedder", "e5", "--data-dir", data])
+    assert name.exit_code == 2
+    assert _one_line(name) == "error: unknown embedder 'e5': --embedder takes minilm or bge-small"
+    unknown = runner.invoke(app, ["reembed", "--bank", "ana", "--bank", "zed", "--data-dir", data])
+    assert unknown.exit_code == 2 and _one_line(unknown) == "error: unknown bank: zed"
+    # already on the target: said so, no Ray started, exit 0
+    same = runner.invoke(app, ["reembed", "--bank", "ana", "--embedder", "minilm", "--data-dir", data])
+    assert same.exit_code == 0, same.stderr
+    assert "1 already on minilm (nothing to do)" in same.stdout
+
+    # a process configured with another embedder: recall and retain refuse the bank
+    bge = {"MEMLANE_MODELS__EMBEDDER": "bge-small"}
+    expected = (
+        "error: bank 'ana' was embedded with minilm, this process uses bge-small: run `memlane "
+        "reembed --bank ana --embedder bge-small` (or set MEMLANE_MODELS__EMBEDDER=minilm)"
+    )
+    recalled = runner.invoke(app, ["recall", "dog", "--bank", "ana", "--data-dir", data], env=bge)
+    assert recalled.exit_code == 2 and _one_line(recalled) == expected
+    retained = runner.invoke(app, ["retain", str(src), "--bank", "ana", "--data-dir", data], env=bge)
+    assert retained.exit_code == 2 and _one_line(retained) == expected
+    bad_setting = runner.invoke(
+        app, ["recall", "dog", "--bank", "ana", "--data-dir", data], env={"MEMLANE_MODELS__EMBEDDER": "e5"}
+    )
+    assert bad_setting.exit_code == 2 and "embedder" in _one_line(bad_setting)
