@@ -44,8 +44,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 from pydantic import BaseModel, ValidationError
 
+from memlane.banks import bank_embedder, configured_embedder
 from memlane.errors import BankNotFound, InvalidInput
 from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
+from memlane.models.model_path import model_name
 
 if TYPE_CHECKING:
     from memlane.interfaces import Embedder
@@ -103,7 +105,8 @@ def export_bank(memory: Engine, bank_id: str, *, vectors: bool = False) -> Itera
         raise BankNotFound(bank_id)
     entities = store.list_entities(bank_id)
     nodes = store.list_tree_nodes(bank_id, with_embedding=vectors)
-    models = memory.settings.models
+    # The vectors in the file are the bank's own: the embedder the bank records.
+    embedder, dim = bank_embedder(bank)
     yield {
         "kind": HEADER_KIND,
         "format": FORMAT,
@@ -115,8 +118,8 @@ def export_bank(memory: Engine, bank_id: str, *, vectors: bool = False) -> Itera
             "tree_nodes": len(nodes),
         },
         "vectors": bool(vectors),
-        "embedder": models.embedder_model,
-        "dim": models.embedding_dim,
+        "embedder": embedder,
+        "dim": dim,
     }
     for chunks in store.iter_chunks(bank_id, batch_size=BATCH):
         for ch in chunks:
@@ -172,7 +175,11 @@ class _Header:
         self.target = target or self.source
         try:
             check_bank_id(self.target)
-            self.bank = Bank.model_validate({**bank, "bank_id": self.target})
+            # The imported bank is this engine's: its vectors are the file's only when they come
+            # from this engine's embedder (below), else they are embedded again here.
+            name, dim_here = configured_embedder(memory.settings)
+            fields = {**bank, "bank_id": self.target, "embedder": name, "embedding_dim": dim_here}
+            self.bank = Bank.model_validate({**fields, "reembedding": ""})
         except ValidationError as exc:
             raise bad(f"bank: {InvalidInput.from_validation(exc)}") from None
         except ValueError as exc:
@@ -191,16 +198,18 @@ class _Header:
             raise bad("'vectors' must be true or false")
         if vectors and (not isinstance(dim, int) or dim <= 0):
             raise bad("'dim' must be a positive integer when 'vectors' is true")
-        models = memory.settings.models
-        self.dim = models.embedding_dim
+        name, dim_here = configured_embedder(memory.settings)
+        self.dim = dim_here
         self.vectors = vectors
         self.reembed_reason: str | None = None
+        # Files written before banks recorded their embedder name the MiniLM setting itself.
+        source = model_name(embedder) if isinstance(embedder, str) else embedder
         if not vectors:
             self.reembed_reason = "the file has no vectors"
-        elif dim != models.embedding_dim or embedder != models.embedder_model:
+        elif dim != dim_here or source != name:
             self.reembed_reason = (
-                f"the file's vectors are {embedder!r} ({dim}-d), this engine's embedder is "
-                f"{models.embedder_model!r} ({models.embedding_dim}-d)"
+                f"the file's vectors are {source!r} ({dim}-d), this engine's embedder is "
+                f"{name!r} ({dim_here}-d)"
             )
         self.use_vectors = self.reembed_reason is None
 

