@@ -73,7 +73,7 @@ def service_memory(embedder_handle=None, reranker_handle=None):
 
 def keep_torch_out(memory: Memory) -> None:
     """Keep torch out of this replica's process when its engine needs none: with the ONNX
-    embedder and no cross-encoder nothing uses it, but spaCy's thinc imports it when it is
+    or bge embedder and no torch cross-encoder nothing uses it, but spaCy's thinc imports it when it is
     installed (+180 MB RSS, +130 MB PSS per process, measured). ``sys.modules["torch"] =
     None`` is Python's way to make an import fail, which thinc takes as "no torch".
 
@@ -85,11 +85,13 @@ def keep_torch_out(memory: Memory) -> None:
     replica the worker hosts: the Embedder, Rerank and LLM replicas that need torch included."""
     import sys
 
+    from memlane.models.bge_embedder import BgeEmbedder
     from memlane.models.onnx_embedder import OnnxEmbedder
+    from memlane.models.reranker import reranker_needs_torch
 
     if (
-        isinstance(memory.embedder, OnnxEmbedder)
-        and not memory.settings.models.reranker_model
+        isinstance(memory.embedder, (OnnxEmbedder, BgeEmbedder))
+        and not reranker_needs_torch(memory.settings.models.reranker_model)
         and "torch" not in sys.modules
     ):
         sys.modules["torch"] = None  # type: ignore[assignment]

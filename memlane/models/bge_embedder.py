@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memlane.models.onnx_cross_encoder import _session as shared_session
+from memlane.models.onnx_cross_encoder import shared_session
 from memlane.models.tokens import TokenCounter
 from memlane.models.vectrix import vectrix_model_dir
 

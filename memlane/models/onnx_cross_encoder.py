@@ -30,9 +30,9 @@ _SESSIONS: dict[tuple[str, int], Any] = {}
 _SESSIONS_LOCK = threading.Lock()
 
 
-def _session(path: Path, threads: int) -> Any:
+def shared_session(path: Path, threads: int) -> Any:
     """One ONNX session per model file and thread count per process (replicas, actors and the
-    engine in one process share it)."""
+    engine in one process share it): the cross-encoder's and bge-small's."""
     import onnxruntime as ort
 
     key = (str(path), threads)
@@ -77,7 +77,7 @@ class OnnxCrossEncoder:
             limit = int(json.loads(config.read_text()).get("max_length", limit))
         self.max_tokens = min(max_tokens or limit, limit)
         self.threads = threads or os.cpu_count() or 1
-        self._session = _session(folder / "model.onnx", self.threads)
+        self._session = shared_session(folder / "model.onnx", self.threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # The shipped tokenizer pads every pair to 512 tokens: 13x slower than padding a batch

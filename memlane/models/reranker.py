@@ -55,6 +55,18 @@ class CrossEncoderReranker:
         return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
 
 
+def onnx_reranker(model: str | None) -> bool:
+    """True when ``models.reranker_model`` names an ONNX cross-encoder (no torch needed)."""
+    if not model:
+        return False
+    return model == "cross-encoder" or (Path(model).expanduser() / "model.onnx").is_file()
+
+
+def reranker_needs_torch(model: str | None) -> bool:
+    """True when ``models.reranker_model`` names a sentence-transformers cross-encoder."""
+    return bool(model) and not onnx_reranker(model)
+
+
 def build_reranker(settings):
     """The configured cross-encoder, or the RRF fallback when none is configured.
 
@@ -63,7 +75,7 @@ def build_reranker(settings):
     m = settings.models
     if not m.reranker_model:
         return RRFRankReranker()
-    if m.reranker_model == "cross-encoder" or (Path(m.reranker_model).expanduser() / "model.onnx").is_file():
+    if onnx_reranker(m.reranker_model):
         from memlane.models.onnx_cross_encoder import OnnxCrossEncoder
 
         return OnnxCrossEncoder(m.reranker_model, threads=m.torch_threads)
