@@ -150,6 +150,29 @@ class RecallSettings(_Area):
     # CLI recall gets the full pipeline on its first call); the service (serve/) answers from
     # the store unless MEMLANE_RECALL__COLD_BANK says otherwise.
     cold_bank: Literal["store", "wait"] = "wait"
+    # Cross-encoder reranking (memlane/recall/rerank.py), with models.reranker_model set; without
+    # one, or at a budget whose size is 0, the fused order decides (the RRF-rank fallback).
+    # How many of the fused best the cross-encoder reads per budget. Its cost on CPU (~25 ms a
+    # pair on 2 threads) keeps it off at low and mid (mid's p95 must stay <= 60 ms at 10k
+    # memories); a GPU deployment may raise mid. MEASURED_HIGH below has the figures.
+    rerank_low: int = Field(0, ge=0)
+    rerank_mid: int = Field(0, ge=0)
+    rerank_high: int = Field(20, ge=0)
+    # Each channel's own best that join the pool beside the fused top N (not fusion's bias alone).
+    rerank_channel_best: int = Field(3, ge=0)
+    # final = w * cross-encoder + (1 - w) * RRF-rank fallback over the pool, before the boosts.
+    rerank_weight: float = Field(1.0, ge=0.0, le=1.0)
+    # Characters of "date speaker: text" the cross-encoder reads per memory (~4 a token).
+    rerank_text_chars: int = Field(300, gt=0)
+    # A question about the present (no past cue, no time window): among the memories whose
+    # cross-encoder score is at least the floor (it judges they answer) and within the margin
+    # of each other, the newest first (margin 0 turns it off).
+    rerank_current_margin: float = Field(0.05, ge=0.0)
+    rerank_current_floor: float = Field(0.5, ge=0.0, le=1.0)
+
+    def rerank_size(self, budget: str) -> int:
+        """How many fused candidates the cross-encoder reads at ``budget`` (0: none)."""
+        return {"low": self.rerank_low, "mid": self.rerank_mid, "high": self.rerank_high}[budget]
 
 
 class KeyPolicy(_Area):
