@@ -39,6 +39,7 @@ def cross_encoder():
 def reranked(settings, embedder, extractor, cross_encoder):
     from memlane.engine import Memory
 
+    settings.recall.rerank_high = 20  # the budgets' sizes are pinned here, not by the defaults
     counter = Counting(cross_encoder)
     m = Memory(settings, embedder=embedder, extractor=extractor, reranker=counter)
     yield m, counter

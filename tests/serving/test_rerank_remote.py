@@ -43,6 +43,7 @@ def test_budget_high_recall_reads_the_rerank_deployments_cross_encoder(
     from memlane.engine import Memory
 
     monkeypatch.setenv("MEMLANE_MODELS__RERANKER_MODEL", "cross-encoder")
+    settings.recall.rerank_high = 20
     replica = RerankDeployment.func_or_class()
     assert replica.info() == {"model": "ms-marco-MiniLM-L-12-v2"}
     handle = _Handle(replica)
