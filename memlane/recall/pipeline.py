@@ -29,10 +29,19 @@ from memlane.interfaces import (
 from memlane.model import Chunk, RecalledMemory, RecalledNode, RecallRequest, RecallResult, now_utc
 from memlane.query.analysis import QueryAnalysis, analyse
 from memlane.recall.abstain import Abstention
-from memlane.recall.candidates import proximity_scale, score
+from memlane.recall.candidates import Candidate, proximity_scale, score
 from memlane.recall.decompose import BRIDGE_UNITS, bridge, decompose, merge_channels
 from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
+from memlane.recall.rerank import (
+    FALLBACK,
+    candidate_text,
+    fallback,
+    joined,
+    newest_among_ties,
+    pool,
+    rerank_trace,
+)
 from memlane.recall.stages import TreeStage
 from memlane.settings import BUDGET_DEPTH, Settings
 from memlane.temporal import proximity
@@ -160,20 +169,43 @@ class Recaller:
                 break
         rrf_score = dict(fused)
         cands = [doc for doc, _ in fused if doc in fields][:n]
+        # The cross-encoder runs where one is configured and the budget gives it a pool.
+        size = s.recall.rerank_size(req.budget) if self.reranker.name != FALLBACK else 0
+        head: list[str] = []
+        if size:
+            missing = [h.id for hs in hits.values() for h in hs[: s.recall.rerank_channel_best]]
+            missing = [d for d in dict.fromkeys(missing) if d not in fields]
+            if missing:  # a channel's best that fusion ranked below the fetched ones
+                fields.update(self.search.candidates(bank_id, missing, flt))
+            head = pool([doc for doc, _ in fused if doc in fields], hits, size, s.recall.rerank_channel_best)
         timings["fetch"] = _ms(start)
 
         start = time.perf_counter()
-        texts = [fields[c]["text"] for c in cands]
-        rerank = self.reranker.rerank(req.query, texts, list(range(len(cands))))
+        # The fused order with the boosts: the answer without a cross-encoder, and what
+        # abstention reads (its margins were calibrated on these signals) when one ran.
+        fused_order = self._ordered(
+            None, score(s, cands, fields, fallback(len(cands)), reference, interval), fields, query, history
+        )
+        scored = fused_order
+        cross: dict[str, float] = {}
+        earlier: set[str] = set()
+        if head:
+            chars = s.recall.rerank_text_chars
+            out = self.reranker.rerank(
+                req.query, [candidate_text(fields[c], chars) for c in head], list(range(len(head)))
+            )
+            cross = dict(zip(head, out))
+            top = score(s, head, fields, joined(out, s.recall.rerank_weight), reference, interval)
+            ranked = [x.id for x in top]
+            if s.recall.rerank_current_margin > 0 and not history and interval is None:
+                ranked, earlier = newest_among_ties(
+                    ranked, cross, fields, s.recall.rerank_current_margin, s.recall.rerank_current_floor
+                )
+            # The candidates the cross-encoder did not read follow, in the fused order.
+            low = [x for x in fused_order if x.id not in cross]
+            scored = self._ordered(ranked + [x.id for x in low], top + low, fields, query, history)
         timings["rerank"] = _ms(start)
-
-        scored = score(s, cands, fields, rerank, reference, interval)
-        # Engram: a superseded or possibly superseded fact after its successor (memlane/facts).
-        at = {x.id: x for x in scored}
-        ranking = supersession_order([x.id for x in scored], fields, query, history)
-        if s.facts.slot_first and not history:  # "before Leeds" asks for an older value
-            ranking = current_values_first(ranking, fields, query)
-        scored = [at[c] for c in ranking]
+        cross_rank = {c: r for r, c in enumerate(sorted(cross, key=lambda c: -cross[c]), start=1)}
 
         ordered = [x.id for x in scored]
         counts = self.embedder.count_tokens([fields[c]["text"] for c in ordered])
@@ -191,7 +223,9 @@ class Recaller:
                         name: {"rank": r[c][0], "score": r[c][1]} for name, r in ranks.items() if c in r
                     },
                     "rrf": {"rank": fused_rank[c], "score": rrf_score[c]},
-                    "rerank": {"model": self.reranker.name, "score": x.rerank},
+                    "rerank": rerank_trace(
+                        c, self.reranker.name, x.rerank, cross, cross_rank, fused_rank[c], c in earlier
+                    ),
                     "boosts": {
                         "recency": x.boosts.recency,
                         "temporal": x.boosts.temporal,
@@ -236,12 +270,29 @@ class Recaller:
         if s.facts.abstain != "off":  # does the evidence support an answer? (recall/abstain.py)
             start = time.perf_counter()
             self.abstention.apply(
-                self.search, bank_id, query, result, [fields[c] for c in ordered], hits, flt
+                self.search, bank_id, query, result, [fields[x.id] for x in fused_order], hits, flt
             )
             timings["abstain"] = _ms(start)
         timings["total"] = _ms(t0)
         result.timings_ms = {k: round(v, 2) for k, v in timings.items()}
         return result
+
+    def _ordered(
+        self,
+        ranking: list[str] | None,
+        scored: list[Candidate],
+        fields: dict[str, dict[str, Any]],
+        query: QueryAnalysis,
+        history: bool,
+    ) -> list[Candidate]:
+        """``scored`` in ``ranking``'s order (None: their own), then Engram's: a superseded or
+        possibly superseded fact after its successor (memlane/facts), and the slot asked
+        about first."""
+        at = {x.id: x for x in scored}
+        ranking = supersession_order(ranking or [x.id for x in scored], fields, query, history)
+        if self.settings.facts.slot_first and not history:  # "before Leeds" asks for an older value
+            ranking = current_values_first(ranking, fields, query)
+        return [at[c] for c in ranking]
 
     def _with_subqueries(
         self,

@@ -155,6 +155,39 @@ class RecallSettings(_Area):
     # CLI recall gets the full pipeline on its first call); the service (serve/) answers from
     # the store unless MEMLANE_RECALL__COLD_BANK says otherwise.
     cold_bank: Literal["store", "wait"] = "wait"
+    # Cross-encoder reranking (memlane/recall/rerank.py), with models.reranker_model set; without
+    # one, or at a budget whose size is 0, the fused order decides (the RRF-rank fallback).
+    # How many of the fused best the cross-encoder reads per budget (0: none). Off at every
+    # budget by default, by measurement (ms-marco-MiniLM-L-12-v2, pool 20 + 3 per channel, 300
+    # characters, Nov 26 2026, README "Reranking with a cross-encoder"): on LongMemEval dev60's
+    # first 30 questions (even / odd) session nDCG@10 fell from 0.912 / 0.858 to 0.434 / 0.479
+    # replacing the fused score (weight 1) and 0.613 / 0.589 joining it (weight 0.5), turn
+    # recall_all@10 from 0.800 / 0.733 to 0.667-0.733 / 0.600; on LoCoMo conv-26 (150
+    # questions) turn recall@10 / session recall@5 0.709 / 0.869 became 0.676 / 0.863 (weight 1)
+    # and 0.704 / 0.835 (weight 0.5). Only the calibration halves were measured (no time).
+    # Its CPU cost (~60 ms a pair on a loaded 2-core machine) would also break mid's 60 ms p95.
+    rerank_low: int = Field(0, ge=0)
+    rerank_mid: int = Field(0, ge=0)
+    rerank_high: int = Field(0, ge=0)
+    # Each channel's own best that join the pool beside the fused top N (not fusion's bias alone).
+    rerank_channel_best: int = Field(3, ge=0)
+    # final = w * cross-encoder + (1 - w) * RRF-rank fallback over the pool, before the boosts:
+    # 0.5 lost less than 1.0 on LongMemEval (figures above).
+    rerank_weight: float = Field(0.5, ge=0.0, le=1.0)
+    # Characters of "date speaker: text" the cross-encoder reads per memory (~4 a token). Cost
+    # per pair, loaded 2-core machine: 250 chars 64 ms, 500 140 ms, 1,000 308 ms. 300 cuts
+    # about half of LongMemEval's evidence turns (median 288 chars): a likely part of its loss.
+    rerank_text_chars: int = Field(300, gt=0)
+    # A question about the present (no past cue, no time window): among the memories whose
+    # cross-encoder score is at least the floor (it judges they answer) and within the margin
+    # of each other, the newest first (margin 0 turns it off). LongMemEval dev60 knowledge-update
+    # latest answer session first, weight 0.5: 4/10 without it, 6/10 with it (fused order 7/10).
+    rerank_current_margin: float = Field(0.05, ge=0.0)
+    rerank_current_floor: float = Field(0.5, ge=0.0, le=1.0)
+
+    def rerank_size(self, budget: str) -> int:
+        """How many fused candidates the cross-encoder reads at ``budget`` (0: none)."""
+        return {"low": self.rerank_low, "mid": self.rerank_mid, "high": self.rerank_high}[budget]
 
 
 class KeyPolicy(_Area):
