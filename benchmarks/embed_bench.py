@@ -122,7 +122,9 @@ def main() -> None:
     ap.add_argument("--batch-texts", type=int, default=1024, help="texts per batch-throughput call")
     ap.add_argument("--threads", type=int, action="append", help="thread counts (default 1 and 2)")
     ap.add_argument("--int8", action="store_true", help="also ONNX int8 dynamic quantisation")
-    ap.add_argument("--batch-sizes", default="16,64", help="comma-separated batch sizes to time (0: each embedder's own)")
+    ap.add_argument(
+        "--batch-sizes", default="16,64", help="comma-separated batch sizes to time (0: each embedder's own)"
+    )
     ap.add_argument(
         "--backends", help="comma-separated, instead of the above: torch, onnx-fp32, onnx-int8, bge-int8"
     )

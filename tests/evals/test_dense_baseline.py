@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from evals.dense_baseline import DenseBaseline
 from evals.harness import rank_all
@@ -20,7 +20,7 @@ LINES = [
 
 
 def _bank(memory) -> str:
-    t0 = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
+    t0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
     turns = [
         Turn(
             document_id="d1",
