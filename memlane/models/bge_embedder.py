@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memlane.models.onnx_cross_encoder import shared_session
+from memlane.models.onnx_session import padded_feed, shared_session
 from memlane.models.tokens import TokenCounter
 from memlane.models.vectrix import vectrix_model_dir
 
@@ -66,18 +66,7 @@ class BgeEmbedder:
         order = sorted(range(n), key=lambda i: len(encs[i].ids))
         for start in range(0, n, self.batch_size):
             idx = order[start : start + self.batch_size]
-            width = max(len(encs[i].ids) for i in idx)
-            feed = {
-                name: np.zeros((len(idx), width), dtype=np.int64)
-                for name in ("input_ids", "attention_mask", "token_type_ids")
-            }
-            for row, i in enumerate(idx):
-                e = encs[i]
-                k = len(e.ids)
-                feed["input_ids"][row, :k] = e.ids
-                feed["attention_mask"][row, :k] = e.attention_mask
-                feed["token_type_ids"][row, :k] = e.type_ids
-            hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+            hidden = self._session.run(None, padded_feed([encs[i] for i in idx], self._inputs))[0]
             out[idx] = hidden[:, 0]  # CLS pooling
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out

@@ -15,41 +15,17 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from memlane.errors import ConfigError
+from memlane.models.onnx_session import padded_feed, shared_session
 from memlane.models.vectrix import vectrix_model_dir
 
 # Pairs per forward pass, sorted by length so a batch pads to similar lengths. Not measured
 # beyond the embedder's finding that small batches pay less padding on CPU (16 there).
 BATCH = 16
-
-_SESSIONS: dict[tuple[str, int], Any] = {}
-_SESSIONS_LOCK = threading.Lock()
-
-
-def shared_session(path: Path, threads: int) -> Any:
-    """One ONNX session per model file and thread count per process (replicas, actors and the
-    engine in one process share it): the cross-encoder's and bge-small's."""
-    import onnxruntime as ort
-
-    key = (str(path), threads)
-    with _SESSIONS_LOCK:
-        if key not in _SESSIONS:
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            # As the ONNX embedder (memlane/models/onnx_embedder.py): no spinning between
-            # requests, no arena keeping a batch's peak for the life of the process.
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            opts.enable_cpu_mem_arena = False
-            opts.enable_mem_pattern = False
-            _SESSIONS[key] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        return _SESSIONS[key]
 
 
 class OnnxCrossEncoder:
@@ -98,17 +74,6 @@ class OnnxCrossEncoder:
         logits = np.zeros(n, dtype=np.float32)
         for lo in range(0, n, BATCH):
             idx = order[lo : lo + BATCH]
-            width = max(len(encs[i].ids) for i in idx)
-            feed = {
-                name: np.zeros((len(idx), width), dtype=np.int64)
-                for name in ("input_ids", "attention_mask", "token_type_ids")
-            }
-            for row, i in enumerate(idx):
-                e = encs[i]
-                k = len(e.ids)
-                feed["input_ids"][row, :k] = e.ids
-                feed["attention_mask"][row, :k] = e.attention_mask
-                feed["token_type_ids"][row, :k] = e.type_ids
-            out = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+            out = self._session.run(None, padded_feed([encs[i] for i in idx], self._inputs))[0]
             logits[idx] = np.asarray(out, dtype=np.float32).reshape(len(idx), -1)[:, 0]
         return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]

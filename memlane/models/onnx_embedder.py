@@ -21,6 +21,7 @@ import numpy as np
 from memlane.models.model_path import model_name, resolve_model_path
 from memlane.models.onnx_export import Variant, ensure_onnx
 from memlane.models.onnx_layout import encode, pool, read_layout, tokenizer
+from memlane.models.onnx_session import shared_session
 from memlane.models.tokens import TokenCounter
 
 
@@ -41,8 +42,6 @@ class OnnxEmbedder:
         cache_dir: str | Path | None = None,
         variant: Variant = "fp32",
     ) -> None:
-        import onnxruntime as ort
-
         self.path = resolve_model_path(model)
         self.name = model_name(model)
         self.variant = variant
@@ -54,21 +53,7 @@ class OnnxEmbedder:
         self.batch_size = batch_size or 16
         self.onnx_path = ensure_onnx(self.path, cache_dir, variant)
         self.threads = threads or os.cpu_count() or 1
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Spinning worker threads burn the cores that the store and other replicas share on a
-        # 2-core machine between requests; see benchmarks/embed_bench.py for the cost.
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # No arena: ONNX Runtime's CPU arena keeps its peak for the life of the session, and one
-        # batch of 64 texts at 256 tokens left the process at 1,537 MB RSS with it against 302
-        # MB without (single-query latency within the noise of a loaded 2-core machine).
-        # Memory patterns only pay with fixed shapes; ours vary with every batch.
-        opts.enable_cpu_mem_arena = False
-        opts.enable_mem_pattern = False
-        self._session = ort.InferenceSession(str(self.onnx_path), opts, providers=["CPUExecutionProvider"])
+        self._session = shared_session(self.onnx_path, self.threads)
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._tokenizer = tokenizer(self.layout, truncate=True)
         self._counter = TokenCounter(self.layout.transformer_dir)
