@@ -79,20 +79,12 @@ class ConsolidateWorker:
     def __init__(
         self, settings: dict[str, Any], now: str | None = None, consolidator: str | None = None
     ) -> None:
-        from actors.engine_settings import engine_settings
-        from memlane.engine import Memory
-        from memlane.runtime import configure_process
+        from actors.engine_settings import engine_settings, open_engine
 
         self.settings = engine_settings(settings)
-        configure_process(self.settings)  # the engine's process limits: set by the entry point
-        self.memory = Memory(self.settings)
+        self.memory = open_engine(self.settings)
         self.now = datetime.fromisoformat(now) if now else None
         self.consolidator = consolidator
-        # Load the model and open the store now, so the first bank's time is its own.
-        _ = self.memory.embedder, self.memory.store
-        from actors.store_metrics import install_store_metrics
-
-        install_store_metrics()
         try:
             self.metrics: _Metrics | None = _Metrics()
         except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker

@@ -40,3 +40,18 @@ def engine_settings(
     if use_gpu and s.models.embedder_device == "cpu":
         models["embedder_device"] = "cuda"
     return s.model_copy(update={"models": models}) if models else s
+
+
+def open_engine(settings: Settings):
+    """A job actor's engine: the process limits set (the actor is the entry point), the model
+    loaded and the store opened now, so the first bank's time is its own, and the store's
+    metrics installed. Returns the :class:`memlane.engine.Memory`."""
+    from actors.store_metrics import install_store_metrics
+    from memlane.engine import Memory
+    from memlane.runtime import configure_process
+
+    configure_process(settings)
+    memory = Memory(settings)
+    _ = memory.embedder, memory.store
+    install_store_metrics()
+    return memory
