@@ -37,6 +37,7 @@ from typing import Any, Iterator
 
 from memlane.errors import MemlaneError
 from memlane.interfaces import VectorStore
+from memlane.stages import stage
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +77,15 @@ class BankLeases:
                 depths[bank_id] -= 1
             return
         lease = _Lease(self, bank_id)
-        lease.acquire()
+        with stage("lease"):
+            lease.acquire()
         depths[bank_id] = 1
         try:
             yield
         finally:
             depths.pop(bank_id, None)
-            lease.release()
+            with stage("lease"):
+                lease.release()
 
 
 class _Lease:

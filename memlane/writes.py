@@ -36,6 +36,7 @@ from memlane.interfaces import UnitFilter, VectorStore
 from memlane.leases import BankLeases
 from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode
 from memlane.revlog import RevisionDelta
+from memlane.stages import stage
 
 # Called with (store, bank_id) after units were deleted and before the derived state reloads:
 # a rule that keeps summaries consistent with their sources (observations, memlane/reflect).
@@ -63,13 +64,15 @@ class BankWriter:
         (and only if the block wrote something). Holds the bank's lease throughout: a
         concurrent writer of the same bank waits."""
         with self.leases.hold(bank_id):
-            w = BankWrite(self, bank_id, seen=self.derived.ensure(bank_id).revision)
+            with stage("state"):
+                w = BankWrite(self, bank_id, seen=self.derived.ensure(bank_id).revision)
             try:
                 yield w
             except BaseException:
                 w.finish(failed=True)
                 raise
-            w.finish(failed=False)
+            with stage("finish"):
+                w.finish(failed=False)
 
     # bank records: no revision bump, the profile is not derived state (every reader reads
     # it from the store), and a deleted bank's revision row goes with it.
@@ -107,21 +110,25 @@ class BankWrite:
         """Write source chunks (not derived state: the revision alone tells readers)."""
         if chunks:
             self.changed = True
-            self.store.upsert_chunks(self.bank_id, chunks)
+            with stage("store_write"):
+                self.store.upsert_chunks(self.bank_id, chunks)
 
     def units(self, units: Sequence[MemoryUnit]) -> None:
         """Write units to the store and into this process's index and graph."""
         if units:
             self.changed = True
-            self.store.upsert_units(self.bank_id, units)
+            with stage("store_write"):
+                self.store.upsert_units(self.bank_id, units)
             self.upserted.update(u.id for u in units)
-            self.writer.derived.upsert_units(self.bank_id, units)
+            with stage("derived_update"):
+                self.writer.derived.upsert_units(self.bank_id, units)
 
     def entities(self, entities: Sequence[Entity]) -> None:
         """Write entity records (read from the store by everyone; not derived state)."""
         if entities:
             self.changed = True
-            self.store.upsert_entities(self.bank_id, entities)
+            with stage("store_write"):
+                self.store.upsert_entities(self.bank_id, entities)
 
     def tree(self, upserts: Sequence[TreeNode], deletes: Sequence[str] = ()) -> None:
         """Write and remove temporal tree nodes (read by recall per revision: the bump at the
@@ -137,9 +144,10 @@ class BankWrite:
         """Delete a document's units and chunks, then clean up after them (see
         ``_after_delete``). Returns ``{"units", "chunks", "entities"}`` counts (entities:
         dropped because nothing mentions them any more)."""
-        recorder = _Recording(self.store)
-        counts = dict(recorder.delete_document(self.bank_id, document_id))
-        counts["entities"] = self._after_delete(recorder) if counts["units"] or counts["chunks"] else 0
+        with stage("delete"):
+            recorder = _Recording(self.store)
+            counts = dict(recorder.delete_document(self.bank_id, document_id))
+            counts["entities"] = self._after_delete(recorder) if counts["units"] or counts["chunks"] else 0
         return counts
 
     def delete_units(self, ids: Sequence[str]) -> tuple[int, int]:

@@ -23,6 +23,7 @@ from memlane.retain.entities import EntityResolver
 from memlane.retain.facts import Extractor, Fact
 from memlane.retain.links import semantic_links
 from memlane.settings import Settings
+from memlane.stages import add, recording, stage
 
 if TYPE_CHECKING:
     from memlane.writes import BankWrite
@@ -96,11 +97,25 @@ class Retainer:
         """Retain ``(document_id, turns)`` pairs into ``bank`` through ``write``. Idempotent:
         ids derive from bank, document, chunk and position. ``extractor`` replaces the
         configured one for this call only."""
-        extract = extractor or self.extractor
+        with recording() as timings:
+            return self._retain(
+                bank, conversations, write, tags, progress, extractor or self.extractor, timings
+            )
+
+    def _retain(
+        self,
+        bank: Bank,
+        conversations: Sequence[tuple[str, Sequence[Turn]]],
+        write: BankWrite,
+        tags: Sequence[str],
+        progress: Callable[[int], None] | None,
+        extract: Extractor,
+        timings: dict[str, float],
+    ) -> RetainReport:
         t0 = time.perf_counter()
         report = RetainReport(bank_id=bank.bank_id)
-        timings: dict[str, float] = {}
-        resolver = EntityResolver(bank.bank_id, self.store.list_entities(bank.bank_id))
+        with stage("entities_read"):
+            resolver = EntityResolver(bank.bank_id, self.store.list_entities(bank.bank_id))
         batches = self._batches(conversations, tags, report)
         # Extraction (spaCy) of batch i+1 runs on a thread while batch i is embedded and
         # written: the two overlap on the 2 cores instead of queueing.
@@ -109,7 +124,8 @@ class Retainer:
             future = pool.submit(self._extract, extract, bank, current, timings) if current else None
             while current is not None:
                 assert future is not None  # submitted whenever there is a current batch
-                facts = future.result()
+                with stage("extract_wait"):  # what the overlap did not hide
+                    facts = future.result()
                 following = next(batches, None)
                 future = pool.submit(self._extract, extract, bank, following, timings) if following else None
                 self._batch(bank, current, facts, resolver, tags, report, timings, write)
@@ -124,7 +140,7 @@ class Retainer:
                 ent.mention_count = degrees.get(ent.entity_id, 0)
             write.entities(touched)
         report.entities = len(touched)
-        timings["entities_write"] = time.perf_counter() - tick
+        add(timings, "entities_write", time.perf_counter() - tick)
         report.seconds = time.perf_counter() - t0
         report.timings_s = {k: round(v, 3) for k, v in timings.items()}
         return report
@@ -151,9 +167,8 @@ class Retainer:
     def _extract(extractor: Extractor, bank: Bank, items: list[ChunkInput], timings: dict[str, float]):
         tick = time.perf_counter()
         facts = extractor.extract(bank, items)
-        timings["extract (overlapped)"] = (
-            timings.get("extract (overlapped)", 0.0) + time.perf_counter() - tick
-        )
+        # on the extraction thread: the recording's dict is handed over, not inherited
+        add(timings, "extract (overlapped)", time.perf_counter() - tick)
         return facts
 
     def _batch(
@@ -169,7 +184,7 @@ class Retainer:
     ) -> None:
         def lap(name: str, since: float) -> float:
             now = time.perf_counter()
-            timings[name] = timings.get(name, 0.0) + now - since
+            add(timings, name, now - since)
             return now
 
         tick = time.perf_counter()
@@ -241,9 +256,9 @@ class Retainer:
             )
             for uid, vec, unit_links, (chunk, _, fact, eids) in zip(ids, vectors, links, drafts)
         ]
+        # the store, then this process's index and graph (timed by the write: memlane/writes.py)
         write.chunks([item.chunk for item in items])
-        write.units(units)  # the store, then this process's index and graph
-        lap("write", tick)
+        write.units(units)
         if self.on_units is not None:
             self.on_units(bank, units)
 

@@ -3,6 +3,7 @@ writer, then what follows a retain queued (memlane/components.py)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -12,6 +13,7 @@ from memlane.retain.deferred import DeferredExtraction
 from memlane.retain.facts import Extractor
 from memlane.retain.items import check_tags, plan_items
 from memlane.retain.pipeline import Retainer, RetainReport
+from memlane.stages import recording, stage
 
 if TYPE_CHECKING:
     from memlane.writes import BankWriter
@@ -49,14 +51,18 @@ class RetainService:
         ``create_bank`` is False; ``extractor`` replaces the configured one for this call
         (e.g. replies of a batch LLM stage). Returns a
         :class:`~memlane.retain.pipeline.RetainReport`."""
-        bank = self.banks.to_retain_into(bank_id, create_bank)
-        check_tags(tags)
-        with self.writer.write(bank_id) as w:
-            report = self.retainer.retain(
-                bank, conversations, w, tags=tags, progress=progress, extractor=extractor
-            )
-        self.retained(bank_id)
-        return report
+        t0 = time.perf_counter()
+        with recording() as timings:
+            with stage("bank"):
+                bank = self.banks.to_retain_into(bank_id, create_bank)
+            check_tags(tags)
+            with self.writer.write(bank_id) as w:
+                report = self.retainer.retain(
+                    bank, conversations, w, tags=tags, progress=progress, extractor=extractor
+                )
+            with stage("queue"):
+                self.retained(bank_id)
+        return _timed(report, timings, t0)
 
     def retain_items(
         self,
@@ -72,23 +78,28 @@ class RetainService:
         documents by ``document_id`` (the item's, else the call's, else one derived from the
         content); each document replaces what it held before, in one write. Validated whole
         before anything is written."""
-        plan = plan_items(bank_id, items, document_id, tags)
-        bank = self.banks.to_retain_into(bank_id, create_bank)
-        total = RetainReport(bank_id=bank_id)
-        # the LLM's extraction deferred: the rules now
-        episode = self.extraction.episode_extractor()
-        for doc_id, (doc_tags, turns) in plan.items():
-            with self.writer.write(bank_id) as w:
-                w.delete_document(doc_id)
-                report = self.retainer.retain(
-                    bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress, extractor=episode
-                )
-            if episode is not None:
-                self.extraction.extract_later(bank_id, doc_id, turns, doc_tags)
-                report.deferred = 1
-            self.retained(bank_id)
-            total.add(report)
-        return total
+        t0 = time.perf_counter()
+        with recording() as timings:
+            with stage("validate"):
+                plan = plan_items(bank_id, items, document_id, tags)
+            with stage("bank"):
+                bank = self.banks.to_retain_into(bank_id, create_bank)
+            total = RetainReport(bank_id=bank_id)
+            # the LLM's extraction deferred: the rules now
+            episode = self.extraction.episode_extractor()
+            for doc_id, (doc_tags, turns) in plan.items():
+                with self.writer.write(bank_id) as w:
+                    w.delete_document(doc_id)
+                    report = self.retainer.retain(
+                        bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress, extractor=episode
+                    )
+                with stage("queue"):
+                    if episode is not None:
+                        self.extraction.extract_later(bank_id, doc_id, turns, doc_tags)
+                        report.deferred = 1
+                    self.retained(bank_id)
+                total.add(report)
+        return _timed(total, timings, t0)
 
     def retain_file(
         self,
@@ -108,3 +119,11 @@ class RetainService:
         return self.retain(
             check, [(c.document_id, c.turns) for c in conversations], tags=tags, progress=progress
         )
+
+
+def _timed(report: RetainReport, timings: dict[str, float], t0: float) -> RetainReport:
+    """The report with the whole call's wall time and every stage it recorded (the bank
+    load, the lease, the write's stages, the queueing of what follows: memlane/stages.py)."""
+    report.seconds = time.perf_counter() - t0
+    report.timings_s = {k: round(v, 4) for k, v in timings.items()}
+    return report
