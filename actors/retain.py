@@ -156,6 +156,7 @@ class RetainWorker:
                 "entities",
                 "links",
                 "seconds",
+                "timings",
                 "worker_pid",
                 "node_id",
             )
@@ -193,6 +194,8 @@ class RetainWorker:
             ):
                 out[key].append(int(report[src]) if ok else 0)
             out["seconds"].append(time.perf_counter() - t0)
+            # seconds per retain stage (memlane/stages.py), JSON: benchmarks/retain_profile.py
+            out["timings"].append(json.dumps(report["timings_s"]) if ok else "{}")
             out["worker_pid"].append(os.getpid())
             out["node_id"].append(self.node_id)
             if self.metrics is not None:

@@ -16,6 +16,13 @@ Why coalescing: a job is keyed by (kind, key), the key usually a bank. A burst o
 bank queues one job per kind, which reads what they all wrote; a job already running does not
 count (what was written after it started gets its own job).
 
+Why a delay: a job submitted with ``delay_s`` waits until its key has been quiet that long (each
+coalesced submission pushes it back, up to ``max_delay_s`` after the first), so work that
+follows a write runs behind a stream of writes, not between them: the service's tree job ran
+after every retain request of the peer workload and the next retain waited for it and shared
+the cores with it (benchmarks/retain_profile.py). ``flush`` and ``close`` run delayed jobs at
+once.
+
 The queue is bounded, so a retain that outruns the model blocks on ``submit`` (backpressure)
 instead of growing memory; nothing is dropped. A job submitted from the scheduler's own thread
 (an extraction queueing the tree) never waits, since only that thread could free the room. A
@@ -28,8 +35,11 @@ import heapq
 import itertools
 import logging
 import threading
+import time
 from enum import IntEnum
 from typing import Callable, Literal
+
+from memlane.leases import background_writes
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +67,8 @@ class Scheduler:
         self._name = name
         self._heap: list[tuple[int, int, tuple[Kind, str], Callable[[], None]]] = []
         self._keys: set[tuple[Kind, str]] = set()
+        # delayed keys: (due, latest due) in time.monotonic() seconds; absent = runnable
+        self._due: dict[tuple[Kind, str], tuple[float, float]] = {}
         self._seq = itertools.count()
         self._running = 0
         self._cond = threading.Condition()
@@ -65,9 +77,13 @@ class Scheduler:
         self.errors: list[str] = []
         self.done = 0
 
-    def submit(self, kind: Kind, key: str, job: Callable[[], None]) -> bool:
+    def submit(
+        self, kind: Kind, key: str, job: Callable[[], None], *, delay_s: float = 0.0, max_delay_s: float = 0.0
+    ) -> bool:
         """Queue ``job`` unless a job of ``kind`` for ``key`` is queued and not yet started;
-        True when queued (or run, in sync mode). Blocks while the queue is full."""
+        True when queued (or run, in sync mode). Blocks while the queue is full. With
+        ``delay_s`` the job starts once ``key`` saw no submission of ``kind`` for that long,
+        and at the latest ``max_delay_s`` after the submission that queued it."""
         if self.mode == "off":
             return False
         if self.mode == "sync":
@@ -79,7 +95,13 @@ class Scheduler:
             if self._closed and not own:
                 raise RuntimeError("background scheduler is closed")
             if (kind, key) in self._keys:
+                if (kind, key) in self._due:
+                    _, latest = self._due[(kind, key)]
+                    self._due[(kind, key)] = (min(time.monotonic() + delay_s, latest), latest)
                 return False
+            if delay_s > 0:
+                now = time.monotonic()
+                self._due[(kind, key)] = (now + delay_s, now + max(delay_s, max_delay_s))
             while not own and len(self._heap) >= self._max_pending:
                 self._cond.wait()
             self._keys.add((kind, key))
@@ -93,6 +115,8 @@ class Scheduler:
     def flush(self) -> None:
         """Wait until every job submitted so far, and every job those queued, has run."""
         with self._cond:
+            self._due.clear()  # delayed jobs run now
+            self._cond.notify_all()
             while self._heap or self._running:
                 self._cond.wait()
 
@@ -103,6 +127,7 @@ class Scheduler:
             if self._closed:
                 return
             self._closed = True
+            self._due.clear()
             self._cond.notify_all()
             thread = self._thread
         if thread is not None:
@@ -111,16 +136,22 @@ class Scheduler:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._heap and not self._closed:
-                    self._cond.wait()
-                if not self._heap:
-                    return  # closed and drained
-                _, _, key, job = heapq.heappop(self._heap)
+                while True:
+                    if not self._heap and self._closed:
+                        return  # closed and drained
+                    pick, wait = self._next()
+                    if pick is not None:
+                        break
+                    self._cond.wait(wait)
+                _, _, key, job = self._heap.pop(pick)
+                heapq.heapify(self._heap)
                 self._keys.discard(key)  # from now on a new write queues a new job
+                self._due.pop(key, None)
                 self._running += 1
                 self._cond.notify_all()  # room for a blocked submit
             try:
-                job()
+                with background_writes():  # a waiting retain writes first (memlane/leases.py)
+                    job()
                 self.done += 1
             except Exception as exc:  # noqa: BLE001 - a failed job must not stop the others
                 msg = f"{key[0].name} {key[1]}: {type(exc).__name__}: {exc}"
@@ -130,3 +161,19 @@ class Scheduler:
                 with self._cond:
                     self._running -= 1
                     self._cond.notify_all()
+
+    def _next(self) -> tuple[int | None, float | None]:
+        """(index in the heap of the job to run now: the first by kind and submission among
+        those due, or None; seconds until the next delayed one is due, None: nothing queued).
+        Called with the condition held."""
+        now = time.monotonic()
+        best: int | None = None
+        soonest: float | None = None
+        for i, (rank, seq, key, _) in enumerate(self._heap):
+            due = self._due.get(key)
+            if due is not None and due[0] > now:
+                soonest = due[0] - now if soonest is None else min(soonest, due[0] - now)
+                continue
+            if best is None or (rank, seq) < self._heap[best][:2]:
+                best = i
+        return best, soonest

@@ -330,10 +330,11 @@ class Components:
         queued once per bank, never blocking the write that asked. The services are built
         when the job runs, so a write that queues nothing builds nothing."""
         background = self.settings.background
+        later = {"delay_s": background.delay_s, "max_delay_s": background.max_delay_s}
         if background.tree:
-            self.scheduler.submit(Kind.tree, bank_id, lambda: self.tree.consolidate_quietly(bank_id))
+            self.scheduler.submit(Kind.tree, bank_id, lambda: self.tree.consolidate_quietly(bank_id), **later)
         if background.models:
-            self.scheduler.submit(Kind.models, bank_id, lambda: self._refresh_models(bank_id))
+            self.scheduler.submit(Kind.models, bank_id, lambda: self._refresh_models(bank_id), **later)
 
     def _refresh_models(self, bank_id: str) -> None:
         # Most banks hold no model: answered from the store, without building the service

@@ -21,7 +21,13 @@ stalled for longer than ``ttl_s`` (a stopped process) loses its lease, the usual
 leases.
 
 Within one process the lease is reentrant per thread (a write inside a write of the same bank,
-on the same thread, does not wait for itself).
+on the same thread, does not wait for itself), and threads of one process queue for a bank on a
+condition variable before they take the store's lease: a thread waiting behind another of its
+own process is woken the moment that one releases, instead of polling the store (a retain behind
+the service's background tree write waited 0.39 s per request polling, benchmarks/
+retain_profile.py, 26 Nov 2026). Writes of the background scheduler (:func:`background_writes`)
+give way to a foreground write of the same bank that is waiting: a retain never queues behind
+background work that has not started writing.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Iterator
 
 from memlane.errors import MemlaneError
@@ -40,6 +47,20 @@ from memlane.interfaces import VectorStore
 from memlane.stages import stage
 
 log = logging.getLogger(__name__)
+
+
+_BACKGROUND: ContextVar[bool] = ContextVar("memlane_background_writes", default=False)
+
+
+@contextmanager
+def background_writes() -> Iterator[None]:
+    """Writes in the block are background work: they wait for this process's foreground
+    writers of the same bank (the background scheduler runs its jobs inside it)."""
+    token = _BACKGROUND.set(True)
+    try:
+        yield
+    finally:
+        _BACKGROUND.reset(token)
 
 
 class LeaseTimeout(MemlaneError):
@@ -58,6 +79,10 @@ class BankLeases:
         self.poll_s = poll_s
         self._local = threading.local()
         self.waited_s = 0.0  # seconds this process spent waiting for leases (tests, metrics)
+        # this process's queue per bank: the holding thread, and foreground writers waiting
+        self._queue = threading.Condition()
+        self._holder: dict[str, int] = {}
+        self._foreground_waiting: dict[str, int] = {}
 
     def _depths(self) -> dict[str, int]:
         depths = getattr(self._local, "depths", None)
@@ -78,14 +103,54 @@ class BankLeases:
             return
         lease = _Lease(self, bank_id)
         with stage("lease"):
-            lease.acquire()
+            self._enter(bank_id)
+            try:
+                lease.acquire()
+            except BaseException:
+                self._leave(bank_id)
+                raise
         depths[bank_id] = 1
         try:
             yield
         finally:
             depths.pop(bank_id, None)
             with stage("lease"):
-                lease.release()
+                try:
+                    lease.release()
+                finally:
+                    self._leave(bank_id)
+
+    def _enter(self, bank_id: str) -> None:
+        """Wait until no other thread of this process holds ``bank_id`` (a background writer
+        also for waiting foreground writers), then hold it here."""
+        me = threading.get_ident()
+        background = _BACKGROUND.get()
+        t0 = time.monotonic()
+        deadline = t0 + self.timeout_s
+        with self._queue:
+            if not background:
+                self._foreground_waiting[bank_id] = self._foreground_waiting.get(bank_id, 0) + 1
+            try:
+                while bank_id in self._holder or (background and self._foreground_waiting.get(bank_id)):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise LeaseTimeout(
+                            f"bank {bank_id!r} is being written by another thread of this process "
+                            f"for more than {self.timeout_s:.0f}s"
+                        )
+                    self._queue.wait(left)
+            finally:
+                if not background:
+                    self._foreground_waiting[bank_id] -= 1
+                    if not self._foreground_waiting[bank_id]:
+                        del self._foreground_waiting[bank_id]
+            self._holder[bank_id] = me
+            self.waited_s += time.monotonic() - t0
+
+    def _leave(self, bank_id: str) -> None:
+        with self._queue:
+            self._holder.pop(bank_id, None)
+            self._queue.notify_all()
 
 
 class _Lease:

@@ -366,3 +366,11 @@ class BackgroundSettings(_Area):
     # After a write: refresh the bank's mental models that new facts touch
     # (memlane/curated/touch.py).
     models: bool = True
+    # The tree and model jobs of a bank start once its writes paused for ``delay_s`` (and at
+    # the latest ``max_delay_s`` after the first write that queued them), so they run behind
+    # a stream of retains, not between them: with the tree job after every request the
+    # service retained the peer workload at 10.0 turns/s, 14.7 s of its 79 s waiting on the
+    # lease; without it 15.3 turns/s (benchmarks/retain_profile.py --modes service, loaded
+    # machine, 26 Nov 2026). The 2 s and 60 s themselves are not tuned (no measurement yet).
+    delay_s: float = Field(2.0, ge=0)
+    max_delay_s: float = Field(60.0, ge=0)

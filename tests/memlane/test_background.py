@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -110,3 +111,39 @@ def test_sync_runs_at_submit_and_off_runs_nothing():
     off.flush()
     off.close()
     assert ran == ["tree"]
+
+
+def test_a_delayed_job_waits_for_its_key_to_be_quiet_and_flush_runs_it_at_once():
+    s = Scheduler("thread")
+    ran: list[tuple[str, float]] = []
+    t0 = time.monotonic()
+    assert s.submit(
+        Kind.tree, "ana", lambda: ran.append(("tree ana", time.monotonic())), delay_s=0.4, max_delay_s=5
+    )
+    assert s.submit(Kind.tree, "bob", lambda: ran.append(("tree bob", time.monotonic())))  # not delayed
+    for _ in range(3):  # writes keep coming: each pushes the delayed job back
+        time.sleep(0.2)
+        assert not s.submit(Kind.tree, "ana", lambda: ran.append(("again", 0.0)), delay_s=0.4, max_delay_s=5)
+    deadline = time.monotonic() + 10
+    while len(ran) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [name for name, _ in ran] == ["tree bob", "tree ana"]
+    # quiet for 0.4 s after the last submission at ~0.6 s
+    assert ran[1][1] - t0 >= 0.95
+    assert s.submit(Kind.tree, "ana", lambda: ran.append(("flushed", time.monotonic())), delay_s=60)
+    f0 = time.monotonic()
+    s.flush()
+    assert ran[-1][0] == "flushed" and ran[-1][1] - f0 < 5
+    s.close()
+
+
+def test_a_delayed_job_runs_at_its_latest_time_under_a_steady_stream():
+    s = Scheduler("thread")
+    ran: list[float] = []
+    t0 = time.monotonic()
+    s.submit(Kind.tree, "ana", lambda: ran.append(time.monotonic()), delay_s=0.3, max_delay_s=0.8)
+    while not ran and time.monotonic() - t0 < 5:
+        s.submit(Kind.tree, "ana", lambda: ran.append(time.monotonic()), delay_s=0.3, max_delay_s=0.8)
+        time.sleep(0.05)
+    assert ran and 0.75 <= ran[0] - t0 < 3
+    s.close()

@@ -82,3 +82,61 @@ def test_a_dead_writers_lease_expires(store):
         assert [r["owner"] for r in store.list_leases("ana")] != ["dead"]
     assert 0.5 < waited < 10
     assert store.list_leases("ana") == []
+
+
+class _CountingStore:
+    """The store, counting the lease reads (the store-level wait polls with them)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.lists = 0
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def list_leases(self, bank_id):
+        self.lists += 1
+        return self._store.list_leases(bank_id)
+
+
+def test_threads_of_one_process_queue_locally_and_background_gives_way(store):
+    """One BankLeases (one process): a foreground writer waiting behind another thread is
+    woken by its release without polling the store, and a background writer that arrived
+    meanwhile goes after it."""
+    from memlane.leases import background_writes
+
+    counting = _CountingStore(store)
+    leases = BankLeases(counting, ttl_s=10, timeout_s=30, poll_s=0.01)
+    order: list[str] = []
+    held, go = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with leases.hold("ana"):
+            held.set()
+            go.wait(10)
+            order.append("holder")
+
+    def foreground() -> None:
+        with leases.hold("ana"):
+            order.append("foreground")
+
+    def background() -> None:
+        with background_writes(), leases.hold("ana"):
+            order.append("background")
+
+    h = threading.Thread(target=holder)
+    h.start()
+    assert held.wait(10)
+    lists_before = counting.lists
+    b = threading.Thread(target=background)
+    b.start()
+    time.sleep(0.1)
+    f = threading.Thread(target=foreground)
+    f.start()
+    time.sleep(0.3)  # both wait on the process's queue, not on the store
+    assert counting.lists == lists_before
+    go.set()
+    for t in (h, f, b):
+        t.join(30)
+    assert order == ["holder", "foreground", "background"]
+    assert store.list_leases("ana") == []

@@ -146,6 +146,8 @@ def test_background_jobs_have_one_area_and_the_old_names_map_into_it(monkeypatch
             "tree": True,
             "reflect": True,
             "models": True,
+            "delay_s": 2.0,
+            "max_delay_s": 60.0,
         }
     with pytest.warns(DeprecationWarning, match="background.reflect=False"):
         assert not s.model_copy(update={"llm_background": "off"}).background.reflect
