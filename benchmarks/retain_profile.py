@@ -129,6 +129,40 @@ def _serial(stages: dict[str, float]) -> float:
 
 
 # -- service ------------------------------------------------------------------------------------
+def _cpu_seconds(root_pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) so far of every process under ``root_pid``, by pid."""
+    from benchmarks.footprint import Footprint
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[str, float]] = {}
+    for pid in Footprint(root_pid)._tree():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                name = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        out[pid] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def _cpu_by_process(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds each process of the service spent between two samples, by a short name."""
+    spent: dict[str, float] = defaultdict(float)
+    for pid, (name, cpu) in after.items():
+        used = cpu - before.get(pid, (name, 0.0))[1]
+        if used < 0.05:
+            continue
+        short = name.split()[0].rsplit("/", 1)[-1]
+        for tag in ("ray::", "milvus", "gcs_server", "raylet", "serve"):
+            if tag in name:
+                short = next((w for w in name.split() if tag in w), short)
+                break
+        spent[short[:60]] += used
+    return {k: round(v, 1) for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
+
+
 async def _retain_sessions(url: str, bodies: list[dict]) -> tuple[list[float], list[dict], int]:
     import httpx
 
@@ -160,9 +194,11 @@ def profile_service(locomo: Path, scratch: Path, conversations: int) -> dict[str
     state = start_background(data_dir, free_port(), DEFAULT_CONFIG, timeout_s=600)
     try:
         _say(f"service: {len(bodies)} retain requests")
+        cpu0 = _cpu_seconds(int(state["pid"]))
         t0 = time.perf_counter()
         walls, reports, errors = asyncio.run(_retain_sessions(state["url"], bodies))
         wall = time.perf_counter() - t0
+        cpu = _cpu_by_process(cpu0, _cpu_seconds(int(state["pid"])))
     finally:
         stop(data_dir)
     turns = sum(r["turns"] for r in reports)
@@ -178,6 +214,8 @@ def profile_service(locomo: Path, scratch: Path, conversations: int) -> dict[str
         **_ratios(turns, wall, raw),
         "raw": raw,
         "stages": _shares(stages, wall),
+        # where the 2 cores went meanwhile (background jobs of the replica included)
+        "cpu_s_by_process": cpu,
     }
 
 

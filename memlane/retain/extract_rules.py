@@ -51,8 +51,9 @@ class RuleExtractor:
         from memlane.temporal import find_time_expressions
 
         turns = [t for item in chunks for t in item.turns]
-        mentions = self._ner.entities([t.text for t in turns])
         speakers = {_norm(t.speaker): t.speaker for t in turns}
+        # speakers named in a turn are found by _speaker_mentions: NER runs where they are not
+        mentions = self._ner.entities([t.text for t in turns], known={k for k in speakers if " " not in k})
         owner = _norm(bank.name) if bank.name else None
         out: list[list[Fact]] = []
         i = 0

@@ -127,3 +127,48 @@ def test_ner_without_tok2vec_matches_the_full_pipeline(extractor):
     assert got[:2] == want[:2]
     assert got[2] == []  # no inner capital: the model is not run
     assert any(label == "GPE" for _, label in got[0])
+
+
+def test_inner_capital_gate_passes_over_known_names():
+    from memlane.retain.ner import has_inner_capital
+
+    speakers = {"caroline", "melanie"}
+    assert not has_inner_capital("Thanks, Caroline! See you soon.", speakers)
+    assert not has_inner_capital("That is Melanie\u2019s vase, Caroline's too", speakers)
+    assert has_inner_capital("Thanks, Caroline! We met Maria in Lisbon.", speakers)
+    assert has_inner_capital("Thanks, Caroline!")  # without known names: as before
+
+
+def test_rule_extractor_finds_speakers_without_ner_and_entities_beside_them(extractor):
+    from datetime import datetime
+
+    from memlane.model import Bank, Turn
+    from memlane.retain.chunking import chunk_turns
+
+    at = datetime(2023, 5, 1, tzinfo=UTC)
+    turns = [
+        Turn(
+            document_id="d",
+            session_id="s",
+            turn_id="s:1",
+            index=0,
+            speaker="Caroline",
+            text="Hi Melanie, how are you?",
+            timestamp=at,
+        ),
+        Turn(
+            document_id="d",
+            session_id="s",
+            turn_id="s:2",
+            index=1,
+            speaker="Melanie",
+            text="Great, Caroline! I flew to Lisbon with Maria Santos.",
+            timestamp=at,
+        ),
+    ]
+    items = chunk_turns("b", "d", turns, 8, [])
+    facts = [f for chunk in extractor.extract(Bank(bank_id="b", name=""), items) for f in chunk]
+    names = [{(m.surface, m.label) for m in f.mentions} for f in facts]
+    assert names[0] == {("Caroline", "PERSON"), ("Melanie", "PERSON")}
+    assert {("Melanie", "PERSON"), ("Caroline", "PERSON"), ("Lisbon", "GPE")} <= names[1]
+    assert any(label == "PERSON" and "Maria" in surface for surface, label in names[1])
