@@ -161,10 +161,12 @@ class Memory:
         progress: Callable[[int], None] | None = None,
         extractor: Extractor | None = None,
     ) -> RetainReport:
-        """Retain ``(document_id, turns)`` pairs. Creates the bank when missing unless
-        ``create_bank`` is False; ``extractor`` replaces the configured one for this call
-        (e.g. replies of a batch LLM stage). Returns a
-        :class:`~memlane.retain.pipeline.RetainReport`."""
+        """Retain ``(document_id, turns)`` pairs in one write. A document retained again
+        replaces what it held, as :meth:`retain_items` does: memories of turns its new
+        version dropped are deleted, and turns whose text is unchanged keep their stored
+        vectors (not embedded again). Creates the bank when missing unless ``create_bank`` is
+        False; ``extractor`` replaces the configured one for this call (e.g. replies of a
+        batch LLM stage). Returns a :class:`~memlane.retain.pipeline.RetainReport`."""
         return self._parts.retain.retain(
             bank_id, conversations, tags=tags, create_bank=create_bank, progress=progress, extractor=extractor
         )

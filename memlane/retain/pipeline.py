@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
 
 from memlane.derived import DerivedState
 from memlane.ids import unit_id
-from memlane.interfaces import Embedder, VectorStore
+from memlane.interfaces import Embedder, UnitFilter, VectorStore
 from memlane.model import Bank, Chunk, Link, MemoryUnit, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.entities import EntityResolver
@@ -94,13 +96,51 @@ class Retainer:
         progress: Callable[[int], None] | None = None,
         extractor: Extractor | None = None,
     ) -> RetainReport:
-        """Retain ``(document_id, turns)`` pairs into ``bank`` through ``write``. Idempotent:
-        ids derive from bank, document, chunk and position. ``extractor`` replaces the
-        configured one for this call only."""
+        """Retain ``(document_id, turns)`` pairs into ``bank`` through ``write``, over what
+        the bank holds (units written by id; nothing deleted): what :meth:`replace` writes
+        once the documents are cleared. Ids derive from bank, document, chunk and position.
+        ``extractor`` replaces the configured one for this call only."""
         with recording() as timings:
             return self._retain(
-                bank, conversations, write, tags, progress, extractor or self.extractor, timings
+                bank, conversations, write, tags, progress, extractor or self.extractor, {}, timings
             )
+
+    def replace(
+        self,
+        bank: Bank,
+        conversations: Sequence[tuple[str, Sequence[Turn]]],
+        write: BankWrite,
+        *,
+        tags: Sequence[str] = (),
+        progress: Callable[[int], None] | None = None,
+        extractor: Extractor | None = None,
+    ) -> RetainReport:
+        """Retain documents through ``write``, each replacing what the bank held under its
+        id: the rule of every retain path (memlane/retain/service.py). The documents are
+        deleted first, so entity resolution and semantic links see what a bank without them
+        sees and the bank ends as a fresh bank given these versions would; their units'
+        vectors are kept by text, and a text the new version still has is not embedded
+        again (the bank's embedder is the one that made them: EmbedderGuard)."""
+        with recording() as timings:
+            reuse = self._clear(write, bank.bank_id, list(dict.fromkeys(doc for doc, _ in conversations)))
+            return self._retain(
+                bank, conversations, write, tags, progress, extractor or self.extractor, reuse, timings
+            )
+
+    def _clear(self, write: BankWrite, bank_id: str, documents: Sequence[str]) -> dict[str, np.ndarray]:
+        """Delete ``documents`` from the bank; returns their units' vectors by text. An empty
+        bank (a backfill's, with many documents) costs two counts, not reads per document."""
+        with stage("delete"):  # what deleting the old versions cost, even when there were none
+            if not self.store.count_units(bank_id) and not self.store.count_chunks(bank_id):
+                return {}
+        vectors: dict[str, np.ndarray] = {}
+        for doc in documents:
+            with stage("reuse_read"):
+                ids = self.store.list_unit_ids(bank_id, UnitFilter(document_id=doc, only_valid=False))
+                for unit in self.store.get_units(bank_id, ids, with_embedding=True) if ids else ():
+                    vectors[unit.text] = np.asarray(unit.embedding, dtype=np.float32)
+            write.delete_document(doc)  # also when it held no units: a chunk can have none
+        return vectors
 
     def _retain(
         self,
@@ -110,6 +150,7 @@ class Retainer:
         tags: Sequence[str],
         progress: Callable[[int], None] | None,
         extract: Extractor,
+        reuse: Mapping[str, np.ndarray],
         timings: dict[str, float],
     ) -> RetainReport:
         t0 = time.perf_counter()
@@ -128,19 +169,19 @@ class Retainer:
                     facts = future.result()
                 following = next(batches, None)
                 future = pool.submit(self._extract, extract, bank, following, timings) if following else None
-                self._batch(bank, current, facts, resolver, tags, report, timings, write)
+                self._batch(bank, current, facts, resolver, tags, reuse, report, timings, write)
                 if progress:
                     progress(sum(len(item.turns) for item in current))
                 current = following
-        tick = time.perf_counter()
-        touched = resolver.entities()
-        if touched:
-            degrees = self.graph.entity_degrees(bank.bank_id, [e.entity_id for e in touched])
-            for ent in touched:
-                ent.mention_count = degrees.get(ent.entity_id, 0)
-            write.entities(touched)
+        # the mention counts; the write times its own store write ("store_write"), counted once
+        with stage("entities_write"):
+            touched = resolver.entities()
+            if touched:
+                degrees = self.graph.entity_degrees(bank.bank_id, [e.entity_id for e in touched])
+                for ent in touched:
+                    ent.mention_count = degrees.get(ent.entity_id, 0)
+        write.entities(touched)
         report.entities = len(touched)
-        add(timings, "entities_write", time.perf_counter() - tick)
         report.seconds = time.perf_counter() - t0
         report.timings_s = {k: round(v, 3) for k, v in timings.items()}
         return report
@@ -171,6 +212,16 @@ class Retainer:
         add(timings, "extract (overlapped)", time.perf_counter() - tick)
         return facts
 
+    def _vectors(self, texts: list[str], reuse: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The texts' vectors, in order. Only texts neither in ``reuse`` nor earlier in the
+        batch are embedded: embedding is most of a retain's time, and a re-sent turn's text
+        has the vector it had."""
+        missing = [t for t in dict.fromkeys(texts) if t not in reuse]
+        if len(missing) == len(texts):  # nothing to reuse (the usual case): no copy
+            return self.embedder.embed(texts)
+        fresh = dict(zip(missing, self.embedder.embed(missing))) if missing else {}
+        return np.stack([reuse[t] if t in reuse else fresh[t] for t in texts]).astype(np.float32, copy=False)
+
     def _batch(
         self,
         bank: Bank,
@@ -178,6 +229,7 @@ class Retainer:
         facts_per_chunk,
         resolver: EntityResolver,
         tags: Sequence[str],
+        reuse: Mapping[str, np.ndarray],
         report: RetainReport,
         timings: dict[str, float],
         write: BankWrite,
@@ -198,7 +250,7 @@ class Retainer:
         tick = lap("entities", tick)
 
         texts = [f.text for _, _, f, _ in drafts]
-        vectors = self.embedder.embed(texts)
+        vectors = self._vectors(texts, reuse)
         tick = lap("embed", tick)
 
         ids = [unit_id(bank.bank_id, c.document_id, c.chunk_id, i) for c, i, _, _ in drafts]

@@ -1,5 +1,11 @@
 """Retain on the engine: conversations and API items written into a bank through the bank
-writer, then what follows a retain queued (memlane/components.py)."""
+writer, then what follows a retain queued (memlane/components.py).
+
+One rule for every retain path (the backfill, ``memlane retain``, files, the API): a document
+retained again replaces what it held. Its units and chunks are deleted and the new version
+written in the same write (one lease, one revision bump), so the bank ends as a fresh bank
+given the new version would (no memories of turns the new version dropped), and the texts the
+new version shares with the old keep their stored vectors instead of being embedded again."""
 
 from __future__ import annotations
 
@@ -20,7 +26,8 @@ if TYPE_CHECKING:
 
 
 class RetainService:
-    """Retain calls: each document one write, the bank created when missing unless told not."""
+    """Retain calls: a document retained again replaces what it held (see the module), the
+    bank created when missing unless told not."""
 
     def __init__(
         self,
@@ -47,7 +54,8 @@ class RetainService:
         progress: Callable[[int], None] | None = None,
         extractor: Extractor | None = None,
     ) -> RetainReport:
-        """Retain ``(document_id, turns)`` pairs. Creates the bank when missing unless
+        """Retain ``(document_id, turns)`` pairs, all in one write; each document replaces
+        what the bank held under its id. Creates the bank when missing unless
         ``create_bank`` is False; ``extractor`` replaces the configured one for this call
         (e.g. replies of a batch LLM stage). Returns a
         :class:`~memlane.retain.pipeline.RetainReport`."""
@@ -57,7 +65,7 @@ class RetainService:
                 bank = self.banks.to_retain_into(bank_id, create_bank)
             check_tags(tags)
             with self.writer.write(bank_id) as w:
-                report = self.retainer.retain(
+                report = self.retainer.replace(
                     bank, conversations, w, tags=tags, progress=progress, extractor=extractor
                 )
             with stage("queue"):
@@ -89,8 +97,7 @@ class RetainService:
             episode = self.extraction.episode_extractor()
             for doc_id, (doc_tags, turns) in plan.items():
                 with self.writer.write(bank_id) as w:
-                    w.delete_document(doc_id)
-                    report = self.retainer.retain(
+                    report = self.retainer.replace(
                         bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress, extractor=episode
                     )
                 with stage("queue"):
