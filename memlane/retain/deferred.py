@@ -102,9 +102,8 @@ class DeferredExtraction:
                     newer = key in self._pending
                 if newer or document_id not in self.store.document_counts(bank_id):
                     return  # replaced (its own job follows) or deleted since
-                w.delete_document(document_id)
                 by_chunk = {item.chunk.chunk_id: f for item, f in zip(items, facts)}
-                self.retainer.retain(
+                self.retainer.replace(
                     bank, [(document_id, turns)], w, tags=tags, extractor=FactsByChunk(by_chunk)
                 )
         except Exception as exc:  # noqa: BLE001 - logged: the episode stays, recallable
