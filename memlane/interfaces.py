@@ -6,6 +6,7 @@ hot recall path does not build pydantic objects for candidates it will drop.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
@@ -149,6 +150,11 @@ class SearchBackend(Protocol):
 class VectorStore(SearchBackend, Protocol):
     """The store of record (Milvus): banks, units, chunks and entities, with dense, BM25 and
     time-range search (as a :class:`SearchBackend`). Writes are upserts keyed by deterministic ids."""
+
+    def deferred_flushes(self) -> AbstractContextManager[None]:
+        """A block whose writes this thread flushes once, at its end (a no-op where the
+        store never flushes)."""
+        ...
 
     # banks
     def upsert_bank(self, bank: Bank) -> None: ...

@@ -63,7 +63,7 @@ class BankWriter:
         """One logical write to ``bank_id``: the revision is bumped once when the block ends
         (and only if the block wrote something). Holds the bank's lease throughout: a
         concurrent writer of the same bank waits."""
-        with self.leases.hold(bank_id):
+        with self.leases.hold(bank_id), self.store.deferred_flushes():
             with stage("state"):
                 w = BankWrite(self, bank_id, seen=self.derived.ensure(bank_id).revision)
             try:

@@ -658,3 +658,32 @@ def test_milvus_lite_server_mode(tmp_path, layout):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def test_deferred_flushes_flush_each_written_collection_once_at_the_end(store):
+    from memlane.stores.milvus.observe import add_observer, remove_observer
+
+    flushes: list[int] = []
+
+    def observe(operation: str, seconds: float, ok: bool, rows: int) -> None:
+        if operation == "flush" and threading.current_thread() is me:
+            flushes.append(1)
+
+    me = threading.current_thread()
+    store.upsert_units("ana", [unit("ana", "u0")])  # the bank's collections exist first
+    add_observer(observe)
+    try:
+        with store.deferred_flushes():
+            for i in range(3):
+                store.upsert_units("ana", [unit("ana", f"u{i + 1}", seed=i)])
+            store.upsert_chunks("ana", [chunk("ana", "c1"), chunk("ana", "c2")])
+            store.upsert_chunks("ana", [chunk("ana", "c3")])
+            assert flushes == []  # nothing flushed inside the block
+            # unflushed rows are read (Strong consistency): only searches get slower
+            assert store.count_units("ana") == 4
+        assert len(flushes) == 2  # units and chunks, once each
+        flushes.clear()
+        store.upsert_units("ana", [unit("ana", "u9")])  # outside a block: flushed at once
+        assert len(flushes) == 1
+    finally:
+        remove_observer(observe)
