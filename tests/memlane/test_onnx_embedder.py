@@ -102,9 +102,11 @@ def test_racing_exports_agree_and_leave_one_file(raced_cache):
 
 
 def test_matches_torch_on_varied_texts(onnx_embedder, embedder):
-    texts = _varied_texts()
+    # 120 texts, not 300: the same kinds (a quarter past the truncation limit) in 40% of the
+    # time (300 took 92 s of CI on the loaded 2-core machine, 26 Nov 2026)
+    texts = _varied_texts(120)
     long_texts = [t for t, n in zip(texts, embedder.count_tokens(texts)) if n > 256]
-    assert len(long_texts) > 50  # the truncation case is really exercised
+    assert len(long_texts) > 20  # the truncation case is really exercised
     got, ref = onnx_embedder.embed(texts), embedder.embed(texts)
     assert got.shape == ref.shape == (len(texts), 384) and got.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
