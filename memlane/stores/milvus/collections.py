@@ -13,6 +13,7 @@ from pymilvus.exceptions import MilvusException
 
 from memlane.model import check_bank_id
 from memlane.settings import Settings
+from memlane.stages import stage
 from memlane.stores.milvus.codec import PLACEHOLDER
 from memlane.stores.milvus.connection import (
     PREFIX_RE,
@@ -225,7 +226,7 @@ class Collections:
         finally:
             names, self._deferred.names = self._deferred.names, None
             if names:
-                with self._write_lock:
+                with self._write_lock, stage("flush"):
                     self._flush(names)
 
     def _flush(self, names: Iterable[str]) -> None:
