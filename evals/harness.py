@@ -20,7 +20,9 @@ from evals.metrics import ranked_turns
 from evals.systems import DEFAULT_SYSTEMS, DENSE_EMBEDDERS, FLAT, MEMLANE, NODECOMP, channels_of
 
 SYSTEMS = DEFAULT_SYSTEMS
-QA_SYSTEMS = ("memlane", "full-context")
+# QA rows: Memlane's recall, plain BM25's best units and the whole history (or as much of it
+# as the answerer's window holds), each read by the same answerer and graded by the same judge.
+QA_SYSTEMS = ("memlane", "bm25", "full-context")
 # Deep enough that every system returns more distinct turns than the largest k (50).
 RECALL_TOKENS = 65536
 BASELINE_DEPTH = 100
@@ -128,10 +130,65 @@ def rank_all(
     return rankings, result, latency_ms, tokens
 
 
+def spread(items: Sequence[Any], n: int | None) -> list[Any]:
+    """``n`` of ``items`` evenly spread over them (indices ``floor(j * len / n)``), in order; all
+    of them when ``n`` is None or not smaller. A bounded sample that still covers every part of
+    a file grouped by type (LongMemEval's is)."""
+    items = list(items)
+    if n is None or n >= len(items):
+        return items
+    return [items[(j * len(items)) // n] for j in range(n)]
+
+
+def _bm25_context(memory, bank_id: str, question: str, qa_tokens: int) -> tuple[str, int]:
+    """Plain BM25's best units of the bank, packed like Memlane's recall (greedy, best first, up
+    to ``qa_tokens``), as ``[date] text`` lines."""
+    from datetime import UTC
+
+    hits = memory.store.search_lexical(
+        bank_id, question, BASELINE_DEPTH, fields=["text", "occurred_start", "mentioned_at"]
+    )
+    texts = [str(h.fields.get("text") or "") for h in hits]
+    lines, used = [], 0
+    for h, text, n in zip(hits, texts, memory.embedder.count_tokens(texts)):
+        if used + n > qa_tokens:
+            continue
+        when = h.fields.get("occurred_start") or h.fields.get("mentioned_at")
+        day = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d") if when else None
+        lines.append(f"[{day}] {text}" if day else text)
+        used += n
+    return "\n".join(lines), used
+
+
+def _window_context(memory, history: Sequence[Any], window: int | None) -> tuple[str, int]:
+    """The whole history as context, or, with a ``window`` in tokens, its latest turns that fit
+    in it with their session headers (the most a model with that context can read)."""
+    from evals.qa import history_context
+
+    turns = list(history)
+    if window is not None:
+        count = memory.embedder.count_tokens
+        lines = count([f"{t.speaker}: {t.text}" for t in turns])
+        headers = count([f"### Session {t.session_id} ({t.timestamp:%Y-%m-%d %H:%M})" for t in turns])
+        used, first = 0, len(turns)
+        for i in reversed(range(len(turns))):
+            opens_run = i == len(turns) - 1 or turns[i + 1].session_id != turns[i].session_id
+            # a run's header is counted once, from its newest turn (+2: its date may differ)
+            cost = lines[i] + (headers[i] + 2 if opens_run else 0)
+            if used + cost > window:
+                break
+            used, first = used + cost, i
+        turns = turns[first:]
+    context = history_context(turns)
+    # Line by line: one huge string would only trip the tokenizer's length warning.
+    return context, sum(memory.embedder.count_tokens(context.split("\n"))) if context else 0
+
+
 def qa_for(
     memory,
     llm,
     *,
+    bank_id: str,
     question: str,
     result,
     history: Sequence[Any],
@@ -140,30 +197,17 @@ def qa_for(
     qa_tokens: int = QA_TOKENS,
     question_date: datetime | None = None,
     full_context: bool = True,
+    qa_window: int | None = None,
 ) -> dict[str, Any]:
     """QA entries for one question: Memlane answers from the best ``qa_tokens`` of its recall,
-    the full-context baseline from the whole history; the same answerer and judge grade both.
-    Context tokens are counted with the embedder's tokenizer (not the answerer's, which the
-    harness cannot know), the same way for both systems."""
-    from evals.qa import answer_and_grade, history_context, memory_context, pack
+    plain BM25 from its best ``qa_tokens`` of the same bank, the full-context baseline from the
+    whole history (its latest ``qa_window`` tokens when given); the same answerer and judge
+    grade all. Context tokens are counted with the embedder's tokenizer (not the answerer's,
+    which the harness cannot know), the same way for every system."""
+    from evals.qa import answer_and_grade, memory_context, pack
 
-    packed = pack(result.ranked(), qa_tokens)
-    out = {
-        "memlane": answer_and_grade(
-            llm,
-            question=question,
-            context=memory_context(packed),
-            context_tokens=sum(m.tokens for m in packed),
-            grade=grade,
-            verdict=verdict,
-            question_date=question_date,
-        )
-    }
-    if full_context:
-        context = history_context(history)
-        # Line by line: one huge string would only trip the tokenizer's length warning.
-        tokens = sum(memory.embedder.count_tokens(context.split("\n")))
-        out["full-context"] = answer_and_grade(
+    def graded(context: str, tokens: int) -> dict[str, Any]:
+        return answer_and_grade(
             llm,
             question=question,
             context=context,
@@ -172,14 +216,23 @@ def qa_for(
             verdict=verdict,
             question_date=question_date,
         )
+
+    packed = pack(result.ranked(), qa_tokens)
+    out = {
+        "memlane": graded(memory_context(packed), sum(m.tokens for m in packed)),
+        "bm25": graded(*_bm25_context(memory, bank_id, question, qa_tokens)),
+    }
+    if full_context:
+        out["full-context"] = graded(*_window_context(memory, history, qa_window))
     return out
 
 
 def qa_systems(enabled: bool, full_context: bool = True) -> tuple[str, ...]:
-    """The QA rows a run reports: none without QA, Memlane (and the full-context baseline)."""
+    """The QA rows a run reports: none without QA, Memlane and BM25 (and the full-context
+    baseline)."""
     if not enabled:
         return ()
-    return QA_SYSTEMS if full_context else QA_SYSTEMS[:1]
+    return QA_SYSTEMS if full_context else QA_SYSTEMS[:2]
 
 
 def percentile(xs: Sequence[float], q: float) -> float | None:

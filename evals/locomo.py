@@ -22,7 +22,16 @@ from typing import Any, Sequence
 
 from evals.ablation import ablation_lines
 from evals.compare import comparison_text
-from evals.harness import SYSTEMS, consolidate, percentile, progress_bar, qa_for, qa_systems, rank_all
+from evals.harness import (
+    SYSTEMS,
+    consolidate,
+    percentile,
+    progress_bar,
+    qa_for,
+    qa_systems,
+    rank_all,
+    spread,
+)
 from evals.locomo_data import load_locomo_questions
 from evals.metrics import recall_at_k, session_recall_at_k
 from evals.report import ALL, QuestionLog, build_report
@@ -57,6 +66,8 @@ def run_locomo(
     qa_llm=None,
     qa_tokens: int = 4096,
     full_context: bool = True,
+    qa_window: int | None = None,
+    qa_limit: int | None = None,
     systems: Sequence[str] = SYSTEMS,
     command: str | None = None,
     budget: str = "mid",
@@ -64,8 +75,10 @@ def run_locomo(
     """Ingest each conversation into its own bank and score recall; returns the report dict.
     ``reuse_banks`` skips retain for banks that already hold memories (for tuning recall
     settings against banks built by an earlier run or by ``memlane backfill``); ``log`` receives a row
-    per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt; ``systems`` are the
-    systems compared (:func:`evals.systems.parse_systems`); ``budget`` is every recall's budget."""
+    per question; ``qa_llm`` turns on QA graded by the LoCoMo judge prompt (on ``qa_limit``
+    questions spread over the run when given; the full-context baseline reads the latest
+    ``qa_window`` tokens when given); ``systems`` are the systems compared
+    (:func:`evals.systems.parse_systems`); ``budget`` is every recall's budget."""
     from evals.qa import locomo_grader, locomo_verdict
     from memlane.ingest import load_conversations
 
@@ -75,6 +88,10 @@ def run_locomo(
     questions = load_locomo_questions(path, categories=(1, 2, 3, 4))
     if limit is not None:
         conversations = conversations[:limit]
+    asked = [
+        f"{c.document_id}#{i}" for c in conversations for i in range(len(questions.get(c.document_id, [])))
+    ]
+    qa_ids = set(spread(asked, qa_limit)) if qa_llm is not None else set()
 
     ingest_s = consolidate_s = 0.0
     rows: list[dict[str, Any]] = []
@@ -99,7 +116,8 @@ def run_locomo(
             for i, qa in enumerate(questions.get(conv.document_id, [])):
                 bar.advance(t_query, 1)
                 relevant = set(qa.evidence)
-                if not relevant and qa_llm is None:
+                row_id = f"{conv.document_id}#{i}"
+                if not relevant and row_id not in qa_ids:
                     skipped += 1
                     continue
                 rankings, result, ms, tokens = rank_all(
@@ -115,7 +133,7 @@ def run_locomo(
                 else:
                     skipped += 1
                 row: dict[str, Any] = {
-                    "id": f"{conv.document_id}#{i}",
+                    "id": row_id,
                     "category": _category(qa.category),
                     "question": qa.question,
                     "answer": qa.answer,
@@ -125,10 +143,11 @@ def run_locomo(
                     "top_turns": {s: rankings[s][:10] for s in systems},
                     "tokens": tokens,
                 }
-                if qa_llm is not None:
+                if row_id in qa_ids:
                     row["qa"] = qa_for(
                         memory,
                         qa_llm,
+                        bank_id=bank,
                         question=qa.question,
                         result=result,
                         history=conv.turns,
@@ -136,6 +155,7 @@ def run_locomo(
                         verdict=locomo_verdict,
                         qa_tokens=qa_tokens,
                         full_context=full_context,
+                        qa_window=qa_window,
                     )
                 rows.append(row)
                 if log is not None:
@@ -150,6 +170,7 @@ def run_locomo(
         "ks": ", ".join(map(str, ks)),
         "systems": ", ".join(systems),
         "budget": budget,
+        **({"qa questions": len(qa_ids), "qa window tokens": qa_window or "whole history"} if qa_ids else {}),
         "recall p50 ms": percentile(latencies, 0.5),
         "recall p95 ms": percentile(latencies, 0.95),
         "retain s": round(ingest_s, 1),

@@ -49,6 +49,7 @@ from evals.harness import (
     qa_for,
     qa_systems,
     rank_all,
+    spread,
 )
 from evals.metrics import (
     OFFICIAL_KS,
@@ -140,13 +141,19 @@ def run_longmemeval(
     qa_llm=None,
     qa_tokens: int = QA_TOKENS,
     full_context: bool = True,
+    qa_window: int | None = None,
+    qa_limit: int | None = None,
+    sample: int | None = None,
     use_question_date: bool = True,
     systems: Sequence[str] = SYSTEMS,
     command: str | None = None,
     budget: str = "mid",
 ) -> dict[str, Any]:
-    """Run the eval over the first ``limit`` questions of a LongMemEval file; returns the
-    harness report (:func:`evals.report.build_report`). ``reuse_banks`` skips retain
+    """Run the eval over the first ``limit`` questions of a LongMemEval file (then ``sample`` of
+    them spread evenly over the file, which is grouped by type); returns the
+    harness report (:func:`evals.report.build_report`). QA runs on ``qa_limit`` questions
+    spread over the run when given; the full-context baseline reads the latest ``qa_window``
+    tokens of the haystack when given. ``reuse_banks`` skips retain
     for banks that already hold memories; ``log`` receives one row per question; ``qa_llm``
     (an :class:`~memlane.interfaces.LLM`) turns on QA with the official judge prompts;
     ``use_question_date`` makes the question date recall's reference time; ``systems`` are the
@@ -157,7 +164,8 @@ def run_longmemeval(
     systems = parse_systems(systems)
     t0 = time.perf_counter()
     path = Path(path)
-    questions = load_longmemeval(path, limit=limit)
+    questions = spread(load_longmemeval(path, limit=limit), sample)
+    qa_ids = {q.question_id for q in spread(questions, qa_limit)} if qa_llm is not None else set()
     rows: list[dict[str, Any]] = []
     latencies: list[float] = []
     ingest_s = consolidate_s = 0.0
@@ -195,10 +203,11 @@ def run_longmemeval(
                 "top_turns": {s: rankings[s][:10] for s in systems},
                 "tokens": tokens,
             }
-            if qa_llm is not None:
+            if q.question_id in qa_ids:
                 row["qa"] = qa_for(
                     memory,
                     qa_llm,
+                    bank_id=bank,
                     question=q.question,
                     result=result,
                     history=q.turns,
@@ -207,6 +216,7 @@ def run_longmemeval(
                     qa_tokens=qa_tokens,
                     question_date=q.question_date,
                     full_context=full_context,
+                    qa_window=qa_window,
                 )
             rows.append(row)
             if log is not None:
@@ -225,6 +235,10 @@ def run_longmemeval(
         "ks": ", ".join(map(str, ks)),
         "systems": ", ".join(systems),
         "budget": budget,
+        **({"sample": f"{sample} spread over the file"} if sample else {}),
+        **(
+            {"qa questions": len(qa_ids), "qa window tokens": qa_window or "whole haystack"} if qa_ids else {}
+        ),
         "reference time": "question date" if use_question_date else "none (recall's now)",
         "banks reused": reused,
         "recall p50 ms": percentile(latencies, 0.5),

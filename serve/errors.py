@@ -101,6 +101,7 @@ def engine_error(exc: BaseException) -> APIError | None:
     """The API error for an engine error raised here or in another replica (Ray re-raises it
     as a subclass of the original), or None for anything else."""
     from memlane.errors import ConfigError, EmbedderMismatch, InvalidInput, LLMNotConfigured, NotFound
+    from memlane.llm.errors import LLMError, LLMOutputError
 
     cause = getattr(exc, "cause", None)  # a RayTaskError carries the replica's exception
     if isinstance(cause, BaseException):
@@ -112,6 +113,10 @@ def engine_error(exc: BaseException) -> APIError | None:
         return APIError(409, "embedder_mismatch", _text(exc), exc.field)
     if isinstance(exc, LLMNotConfigured):
         return APIError(503, "llm_not_configured", _text(exc))
+    if isinstance(exc, LLMOutputError):  # the model answered, but nothing valid after a repair
+        return APIError(503, "llm_bad_output", _text(exc))
+    if isinstance(exc, LLMError):  # the model server is down, refused, or timed out
+        return APIError(503, "llm_unavailable", _text(exc))
     if isinstance(exc, InvalidInput):
         return APIError(422, "invalid_request", _text(exc), exc.field)
     if isinstance(exc, ConfigError):

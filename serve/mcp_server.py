@@ -87,6 +87,7 @@ def failure_for(exc: BaseException) -> ToolFailure | None:
     by Ray) or an HTTP API error of the SDK client; None for anything else (a crash, which
     the SDK reports without its text)."""
     from memlane.errors import ConfigError, InvalidInput, LLMNotConfigured, NotFound
+    from memlane.llm.errors import LLMError, LLMOutputError
 
     cause = getattr(exc, "cause", None)  # a RayTaskError carries the replica's exception
     if isinstance(cause, BaseException):
@@ -97,6 +98,10 @@ def failure_for(exc: BaseException) -> ToolFailure | None:
         return ToolFailure("bank_not_found" if exc.field == "bank_id" else "not_found", _first_line(exc))
     if isinstance(exc, LLMNotConfigured):
         return ToolFailure("llm_not_configured", _first_line(exc))
+    if isinstance(exc, LLMOutputError):
+        return ToolFailure("llm_bad_output", _first_line(exc))
+    if isinstance(exc, LLMError):
+        return ToolFailure("llm_unavailable", _first_line(exc))
     if isinstance(exc, ConfigError):
         return ToolFailure("not_configured", _first_line(exc))
     if isinstance(exc, InvalidInput):

@@ -26,7 +26,8 @@ _WHY = {
     "413": "the body is over MEMLANE_SERVE__MAX_BODY_BYTES",
     "422": "a bad field (named in error.field)",
     "429": "the key's rate limit (Retry-After says when to retry)",
-    "503": "a dependency is missing: the store (health) or the LLM (reflect, consolidate with llm)",
+    "503": "a dependency is missing or failing: the store (health), or the LLM (reflect, consolidate "
+    "with llm): not configured, unreachable, timed out, or no valid reply after a repair",
 }
 _UNAVAILABLE = {
     ("get", "/v1/health"),

@@ -6,11 +6,15 @@ Robustness, all bounded:
   connection errors, 429 and 5xx, with exponential backoff (``llm_backoff_s``, doubled each time,
   capped at 30 s; a ``Retry-After`` in seconds is honoured up to the same cap);
 * at most ``llm_concurrency`` requests in flight per client (threads share one client);
-* JSON-schema structured output (``response_format: json_schema``) where the server supports
-  it. In ``auto`` mode a server that answers the first schema request with 400/422 is assumed
-  not to support it: the request is repeated with the schema written into the system message
-  instead, and this client does that from then on (``schema_supported`` becomes False). The
-  caller validates the JSON either way (memlane/llm/structured.py).
+* JSON-schema structured output where the server supports it, in one of two dialects:
+  OpenAI's ``response_format: {type: json_schema, json_schema: {schema}}`` (OpenAI, vLLM,
+  llama.cpp's own server) or ``{type: json_object, schema}`` (llama-cpp-python's server, which
+  rejects the first with an HTTP 500 naming ``response_format``). In ``auto`` mode a refusal of
+  one dialect (400/422, or a 5xx whose body names ``response_format``) moves to the next, and
+  past the last the schema is written into the system message instead; what a server refused
+  is remembered by base URL for every client of the process (``schema_dialect`` is the one
+  that worked; ``schema_supported`` is False once only the prompt is left). Length bounds are
+  left to the caller, which validates the JSON either way (memlane/llm/structured.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import logging
 import threading
 import time
+from collections import Counter
 from typing import Any, Callable
 
 import httpx
@@ -58,10 +63,19 @@ class OpenAICompatLLM:
         )
         self._slots = threading.BoundedSemaphore(cfg.concurrency)
         self._lock = threading.Lock()
-        #: None until a schema request succeeded or was refused (``auto`` mode).
+        #: The structured-output dialects still to try, best first ("prompt" only: none works);
+        #: what another client of this process learned about the same server is reused.
+        known = _DIALECTS_LEFT.get(cfg.base_url, DIALECTS) or (DIALECTS if cfg.json_mode == "schema" else ())
+        self._dialects: list[str] = list(known) if cfg.json_mode != "prompt" else []
+        #: None until a schema request succeeded or every dialect was refused (``auto`` mode).
         self.schema_supported: bool | None = {"schema": True, "prompt": False}.get(cfg.json_mode)
+        #: The dialect that worked (None until one did).
+        self.schema_dialect: str | None = None
         #: Totals over this client's life: requests, retries, prompt and completion tokens.
         self.usage = {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        #: Structured replies by kind (the reply model's name, e.g. ExtractionReply) and outcome:
+        #: valid, repaired, invalid, error (memlane/llm/structured.py records them).
+        self.outcomes: dict[str, Counter[str]] = {}
 
     def __repr__(self) -> str:
         return f"OpenAICompatLLM({self.cfg.role}: {self.cfg.model} at {self.cfg.base_url})"
@@ -88,27 +102,41 @@ class OpenAICompatLLM:
         }
         if json_schema is None:
             return self._post(body)
-        if self.schema_supported is not False:
-            schema_body = {
-                **body,
-                "response_format": {
-                    "type": "json_schema",
-                    "json_schema": {"name": str(json_schema.get("title") or "reply"), "schema": json_schema},
-                },
-            }
+        while self._dialects:
+            dialect = self._dialects[0]
+            schema_body = {**body, "response_format": response_format(dialect, json_schema)}
+            # "schema" mode insists on structured output, but may still learn the dialect
+            refusable = self.schema_dialect is None and (
+                self.cfg.json_mode == "auto" or len(self._dialects) > 1
+            )
             try:
-                text = self._post(schema_body, refusable=self.schema_supported is None)
-                self.schema_supported = True
-                return text
+                text = self._post(schema_body, refusable=refusable)
             except _Refused as exc:
+                with self._lock:
+                    if self._dialects and self._dialects[0] == dialect:
+                        self._dialects.pop(0)
+                    left = list(self._dialects)
+                    _DIALECTS_LEFT[self.cfg.base_url] = tuple(left)
                 log.warning(
-                    "%s refused JSON-schema output (%s); using prompt-side JSON from now on",
+                    "%s refused %s structured output (%s); %s",
                     self.cfg.base_url,
+                    dialect,
                     exc,
+                    f"trying {left[0]}" if left else "using prompt-side JSON from now on",
                 )
-                self.schema_supported = False
+                if not left:
+                    self.schema_supported = False
+                continue
+            self.schema_supported = True
+            self.schema_dialect = dialect
+            return text
         body["messages"] = _with_instruction(body["messages"], schema_instruction(json_schema))
         return self._post(body)
+
+    def record(self, kind: str, outcome: str) -> None:
+        """Count one structured reply's outcome (called by complete_json)."""
+        with self._lock:
+            self.outcomes.setdefault(kind, Counter())[outcome] += 1
 
     # transport -----------------------------------------------------------------------------------
     def _post(self, body: dict[str, Any], *, refusable: bool = False) -> str:
@@ -130,7 +158,7 @@ class OpenAICompatLLM:
                 if resp.status_code == 200:
                     return self._content(resp)
                 last = f"HTTP {resp.status_code}: {' '.join(resp.text.split())[:300]}"
-                if refusable and resp.status_code in (400, 422):
+                if refusable and _refuses_format(resp):
                     raise _Refused(last)
                 if resp.status_code not in _RETRY_STATUS:
                     raise LLMError(f"{self.cfg.role} LLM at {self.cfg.base_url} refused the request: {last}")
@@ -171,7 +199,49 @@ class OpenAICompatLLM:
 
 
 class _Refused(Exception):
-    """The server answered a JSON-schema request with 400/422."""
+    """The server refused a structured-output request's ``response_format``."""
+
+
+# Structured-output dialects, tried in this order in "auto" mode.
+DIALECTS = ("json_schema", "json_object")
+# base URL -> the dialects its server has not refused, shared by this process's clients (one
+# per role and engine): each would otherwise pay one refused request to learn it.
+_DIALECTS_LEFT: dict[str, tuple[str, ...]] = {}
+
+
+# Length bounds a server need not enforce: the client validates every reply against the full
+# schema anyway. llama.cpp turns a maxLength into that many nested optional rules: at 6,000
+# (the tree's Summary) llama-cpp-python 0.3.36 failed to parse the grammar and then crashed
+# its whole server with a segmentation fault at the next request (seen here, 26 Nov 2026).
+_CLIENT_SIDE_BOUNDS = ("maxLength", "maxItems")
+
+
+def server_schema(schema: Any) -> Any:
+    """``schema`` without the bounds the client checks itself (``_CLIENT_SIDE_BOUNDS``)."""
+    if isinstance(schema, dict):
+        return {k: server_schema(v) for k, v in schema.items() if k not in _CLIENT_SIDE_BOUNDS}
+    if isinstance(schema, list):
+        return [server_schema(v) for v in schema]
+    return schema
+
+
+def response_format(dialect: str, json_schema: dict) -> dict[str, Any]:
+    """The ``response_format`` of a request in ``dialect`` for ``json_schema`` (its length
+    bounds left to the client's validation)."""
+    json_schema = server_schema(json_schema)
+    if dialect == "json_schema":
+        name = str(json_schema.get("title") or "reply")
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema}}
+    return {"type": "json_object", "schema": json_schema}
+
+
+def _refuses_format(resp: httpx.Response) -> bool:
+    """400/422 (OpenAI, vLLM), or a 5xx whose body names ``response_format``: llama-cpp-python's
+    server answers a request its schema does not accept with HTTP 500 and the validation error
+    (seen with 0.3.36)."""
+    if resp.status_code in (400, 422):
+        return True
+    return resp.status_code >= 500 and "response_format" in resp.text
 
 
 def _retry_after(resp: httpx.Response) -> float | None:

@@ -14,7 +14,7 @@ from typing import Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from memlane.llm.errors import LLMOutputError
+from memlane.llm.errors import LLMError, LLMOutputError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -34,7 +34,10 @@ def parse_json_object(text: str) -> dict:
     err = None
     for cand in candidates:
         try:
-            value = json.loads(cand)
+            # strict=False: raw control characters (a newline) inside strings are accepted.
+            # llama.cpp's JSON grammar lets them through, and SmolLM2-135M writes them into
+            # a third of its tree summaries (benchmarks/llm_paths.py, 26 Nov 2026).
+            value = json.loads(cand, strict=False)
         except ValueError as exc:
             err = exc
             continue
@@ -71,13 +74,29 @@ def complete_json(
 ) -> T:
     """Ask ``llm`` for a reply matching ``model`` (and ``check``, which raises ValueError).
     One repair round; raises LLMOutputError naming the reason after that. Transport errors
-    (LLMError) pass through."""
+    (LLMError) pass through. A client with a ``record(kind, outcome)`` method hears the outcome
+    of each call by the reply's model name: valid, repaired, invalid (after the repair) or
+    error (the transport)."""
     schema = model.model_json_schema()
-    text = llm.complete(messages, json_schema=schema, max_tokens=max_tokens, temperature=temperature)
+    record = getattr(llm, "record", None)  # the client's outcome counts (OpenAICompatLLM.outcomes)
+
+    def ask(msgs: list[dict[str, str]]) -> str:
+        try:
+            return llm.complete(msgs, json_schema=schema, max_tokens=max_tokens, temperature=temperature)
+        except LLMError:
+            if record:
+                record(model.__name__, "error")
+            raise
+
+    text = ask(messages)
     try:
-        return validate_reply(text, model, check)
+        value = validate_reply(text, model, check)
     except ValueError as exc:
         first = str(exc)
+    else:
+        if record:
+            record(model.__name__, "valid")
+        return value
     repair = [
         *messages,
         {"role": "assistant", "content": text[:4000]},
@@ -86,10 +105,15 @@ def complete_json(
             "content": f"That reply was rejected: {first}. Reply again with only the corrected JSON object.",
         },
     ]
-    text = llm.complete(repair, json_schema=schema, max_tokens=max_tokens, temperature=temperature)
+    text = ask(repair)
     try:
-        return validate_reply(text, model, check)
+        value = validate_reply(text, model, check)
     except ValueError as exc:
+        if record:
+            record(model.__name__, "invalid")
         raise LLMOutputError(
             f"invalid {model.__name__} after one repair: {exc} (first reply: {first})"
         ) from None
+    if record:
+        record(model.__name__, "repaired")
+    return value

@@ -290,6 +290,8 @@ class LLMExtractor:
                     "LLM extraction of chunk %s rejected, using the rules: %s", item.chunk.chunk_id, reason
                 )
                 facts = next(it)
+                for f in facts:  # why the rules wrote it: doctor and the explorer show it
+                    f.metadata["llm_error"] = reason[:300]
                 with self._lock:
                     self.stats["fallback"] += 1
                     self.reasons[reason.split(":", 1)[0]] += 1

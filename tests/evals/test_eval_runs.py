@@ -82,6 +82,9 @@ def test_longmemeval_reuse_and_qa(memory, tmp_path):
     assert qa["memlane"]["accuracy"] == 1.0 and qa["full-context"]["accuracy"] == 1.0
     # the full context is every turn; Memlane's is at most what recall packed (fewer here)
     assert 0 < qa["memlane"]["context_tokens_mean"] <= qa["full-context"]["context_tokens_mean"]
+    # plain BM25's best units of the same bank, read by the same answerer and judge
+    assert qa["bm25"]["n"] == 1 and report["qa_systems"] == ["memlane", "bm25", "full-context"]
+    assert 0 < qa["bm25"]["context_tokens_mean"] <= qa["full-context"]["context_tokens_mean"]
     prompts = [c[0][-1]["content"] for c in llm.calls]
     assert any("Correct Answer: Minnow" in p for p in prompts)  # the official judge prompt
     assert any("Today's date: 2024-06-20" in p for p in prompts)
@@ -133,3 +136,24 @@ def test_longmemeval_question_date_is_the_reference_time_not_a_cut_off(memory, t
     when = load_longmemeval(path)[0].question_date
     hidden = memory.recall("fx-kayak", "What did I name my new kayak?", as_of=when)
     assert not any("answer_k1:1" in m.unit.source_turns for m in hidden.memories)
+
+
+def test_spread_picks_evenly_over_a_grouped_file():
+    from evals.harness import spread
+
+    items = [f"{kind}{i}" for kind in "abc" for i in range(4)]  # grouped by kind, like LME
+    assert spread(items, 3) == ["a0", "b0", "c0"]
+    assert spread(items, 6) == ["a0", "a2", "b0", "b2", "c0", "c2"]
+    assert spread(items, None) == items and spread(items, 50) == items
+
+
+def test_qa_limit_and_window_bound_the_qa(memory, tmp_path):
+    """QA on a spread of the questions only; the full-context baseline reads only the latest
+    turns that fit the window (counted with the embedder's tokenizer)."""
+    path = write_longmemeval_fixture(tmp_path / "lme.json")
+    llm = ScriptedLLM("Minnow", "Minnow")
+    report = run_longmemeval(memory, path, progress=False, qa_llm=llm, qa_limit=1, qa_window=40)
+    assert report["info"]["qa questions"] == 1 and report["info"]["qa window tokens"] == 40
+    qa = report["qa_summary"]["all"]
+    assert qa["memlane"]["n"] == qa["bm25"]["n"] == qa["full-context"]["n"] == 1
+    assert 0 < qa["full-context"]["context_tokens_mean"] <= 40

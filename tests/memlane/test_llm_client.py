@@ -7,7 +7,7 @@ import threading
 
 import pytest
 from llm_fake import FakeLLMServer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memlane.errors import ConfigError
 from memlane.llm import build_llm, role_config
@@ -22,6 +22,9 @@ MSG = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "h
 
 @pytest.fixture
 def server():
+    from memlane.llm import openai_compat
+
+    openai_compat._DIALECTS_LEFT.clear()  # a port of an earlier test's server may come back
     with FakeLLMServer() as s:
         yield s
 
@@ -77,12 +80,67 @@ def test_a_server_that_refuses_json_schema_gets_the_schema_in_the_prompt(server)
     llm, _ = _client(server)
     assert complete_json(llm, MSG, Pet).name == "Pixel"
     assert complete_json(llm, MSG, Pet).legs == 4
-    assert llm.schema_supported is False
-    # One refused schema request, then prompt-side JSON only (no more refusals).
-    assert ["response_format" in r for r in server.requests] == [True, False, False]
-    system = server.requests[1]["messages"][0]
+    assert llm.schema_supported is False and llm.schema_dialect is None
+    # Each dialect refused once, then prompt-side JSON only (no more refusals).
+    assert [r.get("response_format", {}).get("type") for r in server.requests] == [
+        "json_schema",
+        "json_object",
+        None,
+        None,
+    ]
+    system = server.requests[2]["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("be brief")
     assert '"legs"' in system["content"]
+
+
+def test_llama_cpp_python_dialect_after_its_500_naming_response_format(server):
+    """llama-cpp-python's server (0.3.36) knows only ``json_object`` with a ``schema`` and
+    answers ``json_schema`` with an HTTP 500 carrying the validation error."""
+
+    def llama_cpp_python(body):
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            detail = "Input should be 'text' or 'json_object' at ('body', 'response_format', 'type')"
+            return {"status": 500, "body": {"error": {"message": detail}}}
+        assert fmt == {"type": "json_object", "schema": Pet.model_json_schema()}
+        return '{"name": "Pixel", "legs": 4}'
+
+    server.responder = llama_cpp_python
+    llm, sleeps = _client(server)
+    assert complete_json(llm, MSG, Pet) == Pet(name="Pixel", legs=4)
+    assert complete_json(llm, MSG, Pet).legs == 4
+    assert llm.schema_supported is True and llm.schema_dialect == "json_object"
+    types = [r["response_format"]["type"] for r in server.requests]
+    assert types == ["json_schema", "json_object", "json_object"] and sleeps == []  # no retry
+    # another client of the same server (another role) starts from what this one learned
+    other, _ = _client(server)
+    assert complete_json(other, MSG, Pet).name == "Pixel"
+    assert server.requests[-1]["response_format"]["type"] == "json_object" and len(server.requests) == 4
+
+
+def test_a_500_that_does_not_name_response_format_is_retried_not_a_refusal(server):
+    server.script = [{"status": 500, "body": {"error": "overloaded"}}, '{"name": "Pixel", "legs": 4}']
+    llm, sleeps = _client(server)
+    assert complete_json(llm, MSG, Pet).name == "Pixel"
+    assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_schema"]
+    assert sleeps == [0.25] and llm.schema_dialect == "json_schema"
+
+
+class Note(BaseModel):
+    text: str = Field(min_length=1, max_length=6000)
+    tags: list[str] = Field(default_factory=list, max_length=2)
+
+
+def test_length_bounds_stay_with_the_client_not_the_servers_grammar(server):
+    """llama.cpp compiles a maxLength into nested rules (6,000 crashed llama-cpp-python's
+    server): the schema sent has none, the client still rejects a reply past them."""
+    server.script = ['{"text": "ok", "tags": ["a", "b", "c"]}', '{"text": "ok", "tags": ["a"]}']
+    llm, _ = _client(server)
+    assert complete_json(llm, MSG, Note).tags == ["a"]
+    sent = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert sent["properties"]["text"] == {"minLength": 1, "title": "Text", "type": "string"}
+    assert "maxItems" not in sent["properties"]["tags"]
+    assert "tags: List should have at most 2 items" in server.requests[1]["messages"][-1]["content"]
 
 
 def test_malformed_output_is_repaired_once(server):
@@ -92,6 +150,9 @@ def test_malformed_output_is_repaired_once(server):
     repair = server.requests[1]["messages"]
     assert repair[-2] == {"role": "assistant", "content": "Sure! here it is: {name: Pixel}"}
     assert "rejected: not valid JSON" in repair[-1]["content"]
+    server.script = ['{"name": "Rex", "legs": 3}']
+    assert complete_json(llm, MSG, Pet).legs == 3
+    assert llm.outcomes == {"Pet": {"repaired": 1, "valid": 1}}
 
 
 def test_output_still_invalid_after_repair_raises_with_the_reason(server):
@@ -100,6 +161,7 @@ def test_output_still_invalid_after_repair_raises_with_the_reason(server):
     with pytest.raises(LLMOutputError, match="legs"):
         complete_json(llm, MSG, Pet)
     assert len(server.requests) == 2
+    assert llm.outcomes == {"Pet": {"invalid": 1}}
 
 
 def test_retries_on_5xx_and_429_with_backoff_and_retry_after(server):
@@ -174,6 +236,8 @@ def test_parse_json_object_variants():
     assert parse_json_object('{"a": 1}') == {"a": 1}
     assert parse_json_object('```json\n{"a": 1}\n```') == {"a": 1}
     assert parse_json_object('Here: {"a": {"b": 2}} done') == {"a": {"b": 2}}
+    # a raw newline inside a string, as llama.cpp's JSON grammar lets through
+    assert parse_json_object('{"summary": "Ana moved.\nShe runs."}') == {"summary": "Ana moved.\nShe runs."}
     with pytest.raises(ValueError, match="expected a JSON object"):
         parse_json_object("[1, 2]")
     with pytest.raises(ValueError, match="empty reply"):

@@ -24,7 +24,12 @@ def _memlane(*args, env=None, timeout=600):
 
 
 def _reply(body: dict):
-    if body["messages"][-1]["content"].startswith("Question:"):
+    last = body["messages"][-1]["content"]
+    if last.startswith("Question: What went wrong"):
+        return {"status": 503, "body": {"error": "the model server is overloaded"}}
+    if last.startswith("Question: Say something odd") or last.startswith("That reply was rejected"):
+        return "Sure! Here is my answer: Biscuit."  # no JSON, also after the repair request
+    if last.startswith("Question:"):
         return json.dumps(
             {
                 "answer": "Biscuit is my dog [M1].",
@@ -121,3 +126,30 @@ def test_reflect_answers_cites_and_stores_its_opinion(llm_service):
 
         bad = http.post("/v1/banks/ana/reflect", json={"query": "x", "budget": "huge"})
         assert bad.status_code == 422 and bad.json()["error"]["field"] == "budget"
+
+
+def test_a_failing_model_is_a_503_with_the_json_error_and_nothing_is_stored(llm_service):
+    state, _ = llm_service
+    with httpx.Client(base_url=state["url"], timeout=120) as http:
+        http.put("/v1/banks/bo", json={"name": "Bo"})
+        item = {
+            "content": "My cat Miso sleeps on the piano.",
+            "speaker": "Bo",
+            "timestamp": "2024-05-01T10:00:00Z",
+        }
+        assert (
+            http.post("/v1/banks/bo/memories", json={"items": [item], "document_id": "d1"}).status_code == 200
+        )
+        before = http.get("/v1/banks/bo/memories").json()["items"]
+
+        down = http.post("/v1/banks/bo/reflect", json={"query": "What went wrong with Miso?"})
+        assert down.status_code == 503
+        error = down.json()["error"]
+        assert error["code"] == "llm_unavailable"
+        assert "reflect LLM at http://127.0.0.1:" in error["message"] and "HTTP 503" in error["message"]
+
+        odd = http.post("/v1/banks/bo/reflect", json={"query": "Say something odd about Miso"})
+        assert odd.status_code == 503
+        assert odd.json()["error"]["code"] == "llm_bad_output"
+        assert "invalid ReflectReply after one repair" in odd.json()["error"]["message"]
+        assert http.get("/v1/banks/bo/memories").json()["items"] == before  # no opinion written
