@@ -35,8 +35,9 @@ def parse_json_object(text: str) -> dict:
     for cand in candidates:
         try:
             # strict=False: raw control characters (a newline) inside strings are accepted.
-            # llama.cpp's JSON grammar lets them through, and SmolLM2-135M writes them into
-            # a third of its tree summaries (benchmarks/llm_paths.py, 26 Nov 2026).
+            # llama.cpp's JSON grammar lets them through: 7 of SmolLM2-135M's 34 tree
+            # summaries in one run failed strict parsing on one (benchmarks/llm_paths.py,
+            # 26 Nov 2026).
             value = json.loads(cand, strict=False)
         except ValueError as exc:
             err = exc

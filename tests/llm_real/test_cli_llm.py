@@ -75,7 +75,8 @@ def test_serve_local_retain_with_the_llm_extractor_and_reflect(local_llm, run, t
         )
         if r.exit_code == 0:
             out = json.loads(r.stdout)
-            assert out["answer"].strip() and set(out["memory_ids"]) <= {m["id"] for m in out["memories"]}
+            shown = {m["unit"]["id"] for m in out["memories"]}
+            assert out["answer"].strip() and set(out["memory_ids"]) <= shown
         else:  # the model's reply did not validate after its repair: one line naming that
             assert r.exit_code == 2 and "invalid ReflectReply after one repair" in _one_line(r)
         r = run("doctor", "--bank", "ana", "--data-dir", data)
