@@ -18,7 +18,9 @@ import typer
 
 from cluster.common import DataDir, errors, fail
 
-store_app = typer.Typer(no_args_is_help=True, help="The store's tenant layout: migrate between layouts.")
+store_app = typer.Typer(
+    no_args_is_help=True, help="The store: migrate between layouts, run a local Milvus server."
+)
 
 
 def migrate(
@@ -112,6 +114,9 @@ def migrate(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``memlane store migrate`` to the ``memlane`` app."""
+    """Add ``memlane store migrate`` and ``memlane store server`` to the ``memlane`` app."""
+    from cluster.store_server_cmd import register as register_server
+
     store_app.command("migrate")(migrate)
+    register_server(store_app)
     app.add_typer(store_app, name="store")

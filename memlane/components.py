@@ -108,6 +108,8 @@ class Components:
                 self.settings.models.embedding_dim,
                 with_index=self.settings.store.search_backend == "memory",
                 ann_threshold=self.settings.recall.ann_threshold,
+                max_bytes=self.settings.recall.state_max_mb * 2**20,
+                max_banks=self.settings.recall.state_max_banks,
             )
         return self._derived
 

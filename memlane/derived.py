@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Iterable, Sequence
@@ -32,6 +33,11 @@ from memlane.revlog import RevisionDelta, between
 from memlane.units import effective_interval
 
 log = logging.getLogger(__name__)
+
+# Bytes a held bank costs per memory: its vector (384 float32: 1.5 KB), its fields for the
+# answer (~2 KB), its BM25 terms and postings and its graph node. Measured with tracemalloc
+# over a 10k-memory LoCoMo-like bank (the Ingress's warm banks, serve/bank_host.py).
+BYTES_PER_MEMORY = 6 * 1024
 
 
 def node_of(unit: MemoryUnit) -> GraphNode:
@@ -50,6 +56,9 @@ class DerivedState:
     A :class:`memlane.interfaces.SearchBackend`, like the store, so recall and retain run on
     either."""
 
+    #: BM25 runs on the index's own postings, whatever the store (interfaces.SearchBackend).
+    has_lexical = True
+
     def __init__(
         self,
         store: VectorStore,
@@ -60,19 +69,27 @@ class DerivedState:
         warm_workers: int = 1,
         warm_queue: int = 64,
         ann_threshold: int = DEFAULT_ANN_THRESHOLD,
+        max_bytes: int = 1024 * 2**20,
+        max_banks: int = 2000,
     ) -> None:
         """``with_index=False`` keeps graphs only (search goes to a Milvus server).
         ``warm_workers`` background loads of cold banks run at once, and at most
         ``warm_queue`` wait (beyond that a cold bank is not queued: its next recall asks
         again). One worker: a load is CPU-bound Python (3.4 s at 10k memories) and two
         machines' worth of cores are rare where Memlane runs; more only make each slower.
-        ``ann_threshold``: see BankIndex."""
+        ``ann_threshold``: see BankIndex. ``max_bytes`` / ``max_banks``: the budget of the
+        state held (:meth:`held_bytes`); past either, the least recently used banks are
+        evicted (never the one in hand)."""
         self.store = store
         self.graph = graph
         self.dim = dim
         self.with_index = with_index
         self.ann_threshold = ann_threshold
         self._indexes: dict[str, BankIndex] = {}
+        self.max_bytes, self.max_banks = max_bytes, max_banks
+        self._recent: OrderedDict[str, None] = OrderedDict()  # held banks, least recent first
+        #: banks evicted by the budget (metrics read it)
+        self.budget_evictions = 0
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._warm_workers = warm_workers
@@ -96,6 +113,7 @@ class DerivedState:
         token = self.store.get_revision(bank_id)
         index = self._indexes.get(bank_id)
         if index is not None and index.revision == token:
+            self._touch(bank_id)
             return index
         with self._lock(bank_id):
             index = self._indexes.get(bank_id)
@@ -215,6 +233,8 @@ class DerivedState:
         self.graph.rebuild(bank_id, nodes)
         self._indexes[bank_id] = index
         self.last_refresh[bank_id] = "load"
+        self._touch(bank_id)
+        self._keep_budget(bank_id)
         log.info("loaded bank %s: %d units at revision %s", bank_id, len(index), token or "-")
         return index
 
@@ -223,6 +243,7 @@ class DerivedState:
         if self.with_index:
             self.index(bank_id).upsert(units)
         self.graph.add_nodes(bank_id, [node_of(u) for u in units])
+        self._keep_budget(bank_id)
 
     def wrote(self, bank_id: str, seen: str, delta: RevisionDelta | None = None) -> None:
         """Record a write this process made to the bank (its state already updated in place).
@@ -244,6 +265,29 @@ class DerivedState:
         """How many banks this process holds an index (and graph) for right now."""
         return len(self._indexes)
 
+    def held_bytes(self) -> int:
+        """The estimated bytes of the state held: :data:`BYTES_PER_MEMORY` per memory."""
+        return sum(len(i) for i in list(self._indexes.values())) * BYTES_PER_MEMORY
+
+    def _touch(self, bank_id: str) -> None:
+        with self._guard:
+            self._recent[bank_id] = None
+            self._recent.move_to_end(bank_id)
+
+    def _keep_budget(self, in_hand: str) -> None:
+        """Evict the least recently used banks other than ``in_hand`` while the state is over
+        ``max_banks`` or ``max_bytes`` (the bank in hand stays, even alone over the budget)."""
+        while True:
+            with self._guard:
+                over = len(self._indexes) > self.max_banks or self.held_bytes() > self.max_bytes
+                victim = next((b for b in self._recent if b != in_hand), None) if over else None
+                if victim is None:
+                    return
+                del self._recent[victim]
+            log.debug("bank %s evicted: the derived state is over its budget", victim)
+            self.evict(victim)
+            self.budget_evictions += 1
+
     def held_units(self, bank_id: str) -> int:
         """How many memories this process holds for the bank (0: it holds none)."""
         index = self._indexes.get(bank_id)
@@ -257,6 +301,8 @@ class DerivedState:
     def drop(self, bank_id: str) -> None:
         self._void(bank_id)
         self._indexes.pop(bank_id, None)
+        with self._guard:
+            self._recent.pop(bank_id, None)
         self.graph.drop_bank(bank_id)
 
     def evict(self, bank_id: str) -> None:
@@ -265,6 +311,8 @@ class DerivedState:
         background load in flight keeps nothing."""
         self._void(bank_id)
         self._indexes.pop(bank_id, None)
+        with self._guard:
+            self._recent.pop(bank_id, None)
         self.graph.evict(bank_id)
 
     def index(self, bank_id: str) -> BankIndex:

@@ -63,6 +63,16 @@ class ConfigError(MemlaneError):
     """A setting points at something that is not there (a model path, a server)."""
 
 
+class StoreUnavailable(ConfigError):
+    """The Milvus server the store settings name does not answer; nothing was written (REST
+    answers 503 ``store_unavailable``, the CLI exits 2)."""
+
+
+class StoreCapabilityError(ConfigError, ValueError):
+    """The store's Milvus cannot do what a setting or a call asks; the message names its
+    version (memlane/stores/milvus/capabilities.py). Nothing was written."""
+
+
 class LLMNotConfigured(ConfigError):
     """An operation needs an LLM and none is configured for its role; the message names the
     setting to set."""

@@ -97,6 +97,11 @@ class SearchBackend(Protocol):
     in-process derived state (:class:`memlane.derived.DerivedState`). Both apply the filter rule
     of :mod:`memlane.units`, so they answer alike."""
 
+    @property
+    def has_lexical(self) -> bool:
+        """Whether :meth:`search_lexical` can run (False: a Milvus without BM25, Milvus 2.3)."""
+        ...
+
     # Searches return every scalar field in Hit.fields unless ``fields`` names the ones wanted
     # (an empty list: ids and scores only, the cheap form for the hot recall path).
     def search_dense(

@@ -89,7 +89,16 @@ def to_dt(value: Any) -> datetime | None:
     raise ValueError(f"not a time: {value!r}")
 
 
+#: The key a list is stored under in a JSON field of a Milvus whose JSON must be an object
+#: (Milvus 2.3: "json: cannot unmarshal array into Go value of type map"); see
+#: memlane/stores/milvus/capabilities.py. :func:`json_value` unwraps it on every backend.
+JSON_LIST_KEY = "__memlane_list__"
+
+
 def json_value(value: Any) -> Any:
+    """A stored JSON field's value (parsed when it comes back as text)."""
     if isinstance(value, (str, bytes, bytearray)):
-        return json.loads(value)
+        value = json.loads(value)
+    if isinstance(value, dict) and len(value) == 1 and JSON_LIST_KEY in value:
+        return value[JSON_LIST_KEY]
     return value

@@ -25,15 +25,12 @@ from typing import Any, Callable
 
 from ray import serve
 
+from memlane.derived import BYTES_PER_MEMORY  # the one estimate of a held memory's bytes
 from memlane.settings import Settings
 from memlane.views import recall_json, reflect_json
 
 log = logging.getLogger("memlane.serve")
 
-# Bytes a warm bank holds per memory: its vector (384 float32: 1.5 KB), its fields for the
-# answer (~2 KB), its BM25 terms and postings and its graph node. Measured with tracemalloc
-# over a 10k-memory LoCoMo-like bank: see WarmBanks.
-BYTES_PER_MEMORY = 6 * 1024
 
 # Read when the class is defined (Serve's decorator takes a constant): the environment comes
 # from the application's runtime_env, set before the replica imports this module.

@@ -100,7 +100,14 @@ async def validation_handler(_: Request, exc: RequestValidationError) -> JSONRes
 def engine_error(exc: BaseException) -> APIError | None:
     """The API error for an engine error raised here or in another replica (Ray re-raises it
     as a subclass of the original), or None for anything else."""
-    from memlane.errors import ConfigError, EmbedderMismatch, InvalidInput, LLMNotConfigured, NotFound
+    from memlane.errors import (
+        ConfigError,
+        EmbedderMismatch,
+        InvalidInput,
+        LLMNotConfigured,
+        NotFound,
+        StoreUnavailable,
+    )
     from memlane.llm.errors import LLMError, LLMOutputError
 
     cause = getattr(exc, "cause", None)  # a RayTaskError carries the replica's exception
@@ -119,6 +126,8 @@ def engine_error(exc: BaseException) -> APIError | None:
         return APIError(503, "llm_unavailable", _text(exc))
     if isinstance(exc, InvalidInput):
         return APIError(422, "invalid_request", _text(exc), exc.field)
+    if isinstance(exc, StoreUnavailable):  # the Milvus server does not answer
+        return APIError(503, "store_unavailable", _text(exc))
     if isinstance(exc, ConfigError):
         return APIError(503, "not_configured", _text(exc))
     return None

@@ -151,6 +151,9 @@ class RecallResult(BaseModel):
     # Answered from the store's own searches while this process loaded the bank (a cold bank,
     # settings recall.cold_bank="store"): no graph spreading and no chunk prior in this answer.
     cold: bool = False
+    # Channels asked for that the search backend could not run (a cold bank answered by a
+    # Milvus without BM25, Milvus 2.3: ["lexical"]); the others' ranking stands without them.
+    channels_missing: list[str] = Field(default_factory=list)
 
     def ranked(self) -> list[RecalledMemory | RecalledNode]:
         """Memories and nodes in one ranking, best first: each node at its ``rank``, the

@@ -225,7 +225,9 @@ class Abstention:
         top_cosine = max((h.score for h in semantic), default=None) if "semantic" in hits else None
 
         def known(name: str) -> bool:
-            return bool(search.search_lexical(bank_id, name, 1, flt, ()))
+            # without a lexical search (a cold bank on Milvus 2.3) a name counts as known: no
+            # abstention for a name it cannot check
+            return not search.has_lexical or bool(search.search_lexical(bank_id, name, 1, flt, ()))
 
         sig = signals(query, top, top_cosine, known)
         abstain, reason = decide(sig, facts)

@@ -107,6 +107,8 @@ class Recaller:
         t0 = time.perf_counter()
         depth = BUDGET_DEPTH[req.budget]
         channels = set(req.channels or CHANNELS)
+        missing = sorted(channels & {"lexical"}) if not self.search.has_lexical else []
+        channels -= set(missing)
         reference = req.reference_time or req.as_of or now_utc()
         query = analyse(req.query, reference)  # once; every stage below reads it
         history = req.include_history if req.include_history is not None else query.past
@@ -265,6 +267,7 @@ class Recaller:
             query_interval=interval,
         )
         result.subqueries = subqueries
+        result.channels_missing = missing
         if req.include_chunks:
             result.chunks, result.chunk_tokens = self._chunks(bank_id, memories, req.max_chunk_tokens)
         if s.facts.abstain != "off":  # does the evidence support an answer? (recall/abstain.py)

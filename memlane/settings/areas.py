@@ -118,6 +118,14 @@ class RecallSettings(_Area):
     # below it the search is exact. A bank crossing it builds the graph in a background
     # thread and answers exactly meanwhile.
     ann_threshold: int = Field(200_000, ge=1)
+    # The budget of the per-bank state a process derives from the store (indexes, graphs:
+    # memlane/derived.py), in every process that holds any (the service's replicas, the Ray
+    # actors, the CLI): past either bound the least recently used banks are dropped (they
+    # reload from the store when next used). Estimated at BYTES_PER_MEMORY per memory held.
+    # The same defaults as the Ingress's warm banks (serve.recall_max_warm_mb/_banks); no
+    # measurement yet of the best size per kind of process.
+    state_max_mb: int = Field(1024, ge=1)
+    state_max_banks: int = Field(2000, ge=1)
     # RRF weight per channel (see memlane/recall/fusion.py for the measurements behind them).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
     # Boosts (memlane/recall/boosts.py), measured one at a time on LoCoMo (recall on the same

@@ -19,6 +19,12 @@ ITEMS = [
 ]
 
 
+@pytest.fixture
+def settings(backend_settings, backend):
+    """Every test here on Milvus Lite and on the local Milvus server (tests/conftest.py)."""
+    return backend_settings()
+
+
 def _bank(memory, bank_id: str) -> list[MemoryUnit]:
     memory.create_bank(bank_id, name="")
     memory.retain_items(bank_id, ITEMS, document_id="chat")

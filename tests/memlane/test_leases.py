@@ -13,6 +13,12 @@ from memlane.leases import BankLeases, LeaseTimeout
 
 
 @pytest.fixture
+def settings(backend_settings, backend):
+    """Every test here on Milvus Lite and on the local Milvus server (tests/conftest.py)."""
+    return backend_settings()
+
+
+@pytest.fixture
 def store(settings):
     from memlane.stores.milvus import MilvusStore
 

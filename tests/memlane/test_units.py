@@ -157,12 +157,22 @@ TIME_QUERIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def milvus(tmp_path_factory):
-    store = MilvusStore(Settings(data_dir=tmp_path_factory.mktemp("units") / "data"), dim=DIM)
+@pytest.fixture(scope="module", params=["lite", "server"])
+def milvus(request, tmp_path_factory):
+    """The table's banks in Milvus Lite, then on the local Milvus server (tests/conftest.py)."""
+    store_settings: dict = {}
+    if request.param == "server":
+        store_settings = {
+            "milvus_uri": request.getfixturevalue("milvus_server_uri"),
+            "collection_prefix": "units_table",
+        }
+    settings = Settings(data_dir=tmp_path_factory.mktemp("units") / "data", store=store_settings)
+    store = MilvusStore(settings, dim=DIM)
     store.upsert_units("f", FILTER_BANK)
     store.upsert_units("t", interval_bank())
     yield store
+    for bank in ("f", "t"):
+        store.delete_bank(bank)
     store.close()
 
 

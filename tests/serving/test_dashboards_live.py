@@ -63,6 +63,25 @@ def test_metrics_port_is_in_the_state_file(service):
     assert "ray_node_cpu_utilization" in scrape(port)  # Ray's own node metrics, on this endpoint
 
 
+def test_the_write_replica_exports_the_banks_it_holds(worked):
+    """The Memory replica (retain) holds the bank it wrote, under the engine's state budget,
+    and exports it as the Ingress does its warm banks (same gauges, deployment tag Memory)."""
+    deadline = time.monotonic() + 60
+    while True:
+        text = httpx.get(f"http://127.0.0.1:{worked['metrics_export_port']}/metrics", timeout=30).text
+        values = {
+            name: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            for name in ("ray_memlane_recall_warm_banks", "ray_memlane_recall_warm_bytes")
+            if line.startswith(name + "{") and 'deployment="Memory"' in line
+        }
+        if len(values) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert values.get("ray_memlane_recall_warm_banks", 0) >= 1, values
+    assert values.get("ray_memlane_recall_warm_bytes", 0) >= 6 * 1024, values  # a memory at least
+
+
 @pytest.mark.parametrize("dashboard", ["memlane-service.json", "memlane-milvus.json"])
 def test_every_queried_metric_is_exported_by_the_live_service(worked, dashboard):
     wanted = queried(GRAFANA / dashboard)

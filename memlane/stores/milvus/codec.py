@@ -24,6 +24,7 @@ from memlane.model import (
     check_bank_id,
 )
 from memlane.stores.lexical import analyze
+from memlane.stores.milvus.capabilities import Capabilities
 from memlane.units import (
     HIT_FIELDS,
     LIST_FIELDS,
@@ -88,6 +89,8 @@ def row_fields(raw: dict[str, Any], keys: Sequence[str] = HIT_FIELDS) -> dict[st
     f: dict[str, Any] = {}
     for key in HIT_FIELDS:
         f[key] = raw.get(key)
+    if "superseded_by" in f:  # a Milvus without nullable fields stores none as ""
+        f["superseded_by"] = f["superseded_by"] or None
     for key in TIME_FIELDS:
         f[key] = us_to_s(raw.get(key))
     conf = raw.get("confidence")
@@ -153,8 +156,11 @@ def _vectors(bank: Bank) -> dict[str, Any]:
     return {"embedder": bank.embedder, "dim": bank.embedding_dim, "reembedding": bank.reembedding}
 
 
-def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) -> dict[str, Any]:
-    """A unit's row; ``embedding`` must have ``dim`` finite values."""
+def unit_row(
+    bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int, caps: Capabilities
+) -> dict[str, Any]:
+    """A unit's row for a Milvus that can do ``caps``; ``embedding`` must have ``dim`` finite
+    values."""
     vec = np.asarray(embedding, dtype=np.float32)
     if vec.shape != (dim,):
         raise ValueError(f"unit {u.id!r}: embedding has shape {vec.shape}, the store's dim is {dim}")
@@ -162,12 +168,11 @@ def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) 
         raise ValueError(f"unit {u.id!r}: embedding has NaN or infinite values")
     t_start, t_end = (to_us(t) for t in effective_interval(u))
     what = f"unit {u.id!r}"
-    return {
+    row = {
         "id": check_bytes(f"{what} id", u.id, MAX_ID_BYTES),
         "bank_id": bank_id,
         "text": check_bytes(f"{what} text", u.text, MAX_TEXT_BYTES),
         "context": check_bytes(f"{what} context", u.context, MAX_TEXT_BYTES),
-        "lexical": truncate_bytes(analyze(f"{u.text} {u.context}"), MAX_TEXT_BYTES),
         "embedding": vec.tolist(),
         "fact_type": FactType(u.fact_type).value,
         "occurred_start": to_us(u.occurred_start),
@@ -184,7 +189,7 @@ def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) 
         **{k: check_list(f"{what} {k}", getattr(u, k)) for k in LIST_FIELDS},
         "link_targets": check_list(f"{what} links", list(dict.fromkeys(x.target_id for x in u.links))),
         "superseded_by": (
-            None
+            (None if caps.nullable else "")  # "" read back as None (row_fields): ids are never ""
             if u.superseded_by is None
             else check_bytes(f"{what} superseded_by", u.superseded_by, MAX_ID_BYTES)
         ),
@@ -192,6 +197,9 @@ def unit_row(bank_id: str, u: MemoryUnit, embedding: Sequence[float], dim: int) 
         "history": check_json(f"{what} history", [h.model_dump(mode="json") for h in u.history]),
         "metadata": check_json(f"{what} metadata", u.metadata),
     }
+    if caps.bm25:  # the BM25 function's input; a Milvus without one has no such field
+        row["lexical"] = truncate_bytes(analyze(f"{u.text} {u.context}"), MAX_TEXT_BYTES)
+    return row
 
 
 def chunk_row(bank_id: str, ch: Chunk) -> dict[str, Any]:

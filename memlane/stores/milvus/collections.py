@@ -14,6 +14,7 @@ from pymilvus.exceptions import MilvusException
 from memlane.model import check_bank_id
 from memlane.settings import Settings
 from memlane.stages import stage
+from memlane.stores.milvus.capabilities import Capabilities
 from memlane.stores.milvus.codec import PLACEHOLDER
 from memlane.stores.milvus.connection import (
     PREFIX_RE,
@@ -30,7 +31,7 @@ from memlane.stores.milvus.layout import (
     make_layout,
 )
 from memlane.stores.milvus.observe import ObservedClient
-from memlane.stores.milvus.schema import build_schema
+from memlane.stores.milvus.schema import JSON_FIELDS, build_schema
 from memlane.units import json_value, str_list
 
 log = logging.getLogger(__name__)
@@ -61,11 +62,13 @@ class Collections:
         self.settings = settings
         self.dim = dim
         self.prefix = prefix
-        client, self._lite_path, lite = open_client(settings)
+        client, self._lite_path, version = open_client(settings)
         # Every call timed for the observers of memlane.stores.milvus.observe (metrics).
         self._client = cast(MilvusClient, ObservedClient(client))
+        #: What the server can do (memlane/stores/milvus/capabilities.py), read once.
+        self.capabilities = Capabilities.of(version)
         #: True when the server is Milvus Lite (file or ``milvus-lite server``).
-        self.is_lite = lite
+        self.is_lite = self.capabilities.is_lite
         self.flush_writes = self.is_lite if flush_writes is None else bool(flush_writes)
         self._write_lock = threading.RLock()
         self._deferred = threading.local()  # .names: collections to flush when the block ends
@@ -75,6 +78,8 @@ class Collections:
         self._revisions = f"{prefix}_revisions"
         self._operations = f"{prefix}_operations"
         try:
+            if settings.store.search_backend == "milvus":  # checked before anything is created
+                self.capabilities.require_bm25("store.search_backend=milvus (BM25 searched in the store)")
             self._ensure(self._banks, "banks")
             self._ensure(self._revisions, "revisions")
             self._ensure(self._operations, "operations")
@@ -168,8 +173,9 @@ class Collections:
             c = self.client
             if not c.has_collection(name):
                 shared = kind in BANK_COLLECTIONS and self.layout.shared
-                schema, ip = build_schema(c, kind, self.dim, shared=shared)
-                extra: dict[str, Any] = {"num_partitions": NUM_PARTITIONS} if shared else {}
+                schema, ip = build_schema(c, kind, self.dim, self.capabilities, shared=shared)
+                partitioned = shared and self.capabilities.partition_key_upsert
+                extra: dict[str, Any] = {"num_partitions": NUM_PARTITIONS} if partitioned else {}
                 try:
                     c.create_collection(name, schema=schema, consistency_level="Strong", **extra)
                 except MilvusException as exc:
@@ -242,6 +248,7 @@ class Collections:
     def _upsert_rows(self, name: str, rows: list[dict[str, Any]], flush: bool = True) -> None:
         if not rows:
             return
+        rows = self.capabilities.stored_rows(rows, JSON_FIELDS)
         with self._write_lock:
             for i in range(0, len(rows), WRITE_BATCH):
                 self.client.upsert(name, rows[i : i + WRITE_BATCH])

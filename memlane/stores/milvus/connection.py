@@ -10,6 +10,7 @@ from pathlib import Path
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
+from memlane.errors import StoreUnavailable
 from memlane.model import check_bank_id
 from memlane.settings import Settings
 from memlane.stores.milvus.lite_files import remove_half_created_collections
@@ -54,8 +55,8 @@ def is_missing(exc: Exception) -> bool:
     return ("not exist" in msg or "not found" in msg) and "collection" in msg
 
 
-def open_client(settings: Settings) -> tuple[MilvusClient, str | None, bool]:
-    """Connect as ``settings`` says: ``(client, lite_path or None, is_lite)``. A Lite file's
+def open_client(settings: Settings) -> tuple[MilvusClient, str | None, str]:
+    """Connect as ``settings`` says: ``(client, lite_path or None, server version)``. A Lite file's
     directory is created and its in-process server referenced (see :func:`release_lite`).
 
     A server's connection is the client's own (``dedicated``), closed with the store. A pooled
@@ -89,7 +90,10 @@ def open_client(settings: Settings) -> tuple[MilvusClient, str | None, bool]:
     except MilvusException as exc:
         release_lite(lite_path)
         if lite_path is None:
-            raise
+            raise StoreUnavailable(
+                f"the Milvus server at {target} does not answer ({exc.message}): "
+                "start it (memlane store server start) or fix MEMLANE_STORE__MILVUS_URI / --milvus-uri"
+            ) from exc
         raise RuntimeError(
             f"cannot open Milvus Lite at {lite_path} ({exc}); a data directory is "
             "opened by one process only: run `milvus-lite server --data-dir DIR --host "
@@ -98,7 +102,7 @@ def open_client(settings: Settings) -> tuple[MilvusClient, str | None, bool]:
     except Exception:
         release_lite(lite_path)
         raise
-    return client, lite_path, version.startswith("milvus_lite")
+    return client, lite_path, version
 
 
 def release_lite(lite_path: str | None) -> None:

@@ -19,6 +19,11 @@ from memlane.units import CANDIDATE_FIELDS, HIT_FIELDS, matches, milvus_expr, to
 class Search(Collections):
     """Search methods of :class:`MilvusStore`."""
 
+    @property
+    def has_lexical(self) -> bool:
+        """BM25 in the store: Milvus Lite, Milvus 2.5+; not Milvus 2.3 (capabilities.py)."""
+        return self.capabilities.bm25
+
     @staticmethod
     def _limit(limit: int) -> int:
         if not isinstance(limit, (int, np.integer)) or isinstance(limit, bool) or limit < 0:
@@ -128,11 +133,13 @@ class Search(Collections):
         fields: Sequence[str] | None = None,
     ) -> list[Hit]:
         """BM25 over unit text plus its context; scores positive, best first. A query of
-        nothing but stop words gives []."""
+        nothing but stop words gives []. CapabilityError on a Milvus without BM25 (2.3): there
+        the lexical channel is the in-process index's (``store.search_backend=memory``)."""
         check_bank_id(bank_id)
         limit = self._limit(limit)
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
+        self.capabilities.require_bm25("the store's lexical (BM25) search")
         query = analyze(text)
         if not query or limit == 0:
             return []  # nothing but stop words: BM25 has nothing to match

@@ -42,7 +42,13 @@ class UnitRecords(Records):
                 if absent:
                     raise ValueError(f"units {absent[:5]} have no embedding and none is stored")
             rows = [
-                unit_row(bank_id, u, u.embedding if u.embedding is not None else stored[u.id], self.dim)
+                unit_row(
+                    bank_id,
+                    u,
+                    u.embedding if u.embedding is not None else stored[u.id],
+                    self.dim,
+                    self.capabilities,
+                )
                 for u in latest.values()
             ]
             self._bank_upsert(bank_id, names["units"], rows)
@@ -136,7 +142,7 @@ class UnitRecords(Records):
             for u in fixed:
                 # read with the "embedding" field, a required vector field: row_unit filled it
                 assert u.embedding is not None
-                out.append(unit_row(bank_id, u, u.embedding, self.dim))
+                out.append(unit_row(bank_id, u, u.embedding, self.dim, self.capabilities))
             self._bank_upsert(bank_id, name, out, flush=False)
 
     def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:

@@ -1,0 +1,185 @@
+"""``memlane store server start|status|stop`` (cluster/milvus_server.py) for real: Milvus 2.3.5
+in a network namespace of its own behind a loopback relay, reachable from 127.0.0.1 only; the
+engine and the CLI pointed at it with MEMLANE_STORE__MILVUS_URI; the one-line failures (a URI
+that does not answer, a feature the server is too old for, a layout that contradicts the
+store's, a second server, a busy port), each leaving nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from fixtures import write_jsonl_fixture
+from listeners import is_loopback, listeners_of, process_tree
+from typer.testing import CliRunner
+
+from cluster.cli import app
+from cluster.local import free_port
+from tests.cluster.test_cli import ROWS
+
+
+@pytest.fixture(autouse=True)
+def _needs_the_extra():
+    import importlib.util
+
+    if importlib.util.find_spec("milvus") is None:
+        if os.environ.get("MEMLANE_REQUIRE_MILVUS_SERVER") == "1":
+            pytest.fail("MEMLANE_REQUIRE_MILVUS_SERVER=1 but the milvus package is not installed")
+        pytest.skip("the milvus package is not installed (pip install -e '.[milvus-server]')")
+
+
+@pytest.fixture
+def run():
+    runner = CliRunner()
+    return lambda *args, env=None: runner.invoke(app, list(args), env=env)
+
+
+def _one_line(result) -> str:
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def _listening_ports_in(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of the listeners in ``pid``'s network namespace (its own /proc/net)."""
+    out = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A":
+                addr, port = f[1].split(":")
+                raw = bytes.fromhex(addr)
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                family = socket.AF_INET if table == "tcp" else socket.AF_INET6
+                out.add((socket.inet_ntop(family, words), int(port, 16)))
+    return out
+
+
+def test_start_status_stop_loopback_only_and_the_engine_on_it(run, tmp_path):
+    root, port = tmp_path / "srv", free_port()
+    r = run("store", "server", "start", "--port", str(port), "--data-dir", str(root))
+    assert r.exit_code == 0, r.output
+    uri = f"http://127.0.0.1:{port}"
+    assert r.stdout.strip() == f"export MEMLANE_STORE__MILVUS_URI={uri}"
+    state = json.loads((root / "milvus-server.json").read_text())
+    try:
+        status = json.loads(run("store", "server", "status", "--data-dir", str(root)).stdout)
+        assert status["answers"] is True and status["version"] == "v2.3.5-lite" and status["uri"] == uri
+        # the host's socket table: the server's processes hold one listener, the relay on loopback
+        held = listeners_of(process_tree(state["pid"]))
+        assert [(a, p) for _, a, p in held] == [("127.0.0.1", port)], held
+        assert all(is_loopback(a) for _, a, _ in held)
+        # Milvus itself listens on every interface, but in a namespace of its own
+        milvus = state["milvus_pid"]
+        assert os.readlink(f"/proc/{milvus}/ns/net") != os.readlink("/proc/self/ns/net")
+        inside = _listening_ports_in(milvus)
+        assert {("0.0.0.0", 19530), ("::", 19530)} & inside, inside
+        # a second server for the directory, and a busy port: one line each, exit 2
+        again = run("store", "server", "start", "--port", str(free_port()), "--data-dir", str(root))
+        assert again.exit_code == 2 and "already running" in _one_line(again)
+        busy = run("store", "server", "start", "--port", str(port), "--data-dir", str(tmp_path / "other"))
+        assert busy.exit_code == 2 and f"port {port} on 127.0.0.1 is in use" in _one_line(busy)
+        # every command pointed at it: retain and recall through the CLI
+        sample = write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)
+        env = {"MEMLANE_STORE__MILVUS_URI": uri, "MEMLANE_DATA_DIR": str(tmp_path / "data")}
+        kept = run("retain", str(sample), "--bank", "ana", "--json", env=env)
+        assert kept.exit_code == 0, kept.output
+        assert json.loads(kept.stdout.strip().splitlines()[-1])["units"] == 3
+        found = run(
+            "recall", "--bank", "ana", "What is the name of the beagle Ana adopted?", "--json", env=env
+        )
+        assert found.exit_code == 0, found.output
+        top = json.loads(found.stdout)["memories"][0]["unit"]
+        assert "Pixel" in top["text"] and top["source_turns"] == ["s1:1"]
+        banks = run("banks", "--json", env=env)
+        assert json.loads(banks.stdout) == [{"bank_id": "ana", "name": "", "memories": 3}]
+        assert not (tmp_path / "data" / "milvus.db").exists()  # nothing went to Milvus Lite
+    finally:
+        stopped = run("store", "server", "stop", "--data-dir", str(root))
+    assert stopped.stdout.strip() == "stopped"
+    gone = run("store", "server", "status", "--data-dir", str(root))
+    assert gone.exit_code == 1 and "no Milvus server runs" in gone.stdout
+    for pid in (state["pid"], state["milvus_pid"]):
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    assert "stopping Milvus: exited after" in (root / "milvus-server.log").read_text()
+
+
+def test_a_uri_that_does_not_answer_is_one_line(run, tmp_path):
+    uri = f"http://127.0.0.1:{free_port()}"
+    r = run("banks", env={"MEMLANE_STORE__MILVUS_URI": uri, "MEMLANE_DATA_DIR": str(tmp_path / "d")})
+    assert r.exit_code == 2
+    line = _one_line(r)
+    assert line.startswith(f"error: the Milvus server at {uri} does not answer"), line
+    assert "memlane store server start" in line
+
+
+def test_a_feature_the_server_is_too_old_for_and_a_contradicting_layout(run, tmp_path, milvus_server_uri):
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=milvus_server_uri)
+    env = {
+        "MEMLANE_STORE__MILVUS_URI": milvus_server_uri,
+        "MEMLANE_STORE__COLLECTION_PREFIX": "too_old",
+        "MEMLANE_DATA_DIR": str(tmp_path / "d"),
+    }
+    try:
+        # BM25 searched in the store needs Milvus 2.5: refused before anything is created
+        r = run("banks", env={**env, "MEMLANE_STORE__SEARCH_BACKEND": "milvus"})
+        assert r.exit_code == 2
+        assert "needs Milvus's BM25 function" in _one_line(r) and "Milvus v2.3.5-lite" in r.stderr
+        assert [n for n in client.list_collections() if n.startswith("too_old_")] == []
+        # a store recorded as partition_key (a server's default) asked for per_bank
+        sample = write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)
+        assert run("retain", str(sample), "--bank", "ana", env=env).exit_code == 0
+        before = client.query("too_old_pk_units", filter="", output_fields=["count(*)"])[0]["count(*)"]
+        r = run("banks", env={**env, "MEMLANE_STORE__LAYOUT": "per_bank"})
+        assert r.exit_code == 2
+        line = _one_line(r)
+        assert "holds the partition_key layout" in line and "memlane store migrate --to per_bank" in line
+        after = client.query("too_old_pk_units", filter="", output_fields=["count(*)"])[0]["count(*)"]
+        assert after == before > 0
+        assert not any(n.startswith("too_old_u_") for n in client.list_collections())
+    finally:
+        for name in client.list_collections():
+            if name.startswith("too_old_"):
+                client.drop_collection(name)
+        client.close()
+
+
+def test_the_rest_api_names_an_unavailable_store():
+    from memlane.errors import StoreCapabilityError, StoreUnavailable
+    from serve.errors import engine_error
+
+    down = engine_error(StoreUnavailable("the Milvus server at http://127.0.0.1:1 does not answer"))
+    assert (down.status, down.code) == (503, "store_unavailable")
+    old = engine_error(StoreCapabilityError("needs Milvus 2.5"))
+    assert (old.status, old.code) == (503, "not_configured")
+
+
+def test_a_cold_bank_on_milvus_2_3_is_answered_without_the_lexical_channel(
+    backend_settings, milvus_server_uri, embedder, extractor
+):
+    """The store answers a bank this process does not hold (recall.cold_bank=store); Milvus 2.3
+    has no BM25, so that answer names the lexical channel as missing, and the warm answer after
+    the load (the in-process index's BM25) has it."""
+    from memlane.engine import Memory
+
+    settings = backend_settings(
+        store={"milvus_uri": milvus_server_uri, "collection_prefix": "cold_23"}, recall={"cold_bank": "store"}
+    )
+    turns = [
+        {"content": r["text"], **{k: r[k] for k in ("speaker", "timestamp", "session_id")}} for r in ROWS
+    ]
+    with Memory(settings, embedder=embedder, extractor=extractor) as writer:
+        writer.retain_items("ana", turns, document_id="chat")
+    with Memory(settings, embedder=embedder, extractor=extractor) as reader:
+        cold = reader.recall("ana", "What is the name of the beagle Ana adopted?")
+        assert cold.cold and cold.channels_missing == ["lexical"]
+        assert "Pixel" in cold.memories[0].unit.text
+        reader.derived.ensure("ana")
+        warm = reader.recall("ana", "What is the name of the beagle Ana adopted?")
+        assert not warm.cold and warm.channels_missing == []
+        assert "Pixel" in warm.memories[0].unit.text
