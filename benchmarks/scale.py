@@ -166,6 +166,12 @@ def main() -> None:
     ap.add_argument("--banks", default="1000,10000", help="Comma-separated bank counts.")
     ap.add_argument("--queries", type=int, default=200, help="Searches with recall@10 per size.")
     ap.add_argument("--isolation", type=int, default=10_000, help="Random bank-filtered searches per size.")
+    ap.add_argument(
+        "--isolation-below-largest",
+        type=int,
+        default=None,
+        help="Isolation searches for the sizes below the largest (default: --isolation).",
+    )
     ap.add_argument("--per-bank", type=int, default=20, help="Banks in per-bank collections (0: skip).")
     ap.add_argument("--lite", action="store_true", help="Also Milvus Lite at the smallest size.")
     ap.add_argument("--bulk", type=int, default=0, help="Banks per write call (0: upsert_units per bank).")
@@ -191,7 +197,9 @@ def main() -> None:
                     store,
                     n,
                     args.queries,
-                    args.isolation,
+                    args.isolation
+                    if n == max(sizes) or args.isolation_below_largest is None
+                    else args.isolation_below_largest,
                     args.seed,
                     f"server {n}",
                     args.bulk,

@@ -1,6 +1,6 @@
-"""The integrity checker (memlane/doctor.py) on a real engine over Milvus Lite: a bank written
-through the engine is clean, and each corruption written behind the engine's back is found by
-the check named for it, and by no other."""
+"""The integrity checker (memlane/doctor.py) on a real engine over Milvus Lite and the local
+Milvus server: a bank written through the engine is clean, and each corruption written behind
+the engine's back is found by the check named for it, and by no other."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Bank write leases (memlane/leases.py) on real Milvus Lite, without models: mutual exclusion
-under contention, per-bank independence, reentrancy, a dead writer's lease expiring, and the
-wait bound."""
+"""Bank write leases (memlane/leases.py) on real Milvus Lite and the local Milvus server,
+without models: mutual exclusion under contention, per-bank independence, reentrancy, a dead
+writer's lease expiring, and the wait bound."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Incremental refresh and cold banks (memlane/derived.py, memlane/revlog.py) on real Milvus Lite
-and the real models: a reader engine holding a bank warm applies each write of another engine by
-its delta (no reload), and its state then equals a fresh full load of the bank, unit for unit,
-link for link, hit for hit; a log it cannot follow means a full reload; the writer's own deletes
-update its state in place and equal a fresh load too. A recall on a bank an engine does not hold
-answers from the store, marked cold, and leaves the bank loaded."""
+"""Incremental refresh and cold banks (memlane/derived.py, memlane/revlog.py) on real Milvus
+Lite (and the local Milvus server) and the real models: a reader engine holding a bank warm
+applies each write of another engine by its delta (no reload), and its state then equals a fresh
+full load of the bank, unit for unit, link for link, hit for hit; a log it cannot follow means a
+full reload; the writer's own deletes update its state in place and equal a fresh load too. A
+recall on a bank an engine does not hold answers from the store, marked cold, and leaves the
+bank loaded."""
 
 from __future__ import annotations
 
