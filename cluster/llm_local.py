@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from cluster.processes import terminate
 
 STATE_FILE = "llm-local.json"
 LOG_FILE = "llm-local.log"
@@ -187,30 +188,7 @@ def stop(data_dir: Path, timeout_s: float = 20.0) -> bool:
     (Path(data_dir) / STATE_FILE).unlink(missing_ok=True)
     if server is None:
         return False
-    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(server.pid, sig)
-        except ProcessLookupError:
-            return True
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(server.pid):
-                return True
-            time.sleep(0.2)
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)  # reap it when this process started it
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
+    terminate(server.pid, timeout_s)
     return True
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from cluster.processes import terminate
 
 STATE_FILE = "milvus-server.json"
 LOG_FILE = "milvus-server.log"
@@ -162,7 +163,7 @@ def start(
                 f"the Milvus server exited with code {proc.returncode} (log {log_path}): {why}"
             )
         if time.monotonic() > deadline:
-            _signal_and_wait(proc.pid, 60.0)
+            terminate(proc.pid, 60.0)
             (data_dir / STATE_FILE).unlink(missing_ok=True)
             raise MilvusServerError(
                 f"the Milvus server did not answer within {timeout_s:.0f}s (log {log_path})"
@@ -179,7 +180,7 @@ def _stop_stale(data_dir: Path) -> None:
     except (OSError, ValueError):
         return
     if not state.get("ready"):
-        _signal_and_wait(int(state.get("pid", 0)), 60.0)
+        terminate(int(state.get("pid", 0)), 60.0)
     (data_dir / STATE_FILE).unlink(missing_ok=True)
 
 
@@ -191,37 +192,8 @@ def stop(data_dir: Path, timeout_s: float = STOP_GRACE_S + 20.0) -> bool:
     if server is None:
         _stop_stale(data_dir)
         return False
-    _signal_and_wait(server.pid, timeout_s)
+    terminate(server.pid, timeout_s)
     (data_dir / STATE_FILE).unlink(missing_ok=True)
-    return True
-
-
-def _signal_and_wait(pid: int, timeout_s: float) -> None:
-    if pid <= 0:
-        return
-    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(0.2)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)  # reap it when this process started it
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     return True
 
 

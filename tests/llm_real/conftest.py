@@ -78,13 +78,14 @@ def server_survives(request):
     yield
     if "local_llm" in request.fixturenames:
         from cluster import llm_local
+        from cluster.processes import alive
 
         server = request.getfixturevalue("local_llm")
         # alive, and answering once it has worked off requests their clients gave up on
         # (llama-cpp-python finishes a request whose client timed out)
         deadline = time.monotonic() + 120
         while not llm_local._answers(server.port):
-            assert llm_local._alive(server.pid), f"the model server died (log {server.log})"
+            assert alive(server.pid), f"the model server died (log {server.log})"
             assert time.monotonic() < deadline, f"the model server stopped answering (log {server.log})"
             time.sleep(1)
 
