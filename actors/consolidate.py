@@ -14,6 +14,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from actors.gauges import export_held_state
 from memlane.model import Level
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class ConsolidateWorker:
             self.metrics: _Metrics | None = _Metrics()
         except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker
             self.metrics = None
+        export_held_state(self.memory.derived, kind=type(self).__name__)
 
     def consolidate_bank(self, bank_id: str) -> dict[str, Any]:
         """Consolidate one bank; its :class:`memlane.tree.build.TreeReport` as a dict."""

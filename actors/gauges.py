@@ -9,9 +9,12 @@ one daemon thread per process."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Callable
+
+log = logging.getLogger(__name__)
 
 # Well inside the agent's 2 x export interval (10 s by default; 1 s at the least).
 REFRESH_S = 2.0
@@ -47,3 +50,26 @@ def _refresh() -> None:
                 gauge.set(read())
             except Exception:  # noqa: BLE001 - a metric must never take its process down
                 pass
+
+
+def export_held_state(derived: Any, gauge: Any = None, kind: str = "") -> None:
+    """Export the per-bank state a process holds under the engine's budget (memlane/derived.py:
+    banks, estimated bytes) as the Ingress exports its warm banks: ``ray_memlane_recall_warm_
+    banks`` and ``..._bytes``. ``gauge``: Serve's Gauge class in a replica (it adds the
+    deployment tag); by default Ray's, tagged ``deployment=kind`` (an actor's class name), so
+    one query covers every deployment and actor. Outside Ray (a test, a tool) it exports nothing."""
+    if gauge is None:
+        from ray.util.metrics import Gauge
+
+        def gauge(name: str, description: str) -> Any:
+            g = Gauge(name, description, tag_keys=("deployment",))
+            g.set_default_tags({"deployment": kind})
+            return g
+
+    try:
+        banks = gauge("memlane_recall_warm_banks", "Banks whose derived state this process holds")
+        held = gauge("memlane_recall_warm_bytes", "Estimated bytes of the derived state this process holds")
+        keep("memlane_recall_warm_banks", banks, derived.held_banks)
+        keep("memlane_recall_warm_bytes", held, derived.held_bytes)
+    except Exception:  # noqa: BLE001 - a metric must never take its process down
+        log.debug("the held-state gauges are not exported here", exc_info=True)

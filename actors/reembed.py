@@ -14,6 +14,8 @@ import os
 import time
 from typing import Any
 
+from actors.gauges import export_held_state
+
 log = logging.getLogger(__name__)
 
 # Per bank on 2 cores: a LoCoMo bank (~600 units) in seconds, a LongMemEval one in tens.
@@ -65,6 +67,7 @@ class ReembedWorker:
             self.metrics: _Metrics | None = _Metrics()
         except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker
             self.metrics = None
+        export_held_state(self.memory.derived, kind=type(self).__name__)
 
     def reembed(self, bank_id: str) -> dict[str, Any]:
         """Re-embed one bank; its :class:`memlane.reembed.ReembedReport` as a dict."""

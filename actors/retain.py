@@ -29,6 +29,8 @@ import os
 import time
 from typing import Any
 
+from actors.gauges import export_held_state
+
 log = logging.getLogger(__name__)
 
 # Stage latency buckets in seconds: a bank's stage on 2 cores runs from ~10 ms to a minute.
@@ -110,6 +112,7 @@ class RetainWorker:
             self.metrics: _Metrics | None = _Metrics()
         except Exception:  # noqa: BLE001 - metrics are optional outside a Ray worker
             self.metrics = None
+        export_held_state(self.memory.derived, kind=type(self).__name__)
 
     def retain_bank(self, bank_id: str, payload: str, replies: str | None = None) -> dict[str, Any]:
         """Retain one bank's documents; return its report (counts and stage seconds).

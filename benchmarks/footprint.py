@@ -1,23 +1,29 @@
 """The memory footprint of a running service: PSS (proportional set size: a shared page counts
 1/n in each of the n processes that map it, so the sum is what the service really holds) and
 RSS, summed over a process and all its descendants, sampled twice a second; the peak of the
-sum, and what each process held at that moment."""
+sum, and what each process held at that moment. With ``every_s``, also the PSS of each Serve
+replica (``ray::ServeReplica:...`` processes) every ``every_s`` seconds: a budget holding shows
+as a plateau."""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 
 class Footprint:
     """Samples PSS and RSS of a process tree twice a second; keeps the peak of the sum."""
 
-    def __init__(self, root_pid: int) -> None:
+    def __init__(self, root_pid: int, every_s: float = 0.0) -> None:
         self.root = root_pid
         self.peak_pss = 0
         self.peak_rss = 0
         self.at_peak: list[tuple[str, int, int]] = []
+        self.every_s = every_s
+        #: (seconds since start, {replica process (name and pid): PSS MB}) every ``every_s``
+        self.series: list[tuple[float, dict[str, int]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -63,8 +69,20 @@ class Footprint:
         return name, fields.get("Pss:", 0), fields.get("Rss:", 0)
 
     def _run(self) -> None:
+        t0 = next_at = time.monotonic()
         while not self._stop.is_set():
-            rows = [r for r in map(self._sample, self._tree()) if r is not None]
+            sampled = {pid: r for pid in self._tree() if (r := self._sample(pid)) is not None}
+            rows = list(sampled.values())
+            if self.every_s and time.monotonic() >= next_at:
+                next_at += self.every_s
+                replicas = {  # Ray retitles a replica with the call it runs: keep the deployment
+                    f"{r[0].split()[0].removeprefix('ray::ServeReplica:').split('.')[0]} {pid}": round(
+                        r[1] / 2**20
+                    )
+                    for pid, r in sampled.items()
+                    if r[0].startswith("ray::ServeReplica:")
+                }
+                self.series.append((round(time.monotonic() - t0, 1), replicas))
             pss, rss = sum(r[1] for r in rows), sum(r[2] for r in rows)
             if pss > self.peak_pss:
                 self.peak_pss, self.at_peak = pss, sorted(rows, key=lambda r: -r[1])
@@ -73,6 +91,7 @@ class Footprint:
 
     def report(self) -> dict[str, Any]:
         return {
+            **({"replica_pss_mb_over_time": self.series} if self.every_s else {}),
             "peak_pss_mb": round(self.peak_pss / 2**20),
             "peak_rss_mb": round(self.peak_rss / 2**20),
             "processes_at_peak": [

@@ -24,7 +24,8 @@ def serve_command(
     timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds to wait for health."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Start Memlane on Ray Serve (local Ray, Milvus Lite server, all on loopback)."""
+    """Start Memlane on Ray Serve (local Ray, Milvus Lite server, all on loopback); with
+    MEMLANE_STORE__MILVUS_URI, on that Milvus server instead of Lite."""
     from rich.console import Console
 
     from cluster.service import ServiceError, start_background
@@ -37,6 +38,15 @@ def serve_command(
         typer.echo("stopped" if stopped else f"no service running for {root}")
         return
     settings = Settings()
+    if settings.store.milvus_uri:  # a server the operator runs: it must answer before Ray starts
+        from memlane.errors import StoreUnavailable
+        from memlane.stores.milvus.connection import open_client
+
+        try:
+            client, _, _ = open_client(settings)
+            client.close()
+        except StoreUnavailable as exc:
+            _fail(str(exc), code=2)
     if settings.serve.auth == "on" and not settings.serve.api_keys:
         typer.echo(
             "warning: MEMLANE_SERVE__API_KEYS is empty, so every request except /v1/health "
@@ -45,7 +55,7 @@ def serve_command(
         )
     console = Console(stderr=True)
     try:
-        with console.status("starting Ray, Milvus Lite and the Serve application..."):
+        with console.status("starting Ray, the store and the Serve application..."):
             state = start_background(root, port, config, timeout_s=timeout)
     except ServiceError as exc:
         _fail(str(exc), code=1 if "exited" in str(exc) or "healthy" in str(exc) else 2)

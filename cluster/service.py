@@ -122,10 +122,18 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
-    server = MilvusLiteServer(data_dir).start()
+    from memlane.settings import Settings
+
+    # A Milvus server the operator runs (MEMLANE_STORE__MILVUS_URI: `memlane store server`, or
+    # a cluster's) is used as it is; without one, the service runs Milvus Lite in data_dir.
+    uri = Settings(data_dir=data_dir).store.milvus_uri
+    server = None
+    if not uri:
+        server = MilvusLiteServer(data_dir).start()
+        uri = server.uri
     exit_code = 0
     try:
-        env = _memlane_env(data_dir, server.uri)
+        env = _memlane_env(data_dir, uri)
         # Serve's HTTP proxy tags each bank's requests with the bank id (serve/routing.py);
         # the proxy reads this when it starts, from its environment.
         env.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", ROUTING_CALLBACK)
@@ -159,7 +167,7 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
                 # This node's Prometheus endpoint (Ray's metrics agent): Ray's, Serve's and
                 # Memlane's metrics, for infra/prometheus/ and the dashboards' test.
                 "metrics_export_port": ctx.address_info.get("metrics_export_port"),
-                "milvus_uri": server.uri,
+                "milvus_uri": uri,
                 "ray_session_dir": ctx.address_info.get("session_dir"),
                 "data_dir": str(data_dir),
                 "config": str(config_path),
@@ -181,7 +189,8 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
         finally:
             ray.shutdown()
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
         (data_dir / STATE_FILE).unlink(missing_ok=True)
         (data_dir / SECRETS_FILE).unlink(missing_ok=True)
     return exit_code

@@ -205,7 +205,7 @@ class Components:
                 embedder,
                 self.reranker,
                 derived if derived.with_index else None,
-                tree=TreeRecall(self.store, embedder, self.settings, self.tree_llm),
+                tree=TreeRecall(self.store, embedder, self.settings, self.tree_llm, budget=derived),
                 llm=self.tree_llm,  # multi-hop decomposition: the planner's model
             )
         return self._recaller

@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -87,7 +87,10 @@ class DerivedState:
         self.ann_threshold = ann_threshold
         self._indexes: dict[str, BankIndex] = {}
         self.max_bytes, self.max_banks = max_bytes, max_banks
-        self._recent: OrderedDict[str, None] = OrderedDict()  # held banks, least recent first
+        # banks holding any state here (index, graph, an attached cache), least recent first
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        # other per-bank state counted in this budget (attach): (bytes held, evict a bank)
+        self._attached: list[tuple[Callable[[], int], Callable[[str], None]]] = []
         #: banks evicted by the budget (metrics read it)
         self.budget_evictions = 0
         self._locks: dict[str, threading.Lock] = {}
@@ -262,12 +265,29 @@ class DerivedState:
             index.revision = token if current == seen else "stale"
 
     def held_banks(self) -> int:
-        """How many banks this process holds an index (and graph) for right now."""
-        return len(self._indexes)
+        """How many banks this process holds any state for right now (an index and graph, or
+        only an attached cache's entry)."""
+        with self._guard:
+            return len(self._recent)
 
     def held_bytes(self) -> int:
-        """The estimated bytes of the state held: :data:`BYTES_PER_MEMORY` per memory."""
-        return sum(len(i) for i in list(self._indexes.values())) * BYTES_PER_MEMORY
+        """The estimated bytes of the state held: :data:`BYTES_PER_MEMORY` per memory, plus what
+        the attached caches report."""
+        held = sum(len(i) for i in list(self._indexes.values())) * BYTES_PER_MEMORY
+        return held + sum(size() for size, _ in self._attached)
+
+    def attach(self, held_bytes: Callable[[], int], evict: Callable[[str], None]) -> None:
+        """Count another per-bank cache of this process in the budget (the tree's, memlane/
+        tree/recall.py): ``held_bytes()`` is its estimated size, ``evict(bank_id)`` drops a
+        bank from it. It calls :meth:`note` when it takes in a bank; evicting or dropping a
+        bank here evicts it there too, so one LRU order and one budget cover both."""
+        self._attached.append((held_bytes, evict))
+
+    def note(self, bank_id: str) -> None:
+        """An attached cache took in (or used) the bank: it is now the most recent, and the
+        least recent others leave while the budget is exceeded."""
+        self._touch(bank_id)
+        self._keep_budget(bank_id)
 
     def _touch(self, bank_id: str) -> None:
         with self._guard:
@@ -279,7 +299,7 @@ class DerivedState:
         ``max_banks`` or ``max_bytes`` (the bank in hand stays, even alone over the budget)."""
         while True:
             with self._guard:
-                over = len(self._indexes) > self.max_banks or self.held_bytes() > self.max_bytes
+                over = len(self._recent) > self.max_banks or self.held_bytes() > self.max_bytes
                 victim = next((b for b in self._recent if b != in_hand), None) if over else None
                 if victim is None:
                     return
@@ -304,6 +324,8 @@ class DerivedState:
         with self._guard:
             self._recent.pop(bank_id, None)
         self.graph.drop_bank(bank_id)
+        for _, evict in self._attached:
+            evict(bank_id)
 
     def evict(self, bank_id: str) -> None:
         """Forget the bank's state in this process (a backfill worker that retains thousands of
@@ -314,6 +336,8 @@ class DerivedState:
         with self._guard:
             self._recent.pop(bank_id, None)
         self.graph.evict(bank_id)
+        for _, evict in self._attached:
+            evict(bank_id)
 
     def index(self, bank_id: str) -> BankIndex:
         index = self._indexes.get(bank_id)

@@ -8,10 +8,9 @@ Here the proxy hands the request to the replica that answers it, which embeds th
 Bank-affine routing: the proxy tags every ``/v1/banks/{bank_id}/...`` request with the bank id
 as Serve's multiplexed model id (serve/routing.py), and a recall registers its bank with
 Serve's model multiplexer (:meth:`BankHost._bank`), so the next request for the bank goes to
-a replica that holds it warm. A replica holds banks in :class:`WarmBanks`, a least recently
-used set bounded by memory (``MEMLANE_SERVE__RECALL_MAX_WARM_MB``) and by count
-(``MEMLANE_SERVE__RECALL_MAX_WARM_BANKS``, Serve's routing table); losing a replica loses only
-that cache.
+a replica that holds it warm. A replica holds banks under the engine's one budget for derived
+state (``MEMLANE_RECALL__STATE_MAX_MB`` and ``STATE_MAX_BANKS``, the size of Serve's routing
+table too; :class:`WarmBanks` counts them); losing a replica loses only that cache.
 """
 
 from __future__ import annotations
@@ -20,12 +19,11 @@ import asyncio
 import logging
 import threading
 import time
-from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any
 
 from ray import serve
 
-from memlane.derived import BYTES_PER_MEMORY  # the one estimate of a held memory's bytes
+from memlane.derived import DerivedState
 from memlane.settings import Settings
 from memlane.views import recall_json, reflect_json
 
@@ -34,7 +32,7 @@ log = logging.getLogger("memlane.serve")
 
 # Read when the class is defined (Serve's decorator takes a constant): the environment comes
 # from the application's runtime_env, set before the replica imports this module.
-MAX_WARM_BANKS = Settings().serve.recall_max_warm_banks
+MAX_WARM_BANKS = Settings().recall.state_max_banks
 
 
 def replica_id() -> str:
@@ -45,60 +43,52 @@ def replica_id() -> str:
 
 
 class WarmBanks:
-    """The banks a replica holds, least recently used first, under a byte budget.
+    """What a replica holds warm, as its metrics and Serve's multiplexer see it.
 
-    ``size_of(bank_id)`` is the number of memories the replica's index holds for the bank
-    (0 when it holds none); ``evict(bank_id)`` drops its derived state."""
+    The holding itself is the engine's derived state under the process's one budget
+    (``MEMLANE_RECALL__STATE_MAX_MB`` / ``STATE_MAX_BANKS``, memlane/derived.py), which evicts
+    the least recently used banks as every process that holds banks does; this class counts
+    recalls that found their bank warm or loaded it, and evictions (the budget's and Serve's
+    unloads), and drops a bank's state when Serve's multiplexer unloads it."""
 
-    def __init__(self, max_bytes: int, size_of: Callable[[str], int], evict: Callable[[str], None]) -> None:
-        self.max_bytes = max_bytes
-        self._size_of = size_of
-        self._evict = evict
-        self._bytes: OrderedDict[str, int] = OrderedDict()
+    def __init__(self, derived: DerivedState) -> None:
+        """``derived``: the engine's derived state."""
+        self.derived = derived
         self._lock = threading.Lock()
+        self._budget_seen = derived.budget_evictions
         self.hits = self.loads = self.evictions = 0
 
     def held(self, bank_id: str) -> bool:
-        with self._lock:
-            return bank_id in self._bytes
+        return self.derived.held(bank_id)
 
-    def used(self, bank_id: str, *, loaded: bool) -> list[str]:
-        """Record a recall of the bank (``loaded``: it was not held before); evict the least
-        recently used others until the budget holds. Returns the banks evicted. The bank just
-        used is never evicted, even alone over the budget (the recall needed it)."""
-        size = self._size_of(bank_id) * BYTES_PER_MEMORY
+    def used(self, bank_id: str, *, loaded: bool) -> int:
+        """Record a recall of the bank (``loaded``: it was not held before). Returns how many
+        banks the budget evicted since the last call (the recall's load may have pushed them
+        out)."""
         with self._lock:
             if loaded:
                 self.loads += 1
             else:
                 self.hits += 1
-            self._bytes[bank_id] = size
-            self._bytes.move_to_end(bank_id)
-            out = []
-            while sum(self._bytes.values()) > self.max_bytes and len(self._bytes) > 1:
-                victim, _ = self._bytes.popitem(last=False)
-                out.append(victim)
-            self.evictions += len(out)
-        for victim in out:
-            self._evict(victim)
-        return out
+            now = self.derived.budget_evictions
+            evicted, self._budget_seen = now - self._budget_seen, now
+            self.evictions += evicted
+        return evicted
 
     def forget(self, bank_id: str) -> bool:
-        """Drop the bank's state (Serve's multiplexer unloaded it, or the budget did)."""
-        with self._lock:
-            held = self._bytes.pop(bank_id, None) is not None
-            if held:
+        """Drop the bank's state (Serve's multiplexer unloaded it)."""
+        held = self.held(bank_id)
+        self.derived.evict(bank_id)
+        if held:
+            with self._lock:
                 self.evictions += 1
-        self._evict(bank_id)
         return held
 
     def total_bytes(self) -> int:
-        with self._lock:
-            return sum(self._bytes.values())
+        return self.derived.held_bytes()
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._bytes)
+        return self.derived.held_banks()
 
 
 class _Registered:
@@ -113,7 +103,7 @@ class _Registered:
     def __del__(self) -> None:
         if self.host._registered.get(self.bank_id) is self:
             del self.host._registered[self.bank_id]
-            self.host.warm.forget(self.bank_id)
+            self.host.recall_metrics.evicted(int(self.host.warm.forget(self.bank_id)))
 
 
 class BankHost:
@@ -126,16 +116,10 @@ class BankHost:
 
         self.engine = service_memory(embedder, reranker)
         keep_torch_out(self.engine)  # the Ingress replica's entry point: see keep_torch_out
-        settings = self.engine.settings.serve
         self.replica = replica_id()
         self._registered: dict[str, _Registered] = {}
         derived = self.engine.derived
-
-        def evict(bank_id: str) -> None:
-            derived.evict(bank_id)
-            self.recall_metrics.evictions.inc()
-
-        self.warm = WarmBanks(settings.recall_max_warm_mb * 2**20, size_of=derived.held_units, evict=evict)
+        self.warm = WarmBanks(derived)
         self.recall_metrics = RecallMetrics(derived.held_banks, self.warm)
         self._warm_up()
 
@@ -154,7 +138,7 @@ class BankHost:
         for bank_id in banks:
             try:
                 self.engine.derived.ensure(bank_id)
-                self.warm.used(bank_id, loaded=True)
+                self.recall_metrics.evicted(self.warm.used(bank_id, loaded=True))
             except Exception:  # noqa: BLE001 - a bank deleted meanwhile; recall loads lazily
                 log.warning("could not warm bank %s", bank_id, exc_info=True)
 
@@ -170,7 +154,7 @@ class BankHost:
         result = self.engine.recall(bank_id, request)
         if not held:
             self.recall_metrics.loaded((time.perf_counter() - t0) * 1000)
-        self.warm.used(bank_id, loaded=not held)
+        self.recall_metrics.evicted(self.warm.used(bank_id, loaded=not held))
         self.recall_metrics.record(result.timings_ms, hit=held)
         state = "warm" if held else "cold" if result.cold else "loaded"
         return recall_json(result).encode(), state

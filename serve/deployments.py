@@ -147,20 +147,6 @@ class RerankDeployment:
         return {"model": self.reranker.name}
 
 
-def _export_held_state(derived) -> None:
-    """The banks a write replica holds under the engine's budget (recall.state_max_mb/_banks,
-    memlane/derived.py), as the Ingress exports its warm banks: the same gauge names, told
-    apart by Serve's deployment tag."""
-    from ray.serve.metrics import Gauge
-
-    from actors.gauges import keep
-
-    banks = Gauge("memlane_recall_warm_banks", "Banks held in this replica's derived index")
-    keep("memlane_recall_warm_banks", banks, derived.held_banks)
-    held = Gauge("memlane_recall_warm_bytes", "Estimated bytes of this replica's warm banks")
-    keep("memlane_recall_warm_bytes", held, derived.held_bytes)
-
-
 @serve.deployment(name="Memory")
 class MemoryDeployment(CuratedCalls):
     """Banks, retain (sync and async), listing and deletion."""
@@ -170,7 +156,12 @@ class MemoryDeployment(CuratedCalls):
 
         self.memory = service_memory(embedder)
         keep_torch_out(self.memory)  # this replica process's entry point: see keep_torch_out
-        _export_held_state(self.memory.derived)
+        from ray.serve.metrics import Gauge
+
+        from actors.gauges import export_held_state
+
+        # What this write replica holds under the engine's budget, as the Ingress's warm banks
+        export_held_state(self.memory.derived, Gauge)
         self.ops = OperationLog(self.memory.store, stale_after_s=self.memory.settings.serve.operation_stale_s)
         # One background retain at a time per replica: retain already keeps both cores busy
         # (extraction overlapped with embedding), a second one would only interleave.

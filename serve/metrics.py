@@ -84,5 +84,10 @@ class RecallMetrics:
             self.stage.observe(float(ms), tags={"stage": stage})
         (self.hits if hit else self.loads).inc()
 
+    def evicted(self, banks: int) -> None:
+        """``banks`` left this replica (the budget's evictions, Serve's unloads); 0: none."""
+        if banks > 0:  # Ray's counters refuse an increment of 0
+            self.evictions.inc(banks)
+
     def loaded(self, ms: float) -> None:
         self.load_ms.observe(ms)

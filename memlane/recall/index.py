@@ -34,8 +34,11 @@ from memlane.units import CANDIDATE_FIELDS
 #: 10000 --index-size 100000 --queries 40`, Nov 2026, load average ~12 on 2 cores): recall
 #: p50/p95 exact 460/860 ms vs graph 404/1257 ms (noise of the load), for a 138 s build and
 #: +173 MB; an exact top-100 over 100k rows was 34 ms p50 against the graph's 0.8 ms
-#: (benchmarks/ann_libs.py). 200k is where the exact product (linear in rows) passes ~70 ms
-#: here; a judgement, not a measured crossover: see ANN_NOTE in memlane/recall/ann.py.
+#: (benchmarks/ann_libs.py). At 1M it does (benchmarks/big_bank.py, one bank loaded from a
+#: Milvus server, 27 Nov 2026): top-10 exact 168 / 568 ms p50 / p95 against the graph's 5.3 /
+#: 8.8 ms at recall@10 1.0, the whole recall 869 / 1010 ms against 619 / 751 ms, for a 766 s
+#: build (in the background) and +1.7 GB; at 10k both were under 1.2 ms. 200k (the exact
+#: product is linear in rows: ~34 ms there by the 1M figure) stays where the graph starts.
 DEFAULT_ANN_THRESHOLD = 200_000
 #: Batches from this size take the column-at-a-time path (bulk_load).
 BULK_MIN = 64

@@ -121,9 +121,10 @@ class RecallSettings(_Area):
     # The budget of the per-bank state a process derives from the store (indexes, graphs:
     # memlane/derived.py), in every process that holds any (the service's replicas, the Ray
     # actors, the CLI): past either bound the least recently used banks are dropped (they
-    # reload from the store when next used). Estimated at BYTES_PER_MEMORY per memory held.
-    # The same defaults as the Ingress's warm banks (serve.recall_max_warm_mb/_banks); no
-    # measurement yet of the best size per kind of process.
+    # reload from the store when next used). Estimated at BYTES_PER_MEMORY per memory held,
+    # plus the trees cached for the tree stage (memlane/tree/recall.py). In the Ingress the
+    # bank bound is also Serve's multiplexer's table (serve/bank_host.py). No measurement
+    # yet of the best size per kind of process.
     state_max_mb: int = Field(1024, ge=1)
     state_max_banks: int = Field(2000, ge=1)
     # RRF weight per channel (see memlane/recall/fusion.py for the measurements behind them).
@@ -226,10 +227,8 @@ class ServeSettings(_Area):
     # Route each bank's requests to the Ingress replica that holds it warm (Serve's model
     # multiplexing, the bank id as the model id; serve/routing.py, serve/bank_host.py).
     bank_affinity: bool = True
-    # A replica's warm banks: at most this many MB of derived state (estimated, ~6 KB per
-    # memory) and this many banks (Serve's multiplexer); least recently used leave first.
-    recall_max_warm_mb: int = Field(1024, ge=1)
-    recall_max_warm_banks: int = Field(2000, ge=1)
+    # A replica's warm banks are bounded by the one budget of every process's derived state
+    # (recall.state_max_mb / state_max_banks; the latter sizes Serve's multiplexer too).
     # Banks a recall replica loads before it takes traffic; when empty, every bank of a store
     # holding at most recall_warm_max_banks banks.
     recall_warm_banks: list[str] = Field(default_factory=list)

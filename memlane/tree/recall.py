@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -35,7 +35,19 @@ from memlane.query.analysis import QueryAnalysis
 from memlane.recall.packing import pack
 from memlane.tree.planner import Plan, plan_llm, plan_rules
 
-CACHE_BANKS = 64  # banks whose tree one process keeps
+CACHE_BANKS = 64  # banks whose tree one process keeps when no budget is given (tests, tools)
+# A cached node's estimated bytes: its vector row, its text, ~100 bytes per id it lists and
+# ~1 KB of object. tracemalloc over 2,000 synthetic session nodes (622 characters, 66 ids each,
+# Nov 2026): 9.4 KB per node held (index and node); this estimate gives 9.8 KB.
+NODE_BYTES, ID_BYTES = 1024, 100
+
+
+class StateBudget(Protocol):
+    """The process's budget for per-bank state (memlane/derived.py's DerivedState)."""
+
+    def attach(self, held_bytes: Callable[[], int], evict: Callable[[str], None]) -> None: ...
+
+    def note(self, bank_id: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -46,6 +58,7 @@ class TreeIndex:
     vectors: np.ndarray
     parent: dict[str, str]  # child id (unit or node) -> parent node id
     row: dict[str, int]
+    nbytes: int = 0  # estimated bytes held (NODE_BYTES)
 
     @classmethod
     def of(cls, nodes: list[TreeNode], dim: int) -> TreeIndex:
@@ -55,7 +68,12 @@ class TreeIndex:
                 vectors[i] = n.embedding
             n.embedding = None  # the matrix holds it; results never carry vectors
         parent = {c: n.id for n in nodes for c in n.children}
-        return cls(nodes, vectors, parent, {n.id: i for i, n in enumerate(nodes)})
+        ids = sum(
+            len(n.children) + len(n.cited) + len(n.source_turns) + len(n.cited_turns) + len(n.entity_ids)
+            for n in nodes
+        )
+        nbytes = vectors.nbytes + sum(len(n.text) for n in nodes) + NODE_BYTES * len(nodes) + ID_BYTES * ids
+        return cls(nodes, vectors, parent, {n.id: i for i, n in enumerate(nodes)}, nbytes)
 
 
 class TreeRecall:
@@ -68,13 +86,30 @@ class TreeRecall:
         embedder: Embedder,
         settings,
         llm: Callable[[], object | None] = lambda: None,
+        budget: StateBudget | None = None,
     ) -> None:
+        """``budget``: the process's budget for per-bank state (memlane/derived.py's
+        DerivedState: ``attach`` and ``note``), which then counts and evicts the cached trees
+        with the banks' other state; without one, the last CACHE_BANKS trees are kept."""
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.llm = llm  # the planner's model (the consolidation role), built on first use
         self._cache: OrderedDict[str, tuple[str, TreeIndex]] = OrderedDict()
         self._lock = threading.Lock()
+        self.budget = budget
+        if budget is not None:
+            budget.attach(self.held_bytes, self.evict)
+
+    def held_bytes(self) -> int:
+        """Estimated bytes of the cached trees."""
+        with self._lock:
+            return sum(index.nbytes for _, index in self._cache.values())
+
+    def evict(self, bank_id: str) -> None:
+        """Forget the bank's cached tree (the budget evicted the bank, or it was dropped)."""
+        with self._lock:
+            self._cache.pop(bank_id, None)
 
     def index(self, bank_id: str, revision: str) -> TreeIndex:
         """The bank's tree at ``revision`` (read from the store on a miss)."""
@@ -82,14 +117,17 @@ class TreeRecall:
             hit = self._cache.get(bank_id)
             if hit is not None and hit[0] == revision:
                 self._cache.move_to_end(bank_id)
-                return hit[1]
-        nodes = self.store.list_tree_nodes(bank_id, with_embedding=True)
-        index = TreeIndex.of(nodes, self.embedder.dim)
-        with self._lock:
-            self._cache[bank_id] = (revision, index)
-            self._cache.move_to_end(bank_id)
-            while len(self._cache) > CACHE_BANKS:
-                self._cache.popitem(last=False)
+        if hit is not None and hit[0] == revision:
+            index = hit[1]
+        else:
+            index = TreeIndex.of(self.store.list_tree_nodes(bank_id, with_embedding=True), self.embedder.dim)
+            with self._lock:
+                self._cache[bank_id] = (revision, index)
+                self._cache.move_to_end(bank_id)
+                while self.budget is None and len(self._cache) > CACHE_BANKS:
+                    self._cache.popitem(last=False)
+        if self.budget is not None:  # outside the lock: the budget may evict from this cache
+            self.budget.note(bank_id)
         return index
 
     def plan(

@@ -116,6 +116,55 @@ def test_a_uri_that_does_not_answer_is_one_line(run, tmp_path):
     assert "memlane store server start" in line
 
 
+def test_serve_refuses_a_server_uri_that_does_not_answer_before_starting_anything(run, tmp_path):
+    uri = f"http://127.0.0.1:{free_port()}"
+    data = tmp_path / "d"
+    r = run(
+        "serve", "--port", str(free_port()), "--data-dir", str(data), env={"MEMLANE_STORE__MILVUS_URI": uri}
+    )
+    assert r.exit_code == 2
+    assert _one_line(r).startswith(f"error: the Milvus server at {uri} does not answer")
+    from cluster.service import STATE_FILE
+
+    assert not (data / STATE_FILE).exists() and not (data / "milvus.db").exists()
+
+
+@pytest.mark.slow
+def test_the_service_runs_on_the_server_it_is_pointed_at(milvus_server_uri, tmp_path):
+    """`memlane serve` with MEMLANE_STORE__MILVUS_URI: no Milvus Lite of its own; what it
+    retains lands in the server (read back there by a store of this process) and recalls."""
+    import httpx
+    from live import live_service
+    from pymilvus import MilvusClient
+
+    from memlane.settings import Settings
+    from memlane.stores.milvus import MilvusStore
+
+    env = {"MEMLANE_STORE__MILVUS_URI": milvus_server_uri, "MEMLANE_STORE__COLLECTION_PREFIX": "svc"}
+    try:
+        with live_service(tmp_path, env=env) as state:
+            assert state["milvus_uri"] == milvus_server_uri
+            with httpx.Client(base_url=state["url"], timeout=120) as http:
+                assert http.put("/v1/banks/ada", json={"name": ""}).status_code == 201
+                item = {"content": "Ada keeps her bike in the shed by the river", "speaker": "Ada"}
+                assert http.post("/v1/banks/ada/memories", json={"items": [item]}).status_code == 200
+                found = http.post("/v1/banks/ada/recall", json={"query": "Where is the bike kept?"})
+                assert found.status_code == 200 and "shed by the river" in found.text
+            assert not list((tmp_path / "data").glob("**/*.db")), "the service opened a Milvus Lite"
+        settings = Settings(
+            data_dir=tmp_path / "reader", store={"milvus_uri": milvus_server_uri, "collection_prefix": "svc"}
+        )
+        with MilvusStore(settings, dim=settings.models.embedding_dim) as store:
+            texts = [u.text for batch in store.iter_units("ada") for u in batch]
+        assert any("shed by the river" in t for t in texts), texts
+    finally:
+        client = MilvusClient(uri=milvus_server_uri)
+        for name in client.list_collections():
+            if name.startswith("svc"):
+                client.drop_collection(name)
+        client.close()
+
+
 def test_a_feature_the_server_is_too_old_for_and_a_contradicting_layout(run, tmp_path, milvus_server_uri):
     from pymilvus import MilvusClient
 

@@ -76,3 +76,30 @@ def test_an_engine_retaining_into_many_banks_stays_within_its_budget(tmp_path, e
         found = memory.recall("user0", "What is the cat called?")
         assert "Tom0" in found.memories[0].unit.text
         assert memory.derived.held("user0") and memory.derived.held_banks() == 4
+
+
+def test_the_trees_cached_for_recall_count_in_the_same_budget(store):
+    """The tree stage's cache (memlane/tree/recall.py) is part of the one budget: its bytes add
+    to the state held, taking in a tree makes its bank the most recent, and evicting a bank
+    drops its tree too."""
+    from types import SimpleNamespace
+
+    from memlane.tree.recall import NODE_BYTES, TreeRecall
+    from tests.memlane.test_store_layout import node
+
+    for b in ("b0", "b1"):
+        store.upsert_tree_nodes(b, [node(b, f"{b}-n{i}", [f"u{i}"], seed=i) for i in range(3)])
+    state = _state(store, max_banks=2)
+    tree = TreeRecall(store, SimpleNamespace(dim=DIM), Settings(), budget=state)
+    state.ensure("b2")
+    before = state.held_bytes()
+    index = tree.index("b0", "r1")
+    # three nodes: vectors, texts and ids at least (NODE_BYTES each for the objects)
+    assert index.nbytes >= 3 * (DIM * 4 + NODE_BYTES)
+    assert state.held_bytes() == before + index.nbytes and state.held_banks() == 2
+    tree.index("b1", "r1")  # a third bank (b1's tree): b2, the least recent, leaves
+    assert not state.held("b2") and state.held_banks() == 2
+    tree.index("b0", "r1")  # a hit on b0's cached tree: b0 is now the most recent
+    state.ensure("b3")  # so b1's tree, the least recent state, goes
+    assert tree.held_bytes() == index.nbytes and state.held_banks() == 2
+    assert state.budget_evictions == 2 and not state.held("b0")  # (b0: a tree, no index)

@@ -1,5 +1,5 @@
 """The parts of bank-affine serving that need no running service: the proxy middleware that
-tags bank requests (serve/routing.py) and a replica's warm-bank budget (serve/bank_host.py).
+tags bank requests (serve/routing.py) and a replica's warm-bank accounting (serve/bank_host.py).
 The routing itself is checked on a live two-replica service in test_service.py."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from serve.bank_host import BYTES_PER_MEMORY, WarmBanks
+from memlane.derived import BYTES_PER_MEMORY
+from serve.bank_host import WarmBanks
 from serve.routing import HEADER, BankAffinity, bank_of
 
 
@@ -55,38 +56,42 @@ def test_the_middleware_tags_bank_requests_and_a_client_header_wins():
     assert "headers" not in lifespan
 
 
-class _Derived:
-    """The replica's derived state as WarmBanks sees it: sizes, and what was evicted."""
+@pytest.fixture
+def derived(tmp_path):
+    """A real engine-side derived state over Milvus Lite: banks a (1 memory), b (2), c (3)."""
+    from memlane.derived import DerivedState
+    from memlane.settings import Settings
+    from memlane.stores.milvus import MilvusStore
+    from memlane.stores.sparse_graph import SparseGraphStore
+    from tests.memlane.test_milvus_store import DIM, unit
 
-    def __init__(self, sizes: dict[str, int]) -> None:
-        self.sizes = sizes
-        self.evicted: list[str] = []
-
-    def evict(self, bank_id: str) -> None:
-        self.evicted.append(bank_id)
-
-
-def test_warm_banks_evict_the_least_recently_used_over_the_byte_budget():
-    derived = _Derived({"a": 100, "b": 100, "c": 100, "big": 1000})
-    warm = WarmBanks(250 * BYTES_PER_MEMORY, size_of=lambda b: derived.sizes[b], evict=derived.evict)
-    warm.used("a", loaded=True)
-    warm.used("b", loaded=True)
-    warm.used("a", loaded=False)  # a is now the most recent
-    assert derived.evicted == []
-    assert warm.used("c", loaded=True) == ["b"]  # 300 > 250: the least recent goes
-    assert derived.evicted == ["b"] and warm.held("a") and warm.held("c") and not warm.held("b")
-    assert (warm.hits, warm.loads, warm.evictions) == (1, 3, 1)
-    assert warm.total_bytes() == 200 * BYTES_PER_MEMORY
-
-    # A bank over the whole budget alone is kept (its recall needed it); the rest leave.
-    assert sorted(warm.used("big", loaded=True)) == ["a", "c"]
-    assert len(warm) == 1 and warm.held("big")
+    store = MilvusStore(Settings(data_dir=tmp_path / "data"), dim=DIM)
+    for n, b in enumerate("abc", start=1):
+        store.upsert_units(b, [unit(b, f"u{i}", seed=10 * n + i) for i in range(n)])
+    yield DerivedState(store, SparseGraphStore(), DIM, max_banks=2)
+    store.close()
 
 
-def test_forgetting_a_bank_drops_its_state_once():
-    derived = _Derived({"a": 10})
-    warm = WarmBanks(10**9, size_of=lambda b: derived.sizes[b], evict=derived.evict)
+def test_warm_banks_count_hits_loads_and_the_engine_budgets_evictions(derived):
+    """One budget: the engine's derived state evicts (here past 2 banks), WarmBanks counts."""
+    warm = WarmBanks(derived)
+    derived.ensure("a")
+    assert warm.used("a", loaded=True) == 0
+    derived.ensure("b")
+    assert warm.used("b", loaded=True) == 0
+    derived.ensure("a")  # a is now the most recent
+    assert warm.used("a", loaded=False) == 0
+    derived.ensure("c")  # a third bank: the least recent (b) leaves
+    assert warm.used("c", loaded=True) == 1
+    assert warm.held("a") and warm.held("c") and not warm.held("b")
+    assert (warm.hits, warm.loads, warm.evictions, len(warm)) == (1, 3, 1, 2)
+    assert warm.total_bytes() == (1 + 3) * BYTES_PER_MEMORY
+
+
+def test_forgetting_a_bank_drops_its_state_once(derived):
+    warm = WarmBanks(derived)
+    derived.ensure("a")
     warm.used("a", loaded=True)
     assert warm.forget("a") is True
     assert warm.forget("a") is False  # not held any more: not counted again
-    assert warm.evictions == 1 and not warm.held("a")
+    assert warm.evictions == 1 and not warm.held("a") and not derived.held("a")

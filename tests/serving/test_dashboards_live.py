@@ -14,12 +14,17 @@ from dashboard_metrics import GAUGE_TTL_S, GRAFANA, queried, scrape, wait_for
 from live import live_service
 
 ROOT = Path(__file__).resolve().parents[2]
+BUDGET = 3  # banks of derived state per replica in this module's service
+USERS = 5  # banks written besides "dash": more than the budget
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    with live_service(tmp_path_factory.mktemp("dashboards")) as state:
+    # A budget of 3 banks for the derived state of every replica (recall.state_max_banks)
+    with live_service(
+        tmp_path_factory.mktemp("dashboards"), env={"MEMLANE_RECALL__STATE_MAX_BANKS": str(BUDGET)}
+    ) as state:
         yield state
 
 
@@ -49,6 +54,12 @@ def worked(service):
         assert retained.status_code == 200, retained.text
         recalled = http.post("/v1/banks/dash/recall", json={"query": "What is the dog called?"})
         assert recalled.status_code == 200 and "Biscuit" in recalled.text
+        for u in range(USERS):  # more banks than the budget, each written and recalled
+            assert http.put(f"/v1/banks/user{u}", json={"name": ""}).status_code == 201
+            item = {"content": f"User {u} has a cat called Tom{u}", "speaker": "u"}
+            assert http.post(f"/v1/banks/user{u}/memories", json={"items": [item]}).status_code == 200
+            found = http.post(f"/v1/banks/user{u}/recall", json={"query": "What is the cat called?"})
+            assert found.status_code == 200 and f"Tom{u}" in found.text
         # Errors: recall on a bank that does not exist (404 from the Ingress replica, where
         # recall runs) and reading it (404 raised in the Memory replica: Serve's error counter).
         assert http.post("/v1/banks/nobody/recall", json={"query": "anything"}).status_code == 404
@@ -63,23 +74,34 @@ def test_metrics_port_is_in_the_state_file(service):
     assert "ray_node_cpu_utilization" in scrape(port)  # Ray's own node metrics, on this endpoint
 
 
-def test_the_write_replica_exports_the_banks_it_holds(worked):
-    """The Memory replica (retain) holds the bank it wrote, under the engine's state budget,
-    and exports it as the Ingress does its warm banks (same gauges, deployment tag Memory)."""
+def _held(port: int, deployment: str) -> dict[str, list[float]]:
+    """The warm-bank gauges of the deployment's replicas (one value per replica)."""
     deadline = time.monotonic() + 60
     while True:
-        text = httpx.get(f"http://127.0.0.1:{worked['metrics_export_port']}/metrics", timeout=30).text
-        values = {
-            name: float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines()
-            for name in ("ray_memlane_recall_warm_banks", "ray_memlane_recall_warm_bytes")
-            if line.startswith(name + "{") and 'deployment="Memory"' in line
-        }
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+        values: dict[str, list[float]] = {}
+        for line in text.splitlines():
+            for name in ("ray_memlane_recall_warm_banks", "ray_memlane_recall_warm_bytes"):
+                if line.startswith(name + "{") and f'deployment="{deployment}"' in line:
+                    values.setdefault(name, []).append(float(line.rsplit(" ", 1)[1]))
         if len(values) == 2 or time.monotonic() > deadline:
-            break
+            return values
         time.sleep(2)
-    assert values.get("ray_memlane_recall_warm_banks", 0) >= 1, values
-    assert values.get("ray_memlane_recall_warm_bytes", 0) >= 6 * 1024, values  # a memory at least
+
+
+@pytest.mark.parametrize("deployment", ["Memory", "Ingress"])
+def test_each_replica_holds_banks_within_the_budget_and_exports_them(worked, deployment):
+    """The Memory replicas (retain) and the Ingress replicas (recall) hold the banks they used
+    under the engine's one budget (3 banks here; 6 were written and recalled), and export them
+    as the same gauges, told apart by the deployment tag."""
+    values = _held(worked["metrics_export_port"], deployment)
+    banks, held = (
+        values.get("ray_memlane_recall_warm_banks", []),
+        values.get("ray_memlane_recall_warm_bytes", []),
+    )
+    assert banks and all(1 <= n <= BUDGET for n in banks), values
+    assert sum(banks) >= BUDGET, values  # 6 banks were used: some replica filled its budget
+    assert held and all(b >= 6 * 1024 for b in held), values  # a memory at least
 
 
 @pytest.mark.parametrize("dashboard", ["memlane-service.json", "memlane-milvus.json"])
