@@ -1,0 +1,64 @@
+"""Where a whole recall's time goes at a bank size: the median of each stage's milliseconds
+(``RecallResult.timings_ms``) over templated queries, per size.
+
+Run: ``PYTHONPATH=. .venv/bin/python benchmarks/recall_stages.py 10000,1000000``
+
+The engine benchmark's index mode (benchmarks/engine.py): synthetic memories with vectors
+composed from real phrase embeddings go straight into an in-process BankIndex (exact dense
+search: the HNSW graph is never built) over an empty bank of a Milvus Lite store in a temporary
+directory; 25 recalls per size, the first 5 warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+
+from benchmarks.engine import bench_queries, phrase_vectors, synthetic_batches, trim_heap
+from memlane.derived import node_of
+from memlane.engine import Memory
+from memlane.recall.index import BankIndex
+from memlane.settings import Settings
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sizes", help="Comma-separated bank sizes (memories).")
+    args = ap.parse_args()
+    memory = Memory(Settings(data_dir=tempfile.mkdtemp(prefix="memlane-stages-")))
+    phrases = phrase_vectors(memory.embedder)
+    queries = bench_queries(25)
+    for size in [int(x) for x in args.sizes.split(",") if x.strip()]:
+        bank = f"b{size}"
+        memory.create_bank(bank)
+        index = BankIndex(
+            memory.embedder.dim,
+            revision=memory.store.get_revision(bank),
+            ann_threshold=1 << 62,
+            ann_background=False,
+        )
+        nodes = []
+        for units in synthetic_batches(bank, size, memory.embedder.dim, 5000, phrases=phrases):
+            index.bulk_load(units)
+            nodes.extend(node_of(u) for u in units)
+        memory.derived.graph.rebuild(bank, nodes)
+        del nodes
+        # No public way to hand DerivedState an index built elsewhere (as benchmarks/engine.py)
+        memory.derived._indexes[bank] = index
+        trim_heap()
+        stages: dict[str, list[float]] = {}
+        for k, query in enumerate(queries):
+            result = memory.recall(bank, query, max_tokens=1024)
+            if k >= 5:
+                for stage, ms in result.timings_ms.items():
+                    stages.setdefault(stage, []).append(ms)
+        print(size, {s: round(statistics.median(v), 1) for s, v in stages.items()}, flush=True)
+        memory.derived.drop(bank)
+        del index
+        trim_heap()
+    memory.close()
+
+
+if __name__ == "__main__":
+    main()
