@@ -99,9 +99,10 @@ def test_each_replica_holds_banks_within_the_budget_and_exports_them(worked, dep
         values.get("ray_memlane_recall_warm_banks", []),
         values.get("ray_memlane_recall_warm_bytes", []),
     )
-    assert banks and all(1 <= n <= BUDGET for n in banks), values
+    # (a replica that Serve added but sent nothing to holds none)
+    assert banks and all(0 <= n <= BUDGET for n in banks), values
     assert sum(banks) >= BUDGET, values  # 6 banks were used: some replica filled its budget
-    assert held and all(b >= 6 * 1024 for b in held), values  # a memory at least
+    assert held and max(held) >= 6 * 1024, values  # a memory at least
 
 
 @pytest.mark.parametrize("dashboard", ["memlane-service.json", "memlane-milvus.json"])
