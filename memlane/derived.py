@@ -283,11 +283,13 @@ class DerivedState:
         bank here evicts it there too, so one LRU order and one budget cover both."""
         self._attached.append((held_bytes, evict))
 
-    def note(self, bank_id: str) -> None:
-        """An attached cache took in (or used) the bank: it is now the most recent, and the
-        least recent others leave while the budget is exceeded."""
+    def note(self, bank_id: str, *, grew: bool = True) -> None:
+        """An attached cache took in (``grew``) or used the bank: it is now the most recent,
+        and after a take-in the least recent others leave while the budget is exceeded (a hit
+        adds nothing, so it skips that sum over every held bank)."""
         self._touch(bank_id)
-        self._keep_budget(bank_id)
+        if grew:
+            self._keep_budget(bank_id)
 
     def _touch(self, bank_id: str) -> None:
         with self._guard:

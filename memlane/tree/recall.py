@@ -47,7 +47,7 @@ class StateBudget(Protocol):
 
     def attach(self, held_bytes: Callable[[], int], evict: Callable[[str], None]) -> None: ...
 
-    def note(self, bank_id: str) -> None: ...
+    def note(self, bank_id: str, *, grew: bool = True) -> None: ...
 
 
 @dataclass(slots=True)
@@ -117,8 +117,9 @@ class TreeRecall:
             hit = self._cache.get(bank_id)
             if hit is not None and hit[0] == revision:
                 self._cache.move_to_end(bank_id)
+        grew = True
         if hit is not None and hit[0] == revision:
-            index = hit[1]
+            index, grew = hit[1], False
         else:
             index = TreeIndex.of(self.store.list_tree_nodes(bank_id, with_embedding=True), self.embedder.dim)
             with self._lock:
@@ -127,7 +128,7 @@ class TreeRecall:
                 while self.budget is None and len(self._cache) > CACHE_BANKS:
                     self._cache.popitem(last=False)
         if self.budget is not None:  # outside the lock: the budget may evict from this cache
-            self.budget.note(bank_id)
+            self.budget.note(bank_id, grew=grew)
         return index
 
     def plan(
