@@ -35,9 +35,11 @@ from memlane.units import effective_interval
 log = logging.getLogger(__name__)
 
 # Bytes a held bank costs per memory: its vector (384 float32: 1.5 KB), its fields for the
-# answer (~2 KB), its BM25 terms and postings and its graph node. Measured with tracemalloc
-# over a 10k-memory LoCoMo-like bank (the Ingress's warm banks, serve/bank_host.py).
-BYTES_PER_MEMORY = 6 * 1024
+# answer (~2 KB), its BM25 terms and postings and its graph node. tracemalloc over a
+# 10k-memory LoCoMo-like bank counted 6 KB; a Memory replica retaining into 2,000 banks grew
+# 7.2 KB of PSS per memory held (benchmarks/many_banks.py, 27 Nov 2026: the allocator's
+# overhead, which tracemalloc does not see), so the budget counts what the process pays.
+BYTES_PER_MEMORY = 7_400
 
 
 def node_of(unit: MemoryUnit) -> GraphNode:

@@ -262,7 +262,7 @@ def filter_mask(
     invalid_at: np.ndarray,
     document_ids: Sequence[str],
     tags: Sequence[frozenset[str]],
-    entity_ids: Callable[[], Sequence[Iterable[str]]] | None = None,
+    entity_ids: Callable[[], Iterable[Iterable[str]]] | None = None,
 ) -> np.ndarray:
     """The filter as a boolean mask over column arrays of equal length n: fact codes
     (:data:`FACT_CODES`), times in epoch seconds with NaN for None, and per-row documents and

@@ -80,10 +80,14 @@ class Postings:
         self.clear()
         self.add(0, terms)
 
-    def scores(self, terms: Iterable[str], n: int, dl: np.ndarray, alive_n: int, avgdl: float) -> np.ndarray:
-        """BM25 of ``terms`` for rows [0, n) (0 where none occurs); ``dl``: each row's token
-        count, ``alive_n`` and ``avgdl``: the live rows' number and mean token count."""
-        scores = np.zeros(n)
+    def scores(
+        self, terms: Iterable[str], n: int, dl: np.ndarray, alive_n: int, avgdl: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of ``terms`` over rows [0, n), as the rows where some term occurs (ascending)
+        and their scores (every one positive); ``dl``: each row's token count, ``alive_n`` and
+        ``avgdl``: the live rows' number and mean token count. Dead rows are included: the
+        caller's live mask drops them."""
+        parts = []
         for term in terms:
             df = self.df.get(term, 0)
             if df <= 0:
@@ -92,8 +96,18 @@ class Postings:
             idf = math.log(1 + (alive_n - df + 0.5) / (df + 0.5))
             # The length norm at the term's postings only (over all n rows it was a pass over
             # 1M rows per query at 1M units).
-            scores[pos] += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl[pos] / avgdl))
-        return scores
+            parts.append((pos, idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl[pos] / avgdl))))
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        if len(parts) == 1:
+            # One term (a name probed by abstention, a one-word query): its postings are the
+            # answer, without a pass over every row.
+            return parts[0]
+        scores = np.zeros(n)
+        for pos, part in parts:
+            scores[pos] += part
+        rows = np.flatnonzero(scores)
+        return rows, scores[rows]
 
     def _postings_np(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """A term's postings as numpy arrays, cached until the term is posted again."""

@@ -46,12 +46,11 @@ class DenseSearch:
         if passing.size * 4 < n:
             # A selective filter: score only the rows it passes (a gather of few rows beats
             # a product over all of them).
-            scores = np.full(n, -np.inf, dtype=np.float32)
-            scores[passing] = rows.vec[passing] @ q
+            scores = rows.vec[passing] @ q
             if chunk_prior:
                 groups, centroids, _, _ = self._chunk_centroids()
-                scores[passing] += chunk_prior * (centroids[groups[passing]] @ q)
-            return rows.top(scores, mask, limit)
+                scores += chunk_prior * (centroids[groups[passing]] @ q)
+            return rows.top_of(passing, scores, limit)
         scores = rows.vec[:n] @ q
         if chunk_prior:
             groups, centroids, _, _ = self._chunk_centroids()
@@ -92,13 +91,10 @@ class DenseSearch:
         cand = cand[mask[cand]]
         if cand.size < min(limit, passing):
             return None
-        scores = np.full(n, -np.inf, dtype=np.float32)
-        scores[cand] = rows.vec[cand] @ q
+        scores = rows.vec[cand] @ q
         if chunk_prior:
-            scores[cand] += chunk_prior * near[groups[cand]]
-        sub = np.zeros(n, dtype=bool)
-        sub[cand] = True
-        return rows.top(scores, sub, limit)
+            scores += chunk_prior * near[groups[cand]]
+        return rows.top_of(cand, scores, limit)
 
     def _chunk_centroids(self) -> Centroids:
         """Each row's chunk number, the unit-length mean vector of each chunk's live units,

@@ -221,8 +221,9 @@ class BankIndex:
             if not terms or not rows.alive_n:
                 return []
             avgdl = rows.alive_len / rows.alive_n
-            scores = self.lexical.scores(terms, rows.n, rows.cols["dl"], rows.alive_n, avgdl)
-            return rows.top(scores, rows.mask(flt) & (scores > 0), limit)
+            at, scores = self.lexical.scores(terms, rows.n, rows.cols["dl"], rows.alive_n, avgdl)
+            keep = rows.mask(flt)[at]
+            return rows.top_of(at[keep], scores[keep], limit)
 
     def search_time(self, start: float, end: float, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
         """Units whose occurrence interval overlaps [start, end], nearest middle first, with
@@ -252,10 +253,10 @@ class BankIndex:
         """The fields (as :func:`memlane.units.unit_fields`, less ``context``) of each id that
         exists and passes ``flt``. The values are shared: callers must not modify them."""
         with self._lock:
-            mask = self.rows.mask(flt)
-            out = {}
-            for uid in ids:
-                i = self.rows.pos.get(uid)
-                if i is not None and mask[i]:
-                    out[uid] = dict(zip(CANDIDATE_FIELDS, self.rows.fields[i]))
-            return out
+            rows = self.rows
+            found = [(uid, rows.pos[uid]) for uid in ids if uid in rows.pos]
+            at = np.fromiter((i for _, i in found), dtype=np.int64, count=len(found))
+            keep = rows.mask(flt, at)
+            return {
+                uid: dict(zip(CANDIDATE_FIELDS, rows.fields[i])) for (uid, i), ok in zip(found, keep) if ok
+            }

@@ -17,6 +17,7 @@ import pytest
 from memlane.interfaces import GraphNode, GraphStore
 from memlane.model import Link, LinkType
 from memlane.stores.sparse_graph import SparseGraphStore
+from memlane.stores.sparse_graph import store as graph_store_module
 
 BASE = 1_700_000_000.0
 HOUR = 3600.0
@@ -316,10 +317,19 @@ def test_spread_limit_order_seeds_and_unknowns():
     assert g.spread("bank", {"u001": 1.0}, hops=2, decay=0.5, limit=0) == []
 
 
+# Each way a hop is computed, forced: sparse gathers (every gathered hop sparse), dense
+# gathers (none sparse) and full mat-vecs (no hop gathered).
+HOP_PATHS = {"sparse": (1.0, 0), "gather": (1.0, 1 << 40), "matvec": (-1.0, 0)}
+
+
+@pytest.mark.parametrize("path", sorted(HOP_PATHS))
 @pytest.mark.parametrize(
     "seed,hops,decay,k", [(1, 1, 0.5, 2), (2, 2, 0.5, 2), (3, 3, 0.8, 1), (4, 2, 1.0, 3)]
 )
-def test_spread_matches_dense_reference(seed, hops, decay, k):
+def test_spread_matches_dense_reference(seed, hops, decay, k, path, monkeypatch):
+    gather_fraction, sparse_factor = HOP_PATHS[path]
+    monkeypatch.setattr(graph_store_module, "GATHER_MAX_FRACTION", gather_fraction)
+    monkeypatch.setattr(graph_store_module, "SPARSE_HOP_FACTOR", sparse_factor)
     nodes = random_nodes(80, seed=seed)
     # Duplicate ids: the last one wins in both implementations.
     nodes.append(node("u005", BASE + 3 * HOUR, ["e1"], [link("u006", LinkType.enables, 0.7)]))

@@ -200,7 +200,12 @@ def _index(units: list[MemoryUnit]) -> BankIndex:
 
 FILTER_IMPLEMENTATIONS = {
     "python": lambda milvus, flt: {u.id for u in FILTER_BANK if matches(unit_fields(u), flt)},
+    # The in-process mask both ways: at the rows asked for (candidates) and over every row (a
+    # search whose limit takes every passing row).
     "numpy": lambda milvus, flt: set(_index(FILTER_BANK).candidates(sorted(ALL), flt)),
+    "numpy-rows": lambda milvus, flt: {
+        h.id for h in _index(FILTER_BANK).search_dense(np.ones(DIM, dtype=np.float32), len(ALL), flt)
+    },
     "milvus": lambda milvus, flt: set(milvus.list_unit_ids("f", flt)),
 }
 
