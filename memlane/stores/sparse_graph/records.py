@@ -23,7 +23,8 @@ ENTITY, TEMPORAL, SEMANTIC, CAUSAL = range(4)
 GATHER_MAX_FRACTION = 0.3
 # A gathered hop touching fewer than 1/SPARSE_HOP_FACTOR of the vertices keeps its activation
 # sparse (a sort of the few entries it touches instead of passes over every vertex): at 1M
-# units a 2-hop spread from 10 seeds took 13.8 ms p50 against 24.0 (benchmarks/spread_hops.py).
+# units a 2-hop spread from 10 seeds took 9.7-10.0 ms p50 against 17.4-18.1
+# (benchmarks/spread_hops.py).
 # No measurement of the best factor yet: there hop 1 touches ~100 entries and hop 2 the
 # ~7,500 memories of each of ~20 entities, either side of 16 by far.
 SPARSE_HOP_FACTOR = 16
