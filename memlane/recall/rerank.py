@@ -50,6 +50,8 @@ def candidate_text(fields: Mapping[str, Any], max_chars: int) -> str:
         parts.append(when.astimezone(UTC).strftime("%d %B %Y"))
     speaker = (json_value(fields.get("metadata")) or {}).get("speaker")
     text = str(fields.get("text") or "")
+    if speaker and text.lower().startswith(f"{str(speaker).lower()}:"):
+        speaker = None  # the text names its speaker already ("user: ..."): not twice
     head = " ".join(parts + ([f"{speaker}:"] if speaker else []))
     out = f"{head} {text}" if head else text
     return out[:max_chars]

@@ -4,11 +4,15 @@ selects, gate units and nodes, order them by level and time, and pack to the tok
 
 * **Candidates**: the ancestors (session, day, week, profile) of the ``tree.leaves``
   best-ranked units, at the selected levels.
-* **Gating** without an LLM: a unit scoring under ``tree.unit_floor`` times the best unit's
-  score is dropped (the long tail flat recall returns because it has candidates left, not
-  because they match); a node whose cosine to the query is under ``tree.min_similarity`` is
-  dropped, and so is a node that quotes nothing the units kept have not already said
-  (redundancy).
+* **Gating** without an LLM: a unit whose fused score (:data:`UNIT_GATE_SCORE`, the scale
+  ``tree.unit_floor`` was set on) is under ``tree.unit_floor`` times the best unit's is
+  dropped (the long tail flat recall returns because it has candidates left, not because
+  they match). The ``tree.leaves`` best units and every unit the cross-encoder read are never
+  dropped here: the top is the ranker's (issue 37: a floor applied to the mixed scores after
+  the rerank deleted reranked evidence and moved unread fused ranks up in its place; in a
+  bank of 15 turns the fused floor alone cut ranks 9 and 10). A node whose
+  cosine to the query is under ``tree.min_similarity`` is dropped, and so is a node that
+  quotes nothing the units kept have not already said (redundancy).
 * **Order** (TiMem's: by level, then by distance in time to the query): the units first, in
   their relevance order, then sessions, days, weeks and the profile, each level by distance in
   time; greedy packing over that order. Putting nodes *before* the units they summarise was
@@ -25,7 +29,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -33,6 +37,7 @@ from memlane.interfaces import Embedder, VectorStore
 from memlane.model import Level, RecalledMemory, RecalledNode, RecallRequest, TreeNode
 from memlane.query.analysis import QueryAnalysis
 from memlane.recall.packing import pack
+from memlane.recall.state import ScoreName, Scores
 from memlane.tree.planner import Plan, plan_llm, plan_rules
 
 CACHE_BANKS = 64  # banks whose tree one process keeps when no budget is given (tests, tools)
@@ -40,6 +45,24 @@ CACHE_BANKS = 64  # banks whose tree one process keeps when no budget is given (
 # ~1 KB of object. tracemalloc over 2,000 synthetic session nodes (622 characters, 66 ids each,
 # Nov 2026): 9.4 KB per node held (index and node); this estimate gives 9.8 KB.
 NODE_BYTES, ID_BYTES = 1024, 100
+# The scale the unit gate reads (memlane/recall/state.py): the fused order's, which
+# tree.unit_floor was set on (tree = flat to four decimals on both dev sets, README).
+UNIT_GATE_SCORE: ScoreName = "fused"
+
+
+def gated_units(
+    ranked: list[RecalledMemory], scores: Mapping[str, Scores], floor: float, keep: int
+) -> list[RecalledMemory]:
+    """``ranked`` less the units under ``floor`` times the best unit's score on
+    :data:`UNIT_GATE_SCORE`. The ``keep`` best and every unit the cross-encoder read stay
+    whatever their score: the gate trims the tail, never the ranker's top."""
+    gate = [scores[m.unit.id].get(UNIT_GATE_SCORE) or 0.0 for m in ranked]
+    best = max(gate, default=0.0)
+    return [
+        m
+        for i, m in enumerate(ranked)
+        if i < keep or scores[m.unit.id].cross is not None or gate[i] >= floor * best
+    ]
 
 
 class StateBudget(Protocol):
@@ -153,6 +176,7 @@ class TreeRecall:
         req: RecallRequest,
         query: QueryAnalysis,
         ranked: list[RecalledMemory],
+        scores: Mapping[str, Scores],
         counts: Callable[[Sequence[str]], list[int]],
         query_vector: np.ndarray | None,
         interval: tuple[datetime, datetime] | None,
@@ -160,7 +184,8 @@ class TreeRecall:
     ) -> tuple[list[RecalledMemory], list[RecalledNode], dict] | None:
         """The units kept, the nodes recalled and the plan's trace; None when the tree stage
         does not run (planner off and no levels asked, or only level 1). ``query`` is the
-        analysis of ``req.query``."""
+        analysis of ``req.query``; ``scores`` every ranked unit's scores by id (the gate reads
+        :data:`UNIT_GATE_SCORE` there)."""
         if req.levels is None and (req.planner or self.settings.tree.planner) == "off":
             return None
         plan = self.plan(req, query, interval) if (req.planner or "") != "off" else None
@@ -190,8 +215,7 @@ class TreeRecall:
         low = [n for n in candidates if sims[index.row[n]] < floor]
         candidates = [n for n in candidates if sims[index.row[n]] >= floor]
 
-        best = ranked[0].score if ranked else 0.0
-        units = [m for m in ranked if m.score >= self.settings.tree.unit_floor * best]
+        units = gated_units(ranked, scores, self.settings.tree.unit_floor, self.settings.tree.leaves)
         said = {m.unit.text for m in units}
         ref = (
             reference.timestamp()

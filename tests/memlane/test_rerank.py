@@ -68,6 +68,9 @@ def test_candidate_text_carries_date_and_speaker_and_is_bounded():
     assert candidate_text(fields, 300) == "05 March 2024 Noor: I adopted a tortoise called Dumpling."
     assert candidate_text(fields, 20) == "05 March 2024 Noor: "
     assert candidate_text({"text": "plain"}, 300) == "plain"
+    # A text that names its speaker already (LongMemEval's "user: ...") is not given it twice.
+    said = {**fields, "text": "user: I bought Stubb's sauce.", "metadata": {"speaker": "user"}}
+    assert candidate_text(said, 300) == "05 March 2024 user: I bought Stubb's sauce."
 
 
 def test_newest_among_near_ties_goes_first_and_the_older_is_kept_as_earlier():
