@@ -153,6 +153,8 @@ def _print_recall(result, via: str = "") -> None:
         when = (u.occurred_start or u.mentioned_at).date().isoformat()
         replaced = f"  (superseded {u.invalid_at:%Y-%m-%d})" if u.invalid_at else ""
         typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}{replaced}")
+        if m.trace:  # --trace: where the memory came from, each score on its own scale
+            typer.echo(f"       {_trace_line(m.trace)}")
     for r in result.nodes:
         n = r.node
         typer.echo(f"{r.score:.3f}  [{n.level.name} {n.start:%Y-%m-%d} - {n.end:%Y-%m-%d}] {n.text}")
@@ -167,6 +169,18 @@ def _print_recall(result, via: str = "") -> None:
         f"({len(result.memories)} memories, {len(result.nodes)} tree nodes, {result.tokens} tokens, "
         f"{result.timings_ms.get('total', 0):.0f} ms{via})",
         err=True,
+    )
+
+
+def _trace_line(trace: dict) -> str:
+    """One line of a memory's trace: its rank in each channel and in fusion, and its fused,
+    cross-encoder and final scores."""
+    channels = " ".join(f"{name} #{c['rank']}" for name, c in trace.get("channels", {}).items())
+    scores = trace.get("scores") or {}
+    cross = "-" if scores.get("cross") is None else f"{scores['cross']:.3f} (#{trace['rerank'].get('rank')})"
+    return (
+        f"channels: {channels or '-'}; fused #{trace['rrf']['rank']} {scores.get('fused', 0):.3f}; "
+        f"cross-encoder {cross}; final {trace.get('final', 0):.3f}"
     )
 
 
@@ -305,7 +319,12 @@ def bench_engine(
     ),
     queries: int = typer.Option(200, "--queries"),
     retain_turns: int = typer.Option(1500, "--retain-turns"),
-    budget: str = typer.Option("mid", "--budget", help="Every recall's budget: low, mid or high."),
+    budgets: list[str] = typer.Option(
+        ["mid"],
+        "--budget",
+        help="Recall budgets (repeatable: low, mid, high), each timed on the same banks; the "
+        "first also times the tree.",
+    ),
     json_out: bool = typer.Option(False, "--json"),
     data_dir: Path | None = typer.Option(Path(".memlane-bench"), "--data-dir"),
 ) -> None:
@@ -313,15 +332,16 @@ def bench_engine(
     from benchmarks.engine import format_bench, run_engine_bench
 
     with errors():
-        if budget not in ("low", "mid", "high"):
-            raise ValueError(f"--budget must be one of low, mid, high, not {budget!r}")
+        bad = [b for b in budgets if b not in ("low", "mid", "high")]
+        if bad:
+            raise ValueError(f"--budget must be one of low, mid, high, not {bad[0]!r}")
         report = run_engine_bench(
             data_dir,
             sizes=sizes,
             queries=queries,
             retain_turns=retain_turns,
             index_sizes=index_sizes,
-            budget=budget,
+            budgets=list(dict.fromkeys(budgets)),
         )
     typer.echo(json.dumps(report) if json_out else format_bench(report))
 

@@ -1,8 +1,8 @@
 """TEMPR recall as a chain of stages over one :class:`~memlane.recall.state.RecallState`:
 
 query -> channels (semantic, lexical, temporal side by side; graph after semantic) ->
-subqueries -> fuse (RRF) -> fetch -> order (boosts) -> rerank (cross-encoder) -> pack (token
-budget) -> tree -> chunks -> abstain.
+subqueries -> fuse (RRF) -> fetch -> order (boosts) -> rerank (cross-encoder) -> spread
+(sessions) -> pack (token budget) -> tree -> chunks -> abstain.
 
 Each stage declares what it reads and writes (memlane/recall/stages.py checks the chain when
 it is built), and a stage that gates by a score reads the scale it declares
@@ -21,7 +21,7 @@ from memlane.model import Chunk, RecalledMemory, RecallRequest, RecallResult
 from memlane.recall.abstain import Abstention
 from memlane.recall.channels import CHANNELS, ChannelStage, QueryStage, Searcher, SubqueryStage, ms_since
 from memlane.recall.packing import pack
-from memlane.recall.ranking import FetchStage, FuseStage, OrderStage, PackStage, RerankStage
+from memlane.recall.ranking import FetchStage, FuseStage, OrderStage, PackStage, RerankStage, SpreadStage
 from memlane.recall.stages import Stage, TreeStage, check_chain
 from memlane.recall.state import RecallState
 from memlane.settings import Settings
@@ -100,6 +100,7 @@ class Recaller:
             FetchStage(settings, reranker),
             OrderStage(settings),
             RerankStage(settings, reranker),
+            SpreadStage(settings),
             PackStage(embedder, reranker),
         ]
         if tree is not None:

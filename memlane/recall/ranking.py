@@ -29,6 +29,7 @@ from memlane.recall.rerank import (
 )
 from memlane.recall.state import RecallState, Scores
 from memlane.settings import Settings
+from memlane.stored_fields import json_value
 from memlane.units import unit_from_fields
 
 
@@ -151,6 +152,47 @@ class RerankStage:
             x.id: Scores(fused=fused.get(x.id, 0.0), cross=cross.get(x.id), final=x.score)
             for x in state.ranking
         }
+
+
+def session_of(fields: dict[str, Any]) -> str:
+    """The session a memory was said in: its document and session id, else its chunk (a run
+    of one session's turns)."""
+    meta = json_value(fields.get("metadata")) or {}
+    session = meta.get("session_id") if isinstance(meta, dict) else None
+    if session:
+        return f"{fields.get('document_id')}|{session}"
+    return str(fields.get("chunk_id") or "")
+
+
+class SpreadStage:
+    """At most ``recall.session_cap`` memories of one session among the first
+    ``recall.session_window`` places; a session's further memories move to just after the
+    window, in their order (issue 37 item 5: a question whose evidence lies in several sessions
+    loses the others when one session's turns fill the top). Reorders, never drops; off at 0."""
+
+    name = "spread"
+    reads = ("fields", "ranking")
+    writes = ("ranking",)
+    timing = None
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def run(self, state: RecallState) -> None:
+        cap, window = self.settings.recall.session_cap, self.settings.recall.session_window
+        if not cap:
+            return
+        head: list[Candidate] = []
+        later: list[Candidate] = []
+        seen: dict[str, int] = {}
+        for x in state.ranking:
+            key = session_of(state.fields[x.id])
+            if len(head) < window and seen.get(key, 0) < cap:
+                seen[key] = seen.get(key, 0) + 1
+                head.append(x)
+            else:
+                later.append(x)
+        state.ranking = head + later
 
 
 class PackStage:

@@ -193,6 +193,10 @@ class RecallSettings(_Area):
     # latest answer session first, weight 0.5: 4/10 without it, 6/10 with it (fused order 7/10).
     rerank_current_margin: float = Field(0.05, ge=0.0)
     rerank_current_floor: float = Field(0.5, ge=0.0, le=1.0)
+    # Session spread (memlane/recall/ranking.py SpreadStage): at most session_cap memories of
+    # one session among the first session_window places (0: off). Not yet measured.
+    session_cap: int = Field(0, ge=0)
+    session_window: int = Field(10, gt=0)
 
     def rerank_size(self, budget: str) -> int:
         """How many fused candidates the cross-encoder reads at ``budget`` (0: none)."""
@@ -224,6 +228,12 @@ class ServeSettings(_Area):
     # shared replica, see benchmarks/peer_bench.py) or "remote" (one Embedder deployment that
     # batches for every replica: the shape for a GPU node).
     embedder: Literal["local", "remote"] = "local"
+    # Where the cross-encoder (models.reranker_model) reads recall's pool: "local" (in the
+    # Ingress replica that recalls: no hop, nothing more to start; the local default) or
+    # "remote" (the Rerank deployment, with its own replicas and autoscaling in
+    # serve/config.yaml: how a deployment buys reranking at budget mid, on more CPUs or a GPU
+    # for it alone). Not measured against each other yet.
+    reranker: Literal["local", "remote"] = "local"
     # Route each bank's requests to the Ingress replica that holds it warm (Serve's model
     # multiplexing, the bank id as the model id; serve/routing.py, serve/bank_host.py).
     bank_affinity: bool = True

@@ -69,6 +69,30 @@ def test_retain_recall_banks_delete(run, tmp_path):
     assert json.loads(run("banks", "--json").stdout) == []
 
 
+def test_recall_trace_shows_each_memorys_ranks_and_scores_by_scale(run, tmp_path):
+    """`memlane recall --trace` (text): under each memory, its channels' ranks, its fused rank
+    and score, the cross-encoder's score and rank (budget high reads it by default) and the
+    final score."""
+    run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)))
+    r = run(
+        "recall",
+        "--bank",
+        "ana",
+        "What is the name of the beagle Ana adopted?",
+        "--budget",
+        "high",
+        "--trace",
+    )
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "Pixel" in lines[0]
+    assert lines[1].strip().startswith("channels: ") and "fused #" in lines[1]
+    cross = lines[1].split("cross-encoder ")[1].split(";")[0]
+    assert 0.5 < float(cross.split()[0]) < 1.0 and cross.endswith("(#1)")  # read, and ranked first
+    final = float(lines[1].split("final ")[1])
+    assert f"{final:.3f}" == lines[0].split()[0]  # the score the memory is printed with
+
+
 MOVES = [
     {"speaker": "Ana", "text": "I live in Bristol.", "timestamp": "2025-01-05T09:00:00Z", "session_id": "s1"},
     {

@@ -204,3 +204,25 @@ def test_scores_name_their_scale_and_the_final_one_falls_down_the_list(engine):
     if unread:
         assert max(s["final"] for s in unread) <= min(s["final"] for s in read) + 1e-9
     assert "Pixel" in res.memories[0].unit.text
+
+
+def test_session_spread_caps_one_sessions_memories_in_the_window_and_drops_none():
+    from memlane.model import RecallRequest
+    from memlane.recall.candidates import Boosts, Candidate
+    from memlane.recall.ranking import SpreadStage
+    from memlane.recall.state import RecallState
+
+    sessions = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "a4": "A", "c1": "C"}
+    fields = {i: {"document_id": "d", "metadata": {"session_id": s}} for i, s in sessions.items()}
+    fields["c1"] = {"document_id": "d", "chunk_id": "d|C|0", "metadata": {}}  # no session: its chunk
+    one = Boosts(1.0, 1.0, 1.0, 1.0)
+    ranking = [Candidate(i, r, 1.0, one, 1.0 - r / 10) for r, i in enumerate(sessions)]
+    settings = Settings()
+    state = RecallState(bank_id="b", req=RecallRequest(query="q"), revision="", search=None)  # type: ignore[arg-type]
+    state.fields, state.ranking = fields, ranking
+    SpreadStage(settings).run(state)  # off by default
+    assert [x.id for x in state.ranking] == list(sessions)
+    settings.recall.session_cap, settings.recall.session_window = 2, 4
+    SpreadStage(settings).run(state)
+    # a3 and a4 wait until the 4 places of the window hold at most 2 of session A
+    assert [x.id for x in state.ranking] == ["a1", "a2", "b1", "c1", "a3", "a4"]
