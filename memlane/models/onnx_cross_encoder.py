@@ -26,6 +26,7 @@ from memlane.models.vectrix import vectrix_model_dir
 # Pairs per forward pass, sorted by length so a batch pads to similar lengths. Not measured
 # beyond the embedder's finding that small batches pay less padding on CPU (16 there).
 BATCH = 16
+SHIPPED_NAME = "ms-marco-MiniLM-L-12-v2"  # the name of "cross-encoder", the wheel's model
 
 
 class OnnxCrossEncoder:
@@ -39,7 +40,7 @@ class OnnxCrossEncoder:
 
         if model == "cross-encoder":
             folder = vectrix_model_dir("reranker_en")
-            self.name = "ms-marco-MiniLM-L-12-v2"
+            self.name = SHIPPED_NAME
         else:
             folder = Path(model).expanduser()
             if not (folder / "model.onnx").is_file() or not (folder / "tokenizer.json").is_file():

