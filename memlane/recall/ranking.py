@@ -111,7 +111,7 @@ class RerankStage:
     not read in the fused order. Without a pool the fused order is the ranking."""
 
     name = "rerank"
-    reads = ("req", "fields", "pool", "fused_order", "reference", "interval", "history")
+    reads = ("req", "fields", "pool", "fused_order", "reference", "interval", "query", "history")
     writes = ("ranking", "scores", "cross", "earlier")
     timing = "rerank"
 
