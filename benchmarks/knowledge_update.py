@@ -750,11 +750,13 @@ class MemoEmbedder:
         return getattr(self.inner, name)
 
 
-def _memory(data_dir: Path, resolve: str, embedder=None):
+def _memory(data_dir: Path, resolve: str, embedder=None, overrides: dict[str, Any] | None = None):
+    from benchmarks.recall_sweep import apply
     from memlane.engine import Memory
     from memlane.settings import Settings
 
     settings = Settings(data_dir=data_dir, facts={"resolve": resolve})
+    apply(settings, overrides or {})
     return Memory(settings, embedder=embedder)
 
 
@@ -801,11 +803,14 @@ def run_config(
     *,
     embedder=None,
     progress: Callable[[str, int], None] | None = None,
+    budget: str = "mid",
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Retain, consolidate and ask every user's questions with ``facts.resolve=resolve`` on a
-    fresh ``data_dir``. Returns the timings and one row per question."""
+    fresh ``data_dir``, recalling at ``budget`` with the settings ``overrides`` (``area.field``:
+    value). Returns the timings and one row per question."""
     tick = progress or (lambda stage, n: None)
-    memory = _memory(data_dir, resolve, embedder)
+    memory = _memory(data_dir, resolve, embedder, overrides)
     try:
         if isinstance(embedder, MemoEmbedder):
             embedder.reuse = True
@@ -833,7 +838,9 @@ def run_config(
         for u in users:
             for q in u.questions:
                 start = time.perf_counter()
-                result = memory.recall(u.bank_id, q.query, as_of=q.as_of, reference_time=q.reference_time)
+                result = memory.recall(
+                    u.bank_id, q.query, as_of=q.as_of, reference_time=q.reference_time, budget=budget
+                )
                 latencies.append(time.perf_counter() - start)
                 texts = [m.unit.text for m in result.memories]
                 s = score_memories(texts, q.values, q.expected)
@@ -916,9 +923,12 @@ def run_benchmark(
     configs: Sequence[str] = CONFIGS,
     work_dir: Path | None = None,
     progress: bool = True,
+    budget: str = "mid",
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Generate the data, run every config (one data dir each under ``work_dir``, default a
-    temporary directory removed afterwards) and return the report."""
+    temporary directory removed afterwards) and return the report. Every recall runs at
+    ``budget`` with the settings ``overrides``."""
     from evals.harness import progress_bar
 
     data = generate(users, seed)
@@ -932,6 +942,8 @@ def run_benchmark(
         "turns": sum(len(s) for u in data for s in u.sessions),
         "changes": sum(len(c) - 1 for u in data for c in u.chains.values()),
         "questions": sum(len(u.questions) for u in data),
+        "budget": budget,
+        "overrides": overrides or {},
         "configs": {},
     }
     from memlane.models.embedder import build_embedder
@@ -956,6 +968,8 @@ def run_benchmark(
                     resolve,
                     embedder=embedder,
                     progress=functools.partial(_advance, bar, tasks),
+                    budget=budget,
+                    overrides=overrides,
                 )
                 out["embeddings_reused"] = resolve != configs[0]
                 out["summary"] = summarize(out["rows"])
@@ -977,7 +991,8 @@ def print_report(report: dict[str, Any], console=None) -> None:
     table = Table(
         title=(
             f"Knowledge update (synthetic regression check): first fact of the slot holds the expected value "
-            f"({report['users']} users, seed {report['seed']}, {report['questions']} questions)"
+            f"({report['users']} users, seed {report['seed']}, {report['questions']} questions, budget "
+            f"{report.get('budget', 'mid')}{', ' + str(report['overrides']) if report.get('overrides') else ''})"
         )
     )
     table.add_column("kind")
@@ -1024,11 +1039,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="Write the report (with every row) as JSON")
     parser.add_argument("--work-dir", type=Path, default=None, help="Keep the data dirs here")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--budget", choices=("low", "mid", "high"), default="mid", help="Every recall's budget"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="AREA.FIELD=VALUE",
+        help="A setting for every engine (repeatable), e.g. recall.rerank_current_margin=0.2",
+    )
     args = parser.parse_args(argv)
     if args.users < 1:
         parser.error("--users must be >= 1")
+    from benchmarks.recall_sweep import parse_config
+
+    overrides: dict[str, Any] = {}
+    for spec in args.set:
+        if "=" not in spec or "." not in spec.partition("=")[0]:
+            parser.error(f"--set takes AREA.FIELD=VALUE, got {spec!r}")
+        overrides.update(parse_config(f"x:{spec}")[1])
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
-    report = run_benchmark(args.users, args.seed, configs, args.work_dir, progress=not args.no_progress)
+    report = run_benchmark(
+        args.users,
+        args.seed,
+        configs,
+        args.work_dir,
+        progress=not args.no_progress,
+        budget=args.budget,
+        overrides=overrides,
+    )
     report["command"] = "python -m benchmarks.knowledge_update " + " ".join(
         sys.argv[1:] if argv is None else argv
     )

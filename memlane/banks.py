@@ -2,17 +2,18 @@
 asks :func:`require_bank` for the bank it works on, so "no such bank" is decided here.
 
 A bank records the embedder (its stable name) and dimension its vectors were written with, on
-creation or its first retain; retain (:meth:`Banks.to_retain_into`) and recall
-(:class:`EmbedderGuard`) into a bank of another embedder raise :class:`EmbedderMismatch`, so
-two vector spaces never mix. A bank from before the record is MiniLM's (:data:`LEGACY`)."""
+creation or its first retain, and every later write and search of the bank uses that one
+(:class:`BankEmbedders`), so two vector spaces never mix and a process configured for another
+embedder still serves it. A bank from before the record is MiniLM's (:data:`LEGACY`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+import threading
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from memlane.errors import BankNotFound, EmbedderMismatch, InvalidInput
+from memlane.errors import BankNotFound, ConfigError, EmbedderMismatch, InvalidInput
 from memlane.interfaces import Embedder, GraphStore, VectorStore
 from memlane.model import Bank, Disposition, check_bank_id, now_utc
 
@@ -38,32 +39,73 @@ def bank_embedder(bank: Bank) -> tuple[str, int]:
     return (bank.embedder, bank.embedding_dim) if bank.embedder else LEGACY
 
 
-def check_embedder(bank: Bank, embedder: tuple[str, int]) -> None:
-    """EmbedderMismatch unless ``bank``'s vectors are all ``embedder``'s (name, dimension)."""
-    name, _ = have = bank_embedder(bank)
-    if bank.reembedding:
-        raise EmbedderMismatch(bank.bank_id, name, embedder[0], bank.reembedding)
-    if have != embedder:
-        raise EmbedderMismatch(bank.bank_id, name, embedder[0])
+class BankEmbedders:
+    """Which embedder reads and writes each bank: the one its vectors were written with (its
+    record; :data:`LEGACY` for a bank from before the record), loaded on first use. A process
+    configured for bge-small still answers and adds to its MiniLM banks, at no mismatch error,
+    and a bank never mixes two vector spaces; ``memlane reembed`` moves a bank to another
+    embedder. A new bank gets :attr:`identity`: the embedder the engine was given, else the
+    one ``models.embedder`` configures. A bank marked as being re-embedded is refused
+    (EmbedderMismatch naming the command that finishes it), as is one whose embedder this
+    process has no model for.
 
+    Recall reads each bank's record once per revision of the bank (a re-embed's marking and
+    switching each bump it), at no store round trip per recall."""
 
-class EmbedderGuard:
-    """Recall's check that a bank's vectors are this process's embedder's, at no store round
-    trip per recall: each bank's record is read once per revision of the bank (a re-embed's
-    marking and switching each bump it, memlane/reembed.py) and kept beside it."""
-
-    def __init__(self, store: VectorStore, embedder: tuple[str, int]) -> None:
+    def __init__(self, store: VectorStore, settings: Settings, given: Embedder | None = None) -> None:
         self.store = store
-        self.embedder = embedder
+        self.settings = settings
+        self.identity = (given.name, given.dim) if given is not None else configured_embedder(settings)
+        self._loaded: dict[str, Embedder] = {self.identity[0]: given} if given is not None else {}
+        self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, Bank]] = {}
 
-    def check(self, bank_id: str, revision: str) -> None:
-        """EmbedderMismatch (or BankNotFound) for ``bank_id`` at ``revision``."""
+    @property
+    def default(self) -> Embedder:
+        """The embedder of new banks (loaded on first use)."""
+        return self.named(self.identity[0])
+
+    def named(self, name: str) -> Embedder:
+        """The embedder ``name`` (ConfigError when this process has no model of that name)."""
+        embedder = self._loaded.get(name)
+        if embedder is None:
+            from memlane.models.embedder import build_embedder
+
+            with self._lock:  # concurrent first recalls load the model once
+                embedder = self._loaded.get(name)
+                if embedder is None:
+                    embedder = build_embedder(self.settings, name)
+                    dim = self.settings.models.embedding_dim
+                    if embedder.dim != dim:
+                        raise ConfigError(
+                            f"embedder {name} produces {embedder.dim}-d vectors but "
+                            f"MEMLANE_MODELS__EMBEDDING_DIM is {dim}"
+                        )
+                    self._loaded[name] = embedder
+        return embedder
+
+    def of(self, bank: Bank) -> Embedder:
+        """The embedder of ``bank``'s vectors; EmbedderMismatch while it is being re-embedded
+        or when its embedder cannot be loaded here."""
+        name, dim = bank_embedder(bank)
+        if bank.reembedding:
+            raise EmbedderMismatch(bank.bank_id, name, self.identity[0], bank.reembedding)
+        try:
+            embedder = self.named(name)
+        except ConfigError:
+            raise EmbedderMismatch(bank.bank_id, name, self.identity[0]) from None
+        if embedder.dim != dim:
+            raise EmbedderMismatch(bank.bank_id, f"{name} ({dim}-d)", self.identity[0])
+        return embedder
+
+    def for_bank(self, bank_id: str, revision: str = "") -> Embedder:
+        """:meth:`of` the bank ``bank_id`` at ``revision`` (BankNotFound for an unknown one);
+        without a revision its record is read again."""
         seen = self._seen.get(bank_id)
         if seen is None or seen[0] != revision or not revision:
             seen = (revision, require_bank(self.store, bank_id))
             self._seen[bank_id] = seen
-        check_embedder(seen[1], self.embedder)
+        return self.of(seen[1])
 
 
 def valid_bank_id(bank_id: str) -> str:
@@ -92,15 +134,14 @@ class Banks:
         derived: DerivedState,
         graph: GraphStore,
         settings: Settings,
-        embedder: Callable[[], Embedder],
+        embedders: BankEmbedders,
     ) -> None:
         self.store = store
         self.writer = writer
         self.derived = derived
         self.graph = graph
         self.settings = settings
-        self.embedder = embedder  # the process's, loaded on first use (doctor only)
-        self.vectors = configured_embedder(settings)
+        self.embedders = embedders
 
     def create(
         self,
@@ -115,8 +156,8 @@ class Banks:
             check_bank_id(bank_id)
             current = self.store.get_bank(bank_id)
             data: dict[str, Any] = current.model_dump() if current else {"bank_id": bank_id, "name": bank_id}
-            if current is None:  # a new bank is written by this process's embedder
-                data["embedder"], data["embedding_dim"] = self.vectors
+            if current is None:  # a new bank is written by this process's default embedder
+                data["embedder"], data["embedding_dim"] = self.embedders.identity
             if name is not None:
                 data["name"] = name
             if background is not None:
@@ -145,7 +186,8 @@ class Banks:
 
     def to_retain_into(self, bank_id: str, create: bool) -> Bank:
         """The bank a retain writes into, created when missing if ``create``;
-        EmbedderMismatch (nothing written) when its vectors are another embedder's."""
+        EmbedderMismatch (nothing written) while it is being re-embedded, or when its
+        embedder is not one this process can load."""
         try:
             bank = require_bank(self.store, bank_id)
         except BankNotFound:
@@ -155,14 +197,14 @@ class Banks:
             # experience; naming it after its id made a user called "priya" the agent.
             return self.create(bank_id, name="")
         if not bank.embedder and not bank.reembedding:
-            # A bank without the record: empty, its first retain records this embedder;
-            # else MiniLM wrote it (LEGACY), recorded once it is checked.
-            name, dim = self.vectors if self.store.count_units(bank_id) == 0 else LEGACY
+            # A bank without the record: empty, its first retain records the default
+            # embedder; else MiniLM wrote it (LEGACY), recorded once it is checked.
+            name, dim = self.embedders.identity if self.store.count_units(bank_id) == 0 else LEGACY
             recorded = bank.model_copy(update={"embedder": name, "embedding_dim": dim})
-            check_embedder(recorded, self.vectors)
+            self.embedders.of(recorded)
             self.writer.put_bank(recorded)
             return recorded
-        check_embedder(bank, self.vectors)
+        self.embedders.of(bank)
         return bank
 
     def list_all(self) -> list[Bank]:
@@ -196,11 +238,7 @@ class Banks:
     def _embedder_of(self, bank: Bank) -> Embedder | str:
         """The embedder ``bank`` was written with, or why it cannot be loaded here."""
         name, _ = bank_embedder(bank)
-        if name == self.vectors[0]:
-            return self.embedder()
-        if name not in ("minilm", "bge-small"):
+        try:
+            return self.embedders.named(name)
+        except ConfigError:
             return f"its embedder {name!r} is not one this process can load"
-        from memlane.models.embedder import build_embedder
-
-        models = self.settings.models.model_copy(update={"embedder": name})
-        return build_embedder(self.settings.model_copy(update={"models": models}))

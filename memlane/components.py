@@ -16,7 +16,7 @@ from memlane.model import RecallResult
 from memlane.settings import Settings
 
 if TYPE_CHECKING:
-    from memlane.banks import Banks
+    from memlane.banks import BankEmbedders, Banks
     from memlane.browse import Browse
     from memlane.curated.facade import CuratedService
     from memlane.derived import DerivedState
@@ -60,6 +60,7 @@ class Components:
         # No thread until a job is queued: an engine that only reads starts none.
         self.scheduler = Scheduler(self.settings.background.mode)
         # built on first use by the properties below
+        self._embedders: BankEmbedders | None = None
         self._retainer: Retainer | None = None
         self._recaller: Recaller | None = None
         self._derived: DerivedState | None = None
@@ -134,17 +135,24 @@ class Components:
         return self._writer
 
     @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            from memlane.models.embedder import build_embedder
+    def embedders(self) -> BankEmbedders:
+        """Which embedder each bank reads and writes with (memlane/banks.py)."""
+        if self._embedders is None:
+            from memlane.banks import BankEmbedders
 
-            self._embedder = build_embedder(self.settings)
-        if self._embedder.dim != self.settings.models.embedding_dim:
-            raise ConfigError(
-                f"embedder produces {self._embedder.dim}-d vectors but "
-                f"MEMLANE_MODELS__EMBEDDING_DIM is {self.settings.models.embedding_dim}"
-            )
-        return self._embedder
+            given = self._embedder
+            if given is not None and given.dim != self.settings.models.embedding_dim:
+                raise ConfigError(
+                    f"embedder produces {given.dim}-d vectors but "
+                    f"MEMLANE_MODELS__EMBEDDING_DIM is {self.settings.models.embedding_dim}"
+                )
+            self._embedders = BankEmbedders(self.store, self.settings, given)
+        return self._embedders
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of new banks, and the one that counts tokens (loaded on first use)."""
+        return self.embedders.default
 
     @property
     def reranker(self) -> Reranker:
@@ -197,7 +205,7 @@ class Components:
             from memlane.tree.recall import TreeRecall
 
             derived = self.derived
-            embedder = CachedCounts(self.embedder)
+            embedder = CachedCounts(self.embedder)  # the default's: it counts the tokens
             self._recaller = Recaller(
                 self.settings,
                 self.store,
@@ -215,7 +223,7 @@ class Components:
         if self._retainer is None:
             from memlane.retain.pipeline import Retainer
 
-            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedder, self.extractor)
+            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedders, self.extractor)
             if self.cara.consolidates:
                 self._retainer.on_units = self.cara.units_written
         return self._retainer
@@ -230,7 +238,7 @@ class Components:
                 self.settings,
                 self.store,
                 self.writer,
-                lambda texts: self.embedder.embed(texts),  # the model loads on first use
+                lambda bank_id, texts: self.embedders.for_bank(bank_id).embed(texts),
                 self.recall,
                 self.scheduler,
             )
@@ -243,7 +251,7 @@ class Components:
             from memlane.banks import Banks
 
             self._banks = Banks(
-                self.store, self.writer, self.derived, self.graph, self.settings, lambda: self.embedder
+                self.store, self.writer, self.derived, self.graph, self.settings, self.embedders
             )
         return self._banks
 
@@ -269,7 +277,7 @@ class Components:
             from memlane.tree.facade import TreeService
 
             self._tree = TreeService(
-                self.settings, self.store, self.writer, self.embedder, self.consolidator, self.facts
+                self.settings, self.store, self.writer, self.embedders, self.consolidator, self.facts
             )
         return self._tree
 
@@ -315,7 +323,7 @@ class Components:
             from memlane.recall_service import RecallService
 
             self._recall_service = RecallService(
-                self.settings, self.store, self.derived, self.recaller, self.curated
+                self.settings, self.store, self.derived, self.recaller, self.curated, self.embedders
             )
         return self._recall_service
 

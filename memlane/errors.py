@@ -79,7 +79,7 @@ class LLMNotConfigured(ConfigError):
 
 
 class EmbedderMismatch(MemlaneError):
-    """A bank's vectors come from another embedder than this process's (or a re-embed of the
+    """A bank's vectors come from an embedder this process cannot load (or a re-embed of the
     bank stopped before it finished): searching or adding to them would mix two vector spaces.
     Nothing was written. The message names the bank, both embedders and the command that fixes
     it; REST answers 409, the CLI exits 2."""
@@ -95,9 +95,9 @@ class EmbedderMismatch(MemlaneError):
             )
         else:
             message = (
-                f"bank {bank_id!r} was embedded with {bank_embedder}, this process uses "
-                f"{process_embedder}: run `memlane reembed --bank {bank_id} --embedder "
-                f"{process_embedder}` (or set MEMLANE_MODELS__EMBEDDER={bank_embedder})"
+                f"bank {bank_id!r} was embedded with {bank_embedder}, which this process cannot "
+                f"load: run `memlane reembed --bank {bank_id} --embedder {process_embedder}` (or "
+                f"set MEMLANE_MODELS__EMBEDDER_MODEL to {bank_embedder}'s model folder)"
             )
         super().__init__(message)
         self.bank_id, self.bank_embedder = bank_id, bank_embedder

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from memlane.banks import EmbedderGuard, configured_embedder, valid_bank_id
+from memlane.banks import BankEmbedders, valid_bank_id
 from memlane.curated.facade import CuratedService
 from memlane.errors import InvalidInput
 from memlane.interfaces import VectorStore
@@ -30,13 +30,14 @@ class RecallService:
         derived: DerivedState,
         recaller: Recaller,
         curated: CuratedService,
+        embedders: BankEmbedders,
     ) -> None:
         self.settings = settings
         self.store = store
         self.derived = derived
         self.recaller = recaller
         self.curated = curated
-        self.vectors = EmbedderGuard(store, configured_embedder(settings))
+        self.embedders = embedders
 
     def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
         """Recall memories for ``query``; ``options`` are the fields of RecallRequest."""
@@ -47,18 +48,18 @@ class RecallService:
         bank_id = valid_bank_id(bank_id)
         cold = self.settings.recall.cold_bank == "store" and not self.derived.held(bank_id)
         revision = self.store.get_revision(bank_id) if cold else self.derived.ensure(bank_id).revision
-        # The bank exists and its vectors are this process's embedder's: its record is read
-        # once per revision (a bank never written to has none: read every time).
-        self.vectors.check(bank_id, revision)
+        # The bank exists, and its query is embedded by the embedder of its vectors: its record
+        # is read once per revision (a bank never written to has none: read every time).
+        embedder = self.embedders.for_bank(bank_id, revision)
         if cold:
             # A bank this process does not hold: answered by the store, then loaded in the
             # background (started after the answer: a load running beside it took the GIL
             # from it, and a first recall at 1k memories was no faster than waiting).
             try:
-                result = self.recaller.recall(bank_id, req, revision, search=self.store)
+                result = self.recaller.recall(bank_id, req, revision, search=self.store, embedder=embedder)
             finally:
                 self.derived.warm_later(bank_id)
             result.cold = True
         else:
-            result = self.recaller.recall(bank_id, req, revision)
+            result = self.recaller.recall(bank_id, req, revision, embedder=embedder)
         return self.curated.with_mental_models(bank_id, req, result)

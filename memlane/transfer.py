@@ -44,9 +44,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 from pydantic import BaseModel, ValidationError
 
-from memlane.banks import bank_embedder, configured_embedder
+from memlane.banks import bank_embedder
 from memlane.errors import BankNotFound, InvalidInput
 from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
+from memlane.models.embedder import embedder_names
 from memlane.models.model_path import model_name
 
 if TYPE_CHECKING:
@@ -175,10 +176,8 @@ class _Header:
         self.target = target or self.source
         try:
             check_bank_id(self.target)
-            # The imported bank is this engine's: its vectors are the file's only when they come
-            # from this engine's embedder (below), else they are embedded again here.
-            name, dim_here = configured_embedder(memory.settings)
-            fields = {**bank, "bank_id": self.target, "embedder": name, "embedding_dim": dim_here}
+            # The imported bank records the embedder of its vectors (below).
+            fields = {**bank, "bank_id": self.target}
             self.bank = Bank.model_validate({**fields, "reembedding": ""})
         except ValidationError as exc:
             raise bad(f"bank: {InvalidInput.from_validation(exc)}") from None
@@ -198,7 +197,7 @@ class _Header:
             raise bad("'vectors' must be true or false")
         if vectors and (not isinstance(dim, int) or dim <= 0):
             raise bad("'dim' must be a positive integer when 'vectors' is true")
-        name, dim_here = configured_embedder(memory.settings)
+        dim_here = memory.settings.models.embedding_dim
         self.dim = dim_here
         self.vectors = vectors
         self.reembed_reason: str | None = None
@@ -206,12 +205,16 @@ class _Header:
         source = model_name(embedder) if isinstance(embedder, str) else embedder
         if not vectors:
             self.reembed_reason = "the file has no vectors"
-        elif dim != dim_here or source != name:
+        elif dim != dim_here or source not in embedder_names(memory.settings.models):
             self.reembed_reason = (
-                f"the file's vectors are {source!r} ({dim}-d), this engine's embedder is "
-                f"{name!r} ({dim_here}-d)"
+                f"the file's vectors are {source!r} ({dim}-d), not an embedder this engine can "
+                f"load with {dim_here}-d vectors"
             )
         self.use_vectors = self.reembed_reason is None
+        # Vectors of an embedder this engine has: the bank keeps it (`memlane reembed` moves
+        # it); else its texts are embedded here by the engine's default embedder.
+        name = str(source) if self.use_vectors else memory.embedder.name
+        self.bank = self.bank.model_copy(update={"embedder": name, "embedding_dim": dim_here})
 
 
 RECORD_KINDS_PLURAL = ("chunks", "entities", "units", "tree_nodes")

@@ -11,7 +11,7 @@ import numpy as np
 
 from memlane.errors import ConfigError
 from memlane.interfaces import Embedder
-from memlane.models.model_path import model_name, resolve_model_path
+from memlane.models.model_path import DEFAULT_MINILM, model_name, resolve_model_path
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +100,16 @@ def embedder_identity(models) -> tuple[str, str]:
     return model_name(models.embedder_model), resolve_model_path(models.embedder_model)
 
 
-def build_embedder(settings) -> Embedder:
-    """The embedder the settings ask for (``models.embedder``, then for MiniLM
-    ``models.embedder_backend``).
+def embedder_names(models) -> tuple[str, ...]:
+    """The embedder names :func:`build_embedder` can load with these model settings."""
+    return tuple(dict.fromkeys(("bge-small", model_name(DEFAULT_MINILM), model_name(models.embedder_model))))
+
+
+def build_embedder(settings, name: str | None = None) -> Embedder:
+    """The embedder named ``name`` (a bank's recorded embedder: "bge-small", "minilm", or the
+    name of the configured ``models.embedder_model``), built with the settings' backend,
+    threads and device; without a name, the one ``models.embedder`` configures for new banks.
+    ConfigError for a name this process has no model for.
 
     ``bge-small``: bge-small-en-v1.5 on ONNX Runtime (CPU), whatever the backend setting.
 
@@ -112,10 +119,20 @@ def build_embedder(settings) -> Embedder:
     else sentence-transformers with a warning. ``onnx`` raises instead of falling back.
     """
     m = settings.models
-    if m.embedder == "bge-small":
+    if name is None:
+        name = "bge-small" if m.embedder == "bge-small" else model_name(m.embedder_model)
+    if name == "bge-small":
         from memlane.models.bge_embedder import BgeEmbedder
 
         return BgeEmbedder(batch_size=m.embedder_batch_size, threads=m.torch_threads)
+    if name == model_name(m.embedder_model):
+        package = m.embedder_model
+    elif name == model_name(DEFAULT_MINILM):
+        package = DEFAULT_MINILM  # a MiniLM bank, in a process configured for bge-small
+    else:
+        raise ConfigError(
+            f"no embedder named {name!r} here: this process can load {', '.join(embedder_names(m))}"
+        )
     backend = m.embedder_backend
     if backend == "auto" and m.embedder_device != "cpu":
         backend = "torch"  # the ONNX path here is CPU-only; a GPU runs torch
@@ -124,7 +141,7 @@ def build_embedder(settings) -> Embedder:
             from memlane.models.onnx_embedder import OnnxEmbedder
 
             return OnnxEmbedder(
-                m.embedder_model,
+                package,
                 batch_size=m.embedder_batch_size,
                 threads=m.torch_threads,
                 cache_dir=m.onnx_cache_dir,
@@ -138,7 +155,7 @@ def build_embedder(settings) -> Embedder:
                 raise
             log.warning("ONNX embedder unavailable (%s: %s); falling back to torch", type(exc).__name__, exc)
     return SentenceTransformerEmbedder(
-        m.embedder_model,
+        package,
         device=m.embedder_device,
         batch_size=m.embedder_batch_size,
         torch_threads=m.torch_threads,

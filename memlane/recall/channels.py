@@ -34,15 +34,13 @@ def ms_since(start: float) -> float:
 
 
 class Searcher:
-    """The channels' searches over one backend (given per call: the in-process index, or the
-    store for a bank this process does not hold yet)."""
+    """The channels' searches over one backend and with one embedder, both given per call
+    (the in-process index, or the store for a bank this process does not hold yet; the bank's
+    embedder)."""
 
-    def __init__(
-        self, settings: Settings, graph: GraphStore, embedder: Embedder, pool: ThreadPoolExecutor
-    ) -> None:
+    def __init__(self, settings: Settings, graph: GraphStore, pool: ThreadPoolExecutor) -> None:
         self.settings = settings
         self.graph = graph
-        self.embedder = embedder
         self.pool = pool
 
     def temporal(
@@ -91,6 +89,7 @@ class Searcher:
     def lists(
         self,
         search: SearchBackend,
+        embedder: Embedder,
         bank_id: str,
         queries: list[str],
         channels: set[str],
@@ -104,7 +103,7 @@ class Searcher:
             lexical = [self.pool.submit(search.search_lexical, bank_id, q, depth, flt, ()) for q in queries]
         dense: list[list[Hit]] = [[] for _ in queries]
         if channels & {"semantic", "graph"}:
-            vectors = self.embedder.embed_queries(queries)
+            vectors = embedder.embed_queries(queries)
             dense = search.search_dense(
                 bank_id, vectors, depth, flt, (), chunk_prior=self.settings.recall.chunk_prior
             )
@@ -153,7 +152,7 @@ class ChannelStage:
     """The question's own channel lists (timings: embed, semantic, lexical, temporal, graph)."""
 
     name = "channels"
-    reads = ("bank_id", "req", "search", "channels", "flt", "interval")
+    reads = ("bank_id", "req", "search", "embedder", "channels", "flt", "interval")
     writes = ("vector", "hits")
     timing = None
 
@@ -167,7 +166,7 @@ class ChannelStage:
         bank_id, req, flt, channels = state.bank_id, state.req, state.flt, state.channels
         depth = BUDGET_DEPTH[req.budget]
         timings = state.timings
-        vector = searcher.embedder.embed_queries([req.query]) if channels & {"semantic", "graph"} else None
+        vector = state.embedder.embed_queries([req.query]) if channels & {"semantic", "graph"} else None
         timings["embed"] = ms_since(t0)
 
         def timed(name: str, fn: Callable, *args):
@@ -213,7 +212,7 @@ class SubqueryStage:
     a sub-query's time expression is the question's."""
 
     name = "subqueries"
-    reads = ("bank_id", "req", "search", "query", "channels", "flt", "hits")
+    reads = ("bank_id", "req", "search", "embedder", "query", "channels", "flt", "hits")
     writes = ("hits", "weights", "subqueries")
     timing = None
 
@@ -232,7 +231,7 @@ class SubqueryStage:
             return
         start = time.perf_counter()
         depth = BUDGET_DEPTH[req.budget]
-        args = (state.search, state.bank_id)
+        args = (state.search, state.embedder, state.bank_id)
         queries = list(split.subqueries)
         subs: list[dict[str, list]] = [{} for _ in queries]
         first = [i for i in range(len(queries)) if i not in split.bridges]

@@ -32,7 +32,18 @@ class TreeGate:
     gate, which reads the scores it declares from ``state.scores``, and adds nodes."""
 
     name = "tree"
-    reads = ("bank_id", "revision", "req", "query", "memories", "scores", "vector", "interval", "reference")
+    reads = (
+        "bank_id",
+        "revision",
+        "req",
+        "embedder",
+        "query",
+        "memories",
+        "scores",
+        "vector",
+        "interval",
+        "reference",
+    )
     writes = ("memories", "nodes", "plan")
     timing = None
 
@@ -43,6 +54,7 @@ class TreeGate:
     def run(self, state: RecallState) -> None:
         assert state.query is not None and state.reference is not None
         start = time.perf_counter()
+        embedder, text = state.embedder, state.req.query
         staged = self.tree.apply(
             state.bank_id,
             state.revision,
@@ -51,7 +63,7 @@ class TreeGate:
             state.memories,
             state.scores,
             self.embedder.count_tokens,
-            state.vector,
+            state.vector if state.vector is not None else (lambda: embedder.embed_queries([text])),
             state.interval,
             state.reference,
         )
@@ -91,7 +103,7 @@ class Recaller:
         self._gate_llm: list[LLM | None] = []  # built once, on the first gated recall
         self.abstention = Abstention(settings.facts, gate_llm or self._reflect_llm)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memlane-recall")
-        searcher = Searcher(settings, graph, embedder, self._pool)
+        searcher = Searcher(settings, graph, self._pool)
         stages: list[Stage] = [
             QueryStage(),
             ChannelStage(searcher),
@@ -121,17 +133,29 @@ class Recaller:
         return self._gate_llm[0]
 
     def recall(
-        self, bank_id: str, req: RecallRequest, revision: str = "", search: SearchBackend | None = None
+        self,
+        bank_id: str,
+        req: RecallRequest,
+        revision: str = "",
+        search: SearchBackend | None = None,
+        embedder: Embedder | None = None,
     ) -> RecallResult:
         """Recall for ``req``; ``revision`` is the bank's revision the caller's derived state
         is at (the tree stage caches the bank's tree by it). ``search`` replaces the configured
-        backend for this call (the store, for a bank this process does not hold yet)."""
+        backend for this call (the store, for a bank this process does not hold yet);
+        ``embedder`` embeds the query: the bank's (default: the one given at construction)."""
         if search is not None and search is not self.search:
             other = copy.copy(self)  # shares the pool, the models and the stages
             other.search = search
-            return other.recall(bank_id, req, revision)
+            return other.recall(bank_id, req, revision, embedder=embedder)
         t0 = time.perf_counter()
-        state = RecallState(bank_id=bank_id, req=req, revision=revision, search=self.search)
+        state = RecallState(
+            bank_id=bank_id,
+            req=req,
+            revision=revision,
+            search=self.search,
+            embedder=embedder or self.embedder,
+        )
         for stage in self.stages:
             start = time.perf_counter()
             stage.run(state)

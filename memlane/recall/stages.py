@@ -19,7 +19,7 @@ from memlane.query.analysis import QueryAnalysis
 from memlane.recall.state import RecallState, Scores
 
 # The fields a new RecallState holds before any stage runs.
-GIVEN = ("bank_id", "req", "revision", "search")
+GIVEN = ("bank_id", "req", "revision", "search", "embedder")
 
 
 class Stage(Protocol):
@@ -70,11 +70,12 @@ class TreeStage(Protocol):
         ranked: list[RecalledMemory],
         scores: Mapping[str, Scores],
         counts: Callable[[Sequence[str]], list[int]],
-        query_vector: np.ndarray | None,
+        query_vector: np.ndarray | Callable[[], np.ndarray],
         interval: tuple[datetime, datetime] | None,
         reference: datetime,
     ) -> tuple[list[RecalledMemory], list[RecalledNode], dict] | None:
         """The units kept, the nodes recalled and the plan's trace; None: the stage did not
         run. ``scores`` holds every ranked unit's scores by id; a gate reads the scale it was
-        tuned on from there, never ``RecalledMemory.score``."""
+        tuned on from there, never ``RecalledMemory.score``. ``query_vector`` is the query's
+        vector by the bank's embedder, or a call that makes it (no dense channel ran)."""
         ...

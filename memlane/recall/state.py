@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memlane.interfaces import Hit, SearchBackend, UnitFilter
+from memlane.interfaces import Embedder, Hit, SearchBackend, UnitFilter
 from memlane.model import RecalledMemory, RecalledNode, RecallRequest
 from memlane.query.analysis import QueryAnalysis
 from memlane.recall.candidates import Candidate
@@ -58,6 +58,7 @@ class RecallState:
     req: RecallRequest
     revision: str
     search: SearchBackend
+    embedder: Embedder  # the bank's: it embeds the query (memlane/banks.py BankEmbedders)
     # The query as analysed once, and what follows from it (the "query" stage).
     query: QueryAnalysis | None = None
     reference: datetime | None = None

@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 
 MAX_SOURCES = 4096  # the store's array limit
 EVIDENCE_PER_OPINION = 5  # newest related facts shown to the model per assessment
-# embed(texts) -> float32 (n, dim): the engine's embedder, built on first use
-Embed = Callable[[Sequence[str]], np.ndarray]
+# embed(bank_id, texts) -> float32 (n, dim): the bank's embedder, built on first use
+Embed = Callable[[str, Sequence[str]], np.ndarray]
 
 
 @dataclass(slots=True)
@@ -186,7 +186,7 @@ class Consolidation:
             drafts.append((eid, reply.summary.strip(), facts))
         if not drafts:
             return []
-        vectors = self.embed([text for _, text, _ in drafts])
+        vectors = self.embed(bank_id, [text for _, text, _ in drafts])
         units = []
         for (eid, text, facts), vec in zip(drafts, vectors):
             last = facts[-1].mentioned_at

@@ -55,8 +55,8 @@ def _ms(since: float) -> float:
 
 # recall(bank_id, query, **RecallRequest fields): the engine's Memory.recall
 Recall = Callable[..., RecallResult]
-# embed(texts) -> float32 (n, dim): the engine's embedder, built on first use
-Embed = Callable[[Sequence[str]], np.ndarray]
+# embed(bank_id, texts) -> float32 (n, dim): the bank's embedder, built on first use
+Embed = Callable[[str, Sequence[str]], np.ndarray]
 
 
 # What reflect answers when recall abstains (the reason follows in parentheses).
@@ -202,7 +202,7 @@ class CARA:
         to the newly stated confidence. Each change goes into the history."""
         bank_id = bank.bank_id
         now = now_utc()
-        vectors = self.embed([d.statement for d in drafts])
+        vectors = self.embed(bank_id, [d.statement for d in drafts])
         existing = self._opinions(bank_id, with_embedding=True)
         names = self._entity_names(bank_id)
         out: list[MemoryUnit] = []

@@ -18,7 +18,7 @@ import numpy as np
 
 from memlane.derived import DerivedState
 from memlane.ids import unit_id
-from memlane.interfaces import Embedder, UnitFilter, VectorStore
+from memlane.interfaces import UnitFilter, VectorStore
 from memlane.model import Bank, Chunk, Link, MemoryUnit, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.entities import EntityResolver
@@ -28,6 +28,7 @@ from memlane.settings import Settings
 from memlane.stages import add, recording, stage
 
 if TYPE_CHECKING:
+    from memlane.banks import BankEmbedders
     from memlane.writes import BankWrite
 
 # Turns per batch: small enough that extracting the next batch on a thread overlaps embedding
@@ -72,16 +73,17 @@ class Retainer:
         settings: Settings,
         store: VectorStore,
         derived: DerivedState,
-        embedder: Embedder,
+        embedders: BankEmbedders,
         extractor: Extractor,
     ) -> None:
+        """``embedders`` gives each bank the embedder of its vectors (memlane/banks.py)."""
         self.settings = settings
         self.store = store
         self.derived = derived
         self.graph = derived.graph
         # Semantic-link neighbours come from the in-process index when there is one.
         self.search = derived if derived.with_index else store
-        self.embedder = embedder
+        self.embedders = embedders
         self.extractor = extractor
         # Called with (bank, units) after each batch is written (consolidation queues them).
         self.on_units: Callable[[Bank, list[MemoryUnit]], None] | None = None
@@ -120,7 +122,7 @@ class Retainer:
         deleted first, so entity resolution and semantic links see what a bank without them
         sees and the bank ends as a fresh bank given these versions would; their units'
         vectors are kept by text, and a text the new version still has is not embedded
-        again (the bank's embedder is the one that made them: EmbedderGuard)."""
+        again (the bank's embedder is the one that made them: BankEmbedders)."""
         with recording() as timings:
             reuse = self._clear(write, bank.bank_id, list(dict.fromkeys(doc for doc, _ in conversations)))
             return self._retain(
@@ -212,14 +214,15 @@ class Retainer:
         add(timings, "extract (overlapped)", time.perf_counter() - tick)
         return facts
 
-    def _vectors(self, texts: list[str], reuse: Mapping[str, np.ndarray]) -> np.ndarray:
-        """The texts' vectors, in order. Only texts neither in ``reuse`` nor earlier in the
-        batch are embedded: embedding is most of a retain's time, and a re-sent turn's text
-        has the vector it had."""
+    def _vectors(self, bank: Bank, texts: list[str], reuse: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The texts' vectors by ``bank``'s embedder, in order. Only texts neither in
+        ``reuse`` nor earlier in the batch are embedded: embedding is most of a retain's time,
+        and a re-sent turn's text has the vector it had."""
+        embedder = self.embedders.of(bank)
         missing = [t for t in dict.fromkeys(texts) if t not in reuse]
         if len(missing) == len(texts):  # nothing to reuse (the usual case): no copy
-            return self.embedder.embed(texts)
-        fresh = dict(zip(missing, self.embedder.embed(missing))) if missing else {}
+            return embedder.embed(texts)
+        fresh = dict(zip(missing, embedder.embed(missing))) if missing else {}
         return np.stack([reuse[t] if t in reuse else fresh[t] for t in texts]).astype(np.float32, copy=False)
 
     def _batch(
@@ -250,7 +253,7 @@ class Retainer:
         tick = lap("entities", tick)
 
         texts = [f.text for _, _, f, _ in drafts]
-        vectors = self._vectors(texts, reuse)
+        vectors = self._vectors(bank, texts, reuse)
         tick = lap("embed", tick)
 
         ids = [unit_id(bank.bank_id, c.document_id, c.chunk_id, i) for c, i, _, _ in drafts]

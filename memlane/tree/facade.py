@@ -7,10 +7,10 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
-from memlane.banks import require_bank
+from memlane.banks import BankEmbedders, require_bank
 from memlane.errors import InvalidInput
 from memlane.facts.facade import FactsService
-from memlane.interfaces import Embedder, VectorStore
+from memlane.interfaces import VectorStore
 from memlane.model import Level, TreeNode, utc
 from memlane.settings import Settings
 from memlane.tree.build import TreeBuilder, TreeReport
@@ -32,7 +32,7 @@ class TreeService:
         settings: Settings,
         store: VectorStore,
         writer: BankWriter,
-        embedder: Embedder,
+        embedders: BankEmbedders,
         consolidator: Callable[[str | None], Consolidator],
         facts: FactsService,
     ) -> None:
@@ -40,7 +40,7 @@ class TreeService:
         self.settings = settings
         self.store = store
         self.writer = writer
-        self.embedder = embedder
+        self.embedders = embedders
         self.consolidator = consolidator
         self.facts = facts
 
@@ -58,11 +58,12 @@ class TreeService:
         "rules" or "llm" (default: the settings'). Conflicts between facts are resolved first
         (:meth:`FactsService.resolve`; its counts are the report's ``facts``). Returns a
         :class:`TreeReport`."""
-        require_bank(self.store, bank_id)
+        bank = require_bank(self.store, bank_id)
+        embedder = self.embedders.of(bank)  # a node's vector is searched with the bank's units
         resolved = self.facts.resolve(bank_id)
         builder = TreeBuilder(
             self.store,
-            self.embedder,
+            embedder,
             self.consolidator(consolidator),
             session_idle_s=self.settings.tree.session_idle_s,
         )

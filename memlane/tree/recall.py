@@ -178,7 +178,7 @@ class TreeRecall:
         ranked: list[RecalledMemory],
         scores: Mapping[str, Scores],
         counts: Callable[[Sequence[str]], list[int]],
-        query_vector: np.ndarray | None,
+        query_vector: np.ndarray | Callable[[], np.ndarray],
         interval: tuple[datetime, datetime] | None,
         reference: datetime,
     ) -> tuple[list[RecalledMemory], list[RecalledNode], dict] | None:
@@ -199,8 +199,8 @@ class TreeRecall:
             trace["nodes"] = 0
             trace["note"] = "the bank has no tree yet (memlane consolidate)"
             return ranked, [], trace
-        if query_vector is None:
-            query_vector = self.embedder.embed_queries([req.query])
+        if callable(query_vector):  # the recall searched no dense channel: embedded here
+            query_vector = query_vector()
         sims = index.vectors @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
 
         # Candidates: ancestors of the best units at the selected levels.

@@ -83,45 +83,73 @@ def _stored_cosines(memory, bank: str) -> np.ndarray:
     return np.sum(fresh * np.asarray([u.embedding for u in units], dtype=np.float32), axis=1)
 
 
-def test_another_embedder_is_refused_on_retain_and_recall_with_nothing_written(settings, extractor):
-    from serve.errors import engine_error
-
+def test_a_bank_keeps_its_embedder_in_a_process_configured_for_another(settings, extractor):
+    """A process whose default is bge-small recalls from and retains into a MiniLM bank with
+    MiniLM (the same ranking as a MiniLM process, every stored vector MiniLM's), records a
+    bank from before the record as MiniLM's, and gives a new bank bge-small."""
     with _engine(settings, "minilm", extractor) as mini:
         mini.retain("b", [("d1", _turns())])
         bank = mini.get_bank("b")
         assert (bank.embedder, bank.embedding_dim, bank.reembedding) == ("minilm", 384, "")
         # a bank from before the record (none stored) counts as MiniLM's
-        mini.create_bank("legacy")
         mini.retain("legacy", [("d1", _turns())])
         mini.store.upsert_bank(
             mini.get_bank("legacy").model_copy(update={"embedder": "", "embedding_dim": 0})
         )
+        expected = _top(mini, "b")
     with _engine(settings, "bge-small", extractor) as bge:
-        store = bge.store
-        before = {
-            b: (store.list_unit_ids(b), store.get_revision(b), store.count_chunks(b)) for b in ("b", "legacy")
-        }
-        for bank_id in ("b", "legacy"):
-            expected = (
-                f"bank '{bank_id}' was embedded with minilm, this process uses bge-small: run "
-                f"`memlane reembed --bank {bank_id} --embedder bge-small` (or set MEMLANE_MODELS__EMBEDDER=minilm)"
-            )
-            with pytest.raises(EmbedderMismatch) as retained:
-                bge.retain(bank_id, [("d2", _turns("d2"))])
-            assert str(retained.value) == expected
-            with pytest.raises(EmbedderMismatch) as recalled:
-                bge.recall(bank_id, "what is the dog called")
-            assert str(recalled.value) == expected
-        after = {
-            b: (store.list_unit_ids(b), store.get_revision(b), store.count_chunks(b)) for b in ("b", "legacy")
-        }
-        assert after == before  # nothing written
-        assert bge.get_bank("legacy").embedder == ""  # not recorded by the refused retain
-        api = engine_error(recalled.value)
-        assert api is not None and (api.status, api.code, api.message) == (409, "embedder_mismatch", expected)
-        # a new bank records this process's embedder
+        assert bge.embedder.name == "bge-small"
+        assert _top(bge, "b") == expected and _top(bge, "legacy") == expected
+        bge.retain("b", [("d2", _turns("d2"))])
+        bge.retain("legacy", [("d2", _turns("d2"))])
+        assert bge.get_bank("legacy").embedder == "minilm"  # recorded by its first retain here
         bge.retain("fresh", [("d1", _turns())])
         assert (bge.get_bank("fresh").embedder, bge.get_bank("fresh").embedding_dim) == ("bge-small", 384)
+    with _engine(settings, "minilm", extractor) as mini:
+        for bank_id in ("b", "legacy"):  # d2's vectors are MiniLM's too
+            assert mini.store.count_units(bank_id) == 2 * len(TEXTS)
+            assert _stored_cosines(mini, bank_id).min() > 0.999
+            assert mini.doctor(bank_id).ok
+    with _engine(settings, "bge-small", extractor) as bge:
+        assert _stored_cosines(bge, "fresh").min() > 0.999
+
+
+def test_a_bank_whose_embedder_is_not_here_is_refused_with_nothing_written(settings, extractor):
+    from serve.errors import engine_error
+
+    with _engine(settings, "bge-small", extractor) as bge:
+        bge.retain("b", [("d1", _turns())])
+        bge.store.upsert_bank(bge.get_bank("b").model_copy(update={"embedder": "e5-large"}))
+        store = bge.store
+        before = (store.list_unit_ids("b"), store.get_revision("b"), store.count_chunks("b"))
+        expected = (
+            "bank 'b' was embedded with e5-large, which this process cannot load: run "
+            "`memlane reembed --bank b --embedder bge-small` (or set MEMLANE_MODELS__EMBEDDER_MODEL "
+            "to e5-large's model folder)"
+        )
+        with pytest.raises(EmbedderMismatch) as retained:
+            bge.retain("b", [("d2", _turns("d2"))])
+        assert str(retained.value) == expected
+        with pytest.raises(EmbedderMismatch) as recalled:
+            bge.recall("b", "what is the dog called")
+        assert str(recalled.value) == expected
+        assert (store.list_unit_ids("b"), store.get_revision("b"), store.count_chunks("b")) == before
+        api = engine_error(recalled.value)
+        assert api is not None and (api.status, api.code, api.message) == (409, "embedder_mismatch", expected)
+
+
+def test_an_export_of_a_minilm_bank_imports_into_a_bge_process_with_its_vectors(settings, extractor):
+    from memlane.transfer import export_bank, import_bank
+
+    with _engine(settings, "minilm", extractor) as mini:
+        mini.retain("b", [("d1", _turns())])
+        records = list(export_bank(mini, "b", vectors=True))
+        expected = _top(mini, "b")
+    with _engine(settings, "bge-small", extractor) as bge:
+        report = import_bank(bge, records, bank_id="copy")
+        assert report["vectors"] != "re-embedded" and report.get("reembedded", 0) == 0
+        assert bge.get_bank("copy").embedder == "minilm"
+        assert _top(bge, "copy") == expected
 
 
 def test_reembed_round_trip_keeps_ids_passes_doctor_and_recalls_as_from_scratch(
