@@ -7,9 +7,10 @@
 * ``conf_rrf``: RRF whose weight per channel and query is w_c times the channel's confidence,
   how far its best score stands above the rest (:func:`confidence`).
 
-The channels are not equally good, so RRF weights them (lexical 1, semantic 0.2, graph 0.2,
-temporal 0.5). On LoCoMo (turn recall@10, categories 1-4) BM25 alone scored 0.678 and MiniLM
-dense 0.445; equal-weight RRF gave 0.579, the weighted one 0.720. The score-based and
+The channels are not equally good, so RRF weights them (lexical 1, semantic 0.6, graph 0.2,
+temporal 0.5: memlane/settings/areas.py says what measured them). On LoCoMo (turn recall@10,
+categories 1-4) BM25 alone scored 0.678 and MiniLM dense 0.445; equal-weight RRF gave 0.579,
+the weighted one (semantic 0.2 then) 0.720. The score-based and
 confidence-weighted fusions were measured beside it on LoCoMo and LongMemEval and did not
 hold up on both (README, "Recall that generalises").
 """
