@@ -46,8 +46,8 @@ def lock_holder(path: Path) -> int | None:
 
 @dataclass
 class StoreAccess:
-    """How to reach a data directory's store: ``mode`` is ``server`` (the service's Milvus
-    Lite server at ``uri``), ``file`` (open the directory in this process), ``held`` (process
+    """How to reach a data directory's store: ``mode`` is ``server`` (a Milvus server at
+    ``uri``: the one the settings name, or the local service's Milvus Lite server), ``file`` (open the directory in this process), ``held`` (process
     ``pid`` has it open) or ``absent`` (nothing stored yet)."""
 
     mode: Literal["server", "file", "held", "absent"]
@@ -73,12 +73,20 @@ class StoreAccess:
         return f"no store in {self.path.parent} yet"
 
 
-def store_access(data_dir: Path) -> StoreAccess:
-    """How commands reach the store of ``data_dir`` right now."""
+def store_access(data_dir: Path, milvus_uri: str | None = None) -> StoreAccess:
+    """How commands reach the store right now, decided here for every command: the Milvus
+    server the settings name (``milvus_uri``, default ``MEMLANE_STORE__MILVUS_URI``), else the
+    local service's Milvus Lite server for ``data_dir``, else the directory itself."""
     from cluster.service import read_state
 
     data_dir = Path(data_dir).resolve()
     lite = data_dir / "milvus.db"
+    if milvus_uri is None:
+        from memlane.settings import Settings
+
+        milvus_uri = Settings(data_dir=data_dir).store.milvus_uri
+    if milvus_uri:
+        return StoreAccess("server", lite, uri=milvus_uri)
     state = read_state(data_dir) if data_dir.is_dir() else None
     if state and state.get("milvus_uri"):
         return StoreAccess("server", lite, uri=state["milvus_uri"], service=state)

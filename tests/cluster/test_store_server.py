@@ -96,6 +96,14 @@ def test_start_status_stop_loopback_only_and_the_engine_on_it(run, tmp_path):
         assert "Pixel" in top["text"] and top["source_turns"] == ["s1:1"]
         banks = run("banks", "--json", env=env)
         assert json.loads(banks.stdout) == [{"bank_id": "ana", "name": "", "memories": 3}]
+        # doctor and status reach the server the settings name too (not the data dir)
+        doctor = run("doctor", "--bank", "ana", "--json", env=env)
+        assert doctor.exit_code == 0, doctor.output
+        checked = json.loads(doctor.stdout)
+        assert checked["ok"] is True and [b["bank_id"] for b in checked["banks"]] == ["ana"]
+        status = json.loads(run("status", "--json", env=env).stdout)
+        assert (status["milvus"]["mode"], status["milvus"]["uri"]) == ("server", uri)
+        assert status["banks"]["count"] == 1 and status["banks"]["banks"][0]["bank_id"] == "ana"
         assert not (tmp_path / "data" / "milvus.db").exists()  # nothing went to Milvus Lite
     finally:
         stopped = run("store", "server", "stop", "--data-dir", str(root))
