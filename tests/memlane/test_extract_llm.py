@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from fixtures import write_locomo_fixture
-from llm_fake import FakeLLMServer, extraction_reply
+from llm_fake import FakeLLMServer, extraction_reply, turn_lines
 
 from memlane.ingest import load_conversations
 from memlane.llm import build_llm
@@ -199,7 +199,16 @@ def test_eval_locomo_retains_through_the_llm(server, settings, embedder, extract
     from evals.locomo import run_locomo
     from memlane.engine import Memory
 
-    server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
+    def respond(body):
+        # An extraction prompt gets its valid extraction; any other prompt (the tree's
+        # consolidation: no turn lines) gets extraction-shaped JSON without facts, which its
+        # schema rejects. (extraction_reply raised on those prompts: the fake answered 500, and
+        # each node's call waited out the client's three retries, 3.5 s of backoff, before
+        # falling back: most of this test's minute.)
+        text = body["messages"][1]["content"] if len(body["messages"]) > 1 else ""
+        return extraction_reply(text) if turn_lines(text) else json.dumps({"facts": []})
+
+    server.responder = respond
     s = settings.model_copy(
         update={
             "llm_base_url": server.base_url,

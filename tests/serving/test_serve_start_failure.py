@@ -12,7 +12,11 @@ def test_a_replica_that_cannot_start_fails_the_start_with_its_reason(tmp_path):
     from cluster.local import free_port
 
     data = tmp_path / "data"
-    env = {**os.environ, "MEMLANE_MODELS__EMBEDDER_MODEL": str(tmp_path / "no-such-model")}
+    env = {
+        **os.environ,
+        "MEMLANE_MODELS__EMBEDDER": "minilm",  # the MiniLM the next setting names is the one loaded
+        "MEMLANE_MODELS__EMBEDDER_MODEL": str(tmp_path / "no-such-model"),
+    }
     r = memlane(
         "serve", "--port", str(free_port()), "--data-dir", str(data), "--timeout", "420", env=env, timeout=480
     )
