@@ -55,6 +55,15 @@ def is_missing(exc: Exception) -> bool:
     return ("not exist" in msg or "not found" in msg) and "collection" in msg
 
 
+# The client's gRPC keepalive. pymilvus pings every 10 s, also with no call in flight; Milvus
+# Lite's server (gRPC's default policy: a ping without data at most every 5 min) answers an
+# idle client with GOAWAY "too_many_pings", which gRPC prints on stderr in every process that
+# waits on something else for a minute or two (an eval embedding, a Ray worker re-embedding).
+# Measured 27 Nov 2026: a Lite client idle 100 s between two calls printed 3 GOAWAY lines with
+# pymilvus's defaults and none with these. A dead server is still found by the next call.
+KEEPALIVE = {"grpc.keepalive_time_ms": 330_000, "grpc.keepalive_permit_without_calls": False}
+
+
 def open_client(settings: Settings) -> tuple[MilvusClient, str | None, str]:
     """Connect as ``settings`` says: ``(client, lite_path or None, server version)``. A Lite file's
     directory is created and its in-process server referenced (see :func:`release_lite`).
@@ -76,7 +85,10 @@ def open_client(settings: Settings) -> tuple[MilvusClient, str | None, str]:
             _LITE_REFS[lite_path] = _LITE_REFS.get(lite_path, 0) + 1
     try:
         client = MilvusClient(
-            uri=target, token=settings.store.milvus_token or "", dedicated=lite_path is None
+            uri=target,
+            token=settings.store.milvus_token or "",
+            dedicated=lite_path is None,
+            grpc_options=dict(KEEPALIVE),
         )
         db = settings.store.milvus_db or "default"
         if db != "default":
