@@ -3,6 +3,8 @@ and Milvus Lite; the Ray job itself runs in tests/pipelines/test_reembed.py)."""
 
 from __future__ import annotations
 
+import json
+
 from fixtures import write_jsonl_fixture
 from typer.testing import CliRunner
 
@@ -43,20 +45,36 @@ def test_reembed_bad_input_and_a_mismatched_bank_exit_2_with_one_line(tmp_path):
     assert _one_line(name) == "error: unknown embedder 'e5': --embedder takes minilm or bge-small"
     unknown = runner.invoke(app, ["reembed", "--bank", "ana", "--bank", "zed", "--data-dir", data])
     assert unknown.exit_code == 2 and _one_line(unknown) == "error: unknown bank: zed"
-    # already on the target: said so, no Ray started, exit 0
-    same = runner.invoke(app, ["reembed", "--bank", "ana", "--embedder", "minilm", "--data-dir", data])
+    # already on the target (a new bank gets the default, bge-small): said so, no Ray, exit 0
+    same = runner.invoke(app, ["reembed", "--bank", "ana", "--data-dir", data])
     assert same.exit_code == 0, same.stderr
-    assert "1 already on minilm (nothing to do)" in same.stdout
+    assert "1 already on bge-small (nothing to do)" in same.stdout
 
-    # a process configured with another embedder: recall and retain refuse the bank
-    bge = {"MEMLANE_MODELS__EMBEDDER": "bge-small"}
+    # a process configured for MiniLM recalls the bge bank with bge-small: the same answer
+    mini = {"MEMLANE_MODELS__EMBEDDER": "minilm"}
+    ask = ["recall", "dog", "--bank", "ana", "--data-dir", data, "--json"]
+    here, there = runner.invoke(app, ask), runner.invoke(app, ask, env=mini)
+    assert here.exit_code == there.exit_code == 0, there.stderr
+    ranked = [
+        [(x["unit"]["id"], round(x["score"], 3)) for x in json.loads(r.stdout)["memories"]]
+        for r in (here, there)
+    ]
+    assert ranked[0] == ranked[1] and len(ranked[0]) == 2
+
+    # a bank whose embedder no model here provides: recall and retain refuse it
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    with Memory(Settings(data_dir=data)) as m:
+        m.store.upsert_bank(m.get_bank("ana").model_copy(update={"embedder": "e5-large"}))
     expected = (
-        "error: bank 'ana' was embedded with minilm, this process uses bge-small: run `memlane "
-        "reembed --bank ana --embedder bge-small` (or set MEMLANE_MODELS__EMBEDDER=minilm)"
+        "error: bank 'ana' was embedded with e5-large, which this process cannot load: run `memlane "
+        "reembed --bank ana --embedder bge-small` (or set MEMLANE_MODELS__EMBEDDER_MODEL to e5-large's "
+        "model folder)"
     )
-    recalled = runner.invoke(app, ["recall", "dog", "--bank", "ana", "--data-dir", data], env=bge)
+    recalled = runner.invoke(app, ["recall", "dog", "--bank", "ana", "--data-dir", data])
     assert recalled.exit_code == 2 and _one_line(recalled) == expected
-    retained = runner.invoke(app, ["retain", str(src), "--bank", "ana", "--data-dir", data], env=bge)
+    retained = runner.invoke(app, ["retain", str(src), "--bank", "ana", "--data-dir", data])
     assert retained.exit_code == 2 and _one_line(retained) == expected
     bad_setting = runner.invoke(
         app, ["recall", "dog", "--bank", "ana", "--data-dir", data], env={"MEMLANE_MODELS__EMBEDDER": "e5"}
