@@ -32,8 +32,9 @@ NODECOMP = "nodecomp"
 # The dense baselines with a named embedder, by system name: the embedder's models.embedder value.
 DENSE_EMBEDDERS = {"dense-minilm": "minilm", "dense-bge": "bge-small"}
 BASELINES = ("bm25", "dense", *DENSE_EMBEDDERS)
-# bge-small's dense baseline runs by default beside BM25 and the bank's own (MiniLM) vectors.
-DEFAULT_SYSTEMS = (MEMLANE, FLAT, "bm25", "dense", "dense-bge")
+# MiniLM's dense baseline runs by default beside BM25 and the bank's own vectors (bge-small, the
+# default embedder of new banks: "dense-bge" would embed every unit again for the same ranking).
+DEFAULT_SYSTEMS = (MEMLANE, FLAT, "bm25", "dense", "dense-minilm")
 ALLOWED = f"{MEMLANE}, {FLAT}, {NODECOMP}, {', '.join(BASELINES)}, or channels joined by '+' ({', '.join(CHANNELS)})"
 
 
@@ -50,7 +51,7 @@ def _canonical(spec: str) -> str:
 
 def parse_systems(specs: str | Iterable[str] | None = None) -> list[str]:
     """The systems a run compares, from specs like ``"memlane,bm25,lexical+semantic"`` (a string
-    or several, each comma-separated; None: the default ``memlane, flat, bm25, dense, dense-bge``).
+    or several, each comma-separated; None: the default ``memlane, flat, bm25, dense, dense-minilm``).
 
     Names are lower-cased and de-duplicated (first occurrence kept); ``memlane`` is added first
     when missing. Raises ValueError naming the bad spec and the allowed ones."""

@@ -19,7 +19,7 @@ from evals.systems import channels_of, parse_systems
 
 
 def test_parse_systems_default_and_valid_specs():
-    assert parse_systems(None) == ["memlane", "flat", "bm25", "dense", "dense-bge"]
+    assert parse_systems(None) == ["memlane", "flat", "bm25", "dense", "dense-minilm"]
     assert parse_systems("Dense-MiniLM, dense-bge") == ["memlane", "dense-minilm", "dense-bge"]
     assert parse_systems("memlane,bm25,lexical+semantic") == ["memlane", "bm25", "lexical+semantic"]
     # repeated option values, spaces and case; channel order does not make a new system

@@ -24,7 +24,7 @@ def test_longmemeval_run(memory, tmp_path):
         "flat",
         "bm25",
         "dense",
-        "dense-bge",
+        "dense-minilm",
     ]
     # the tree ablation: memlane (tree recall) against flat, per category, with tokens
     ablation = report["tree_ablation"]
@@ -39,7 +39,7 @@ def test_longmemeval_run(memory, tmp_path):
     # abstention: no official metrics, and no answer sessions to score either
     assert by_id["fx-cello_abs"]["scores"]["memlane"] == {}
     kayak = by_id["fx-kayak"]["scores"]
-    for system in ("memlane", "bm25", "dense", "dense-bge"):
+    for system in ("memlane", "bm25", "dense", "dense-minilm"):
         assert set(kayak[system]) == {
             f"{lvl}_{m}@{k}"
             for lvl in ("turn", "session")
@@ -95,7 +95,7 @@ def test_locomo_run_in_the_harness_format(memory, tmp_path):
     report = run_locomo(memory, path, ks=(1, 5), progress=False)
     # the legacy keys (fixture: 9 category 1-4 items, 2 of them without evidence)
     assert report["questions"] == 7 and report["skipped_no_evidence"] == 2
-    assert set(report["baselines"]) == {"bm25", "dense", "dense-bge"}
+    assert set(report["baselines"]) == {"bm25", "dense", "dense-minilm"}
     assert report["turn_recall@5"] == report["summary"]["all"]["memlane"]["turn_recall@5"]
     # the harness keys
     assert report["benchmark"] == "locomo" and report["summary"]["all"]["n"]["turn_recall@1"] == 7
