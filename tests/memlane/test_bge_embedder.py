@@ -63,7 +63,7 @@ def bge():
 
 @pytest.fixture(scope="module")
 def minilm():
-    return build_embedder(_settings(torch_threads=2))
+    return build_embedder(_settings(embedder="minilm", torch_threads=2))
 
 
 def test_bge_vectors_are_384_d_unit_rows_named_bge_small(bge):
@@ -105,10 +105,26 @@ def test_an_unknown_embedder_name_is_rejected_by_name():
 def test_identity_names_each_embedder_and_its_tokenizer(tmp_path):
     name, folder = embedder_identity(_settings(embedder="bge-small").models)
     assert (name, folder.rstrip("/").endswith("bge_small_en")) == ("bge-small", True)
-    assert embedder_identity(_settings().models)[0] == "minilm"
+    assert embedder_identity(_settings().models)[0] == "bge-small"  # the default of new banks
+    assert embedder_identity(_settings(embedder="minilm").models)[0] == "minilm"
     (tmp_path / "my-minilm").mkdir()
-    custom = _settings(embedder_model=str(tmp_path / "my-minilm")).models
+    custom = _settings(embedder="minilm", embedder_model=str(tmp_path / "my-minilm")).models
     assert embedder_identity(custom) == ("my-minilm", str(tmp_path / "my-minilm"))
+
+
+def test_a_banks_embedder_is_built_by_its_recorded_name(minilm):
+    """A process configured for bge-small builds MiniLM for a MiniLM bank (by the name the bank
+    records), and names what it can load when a bank records something else."""
+    from memlane.errors import ConfigError
+
+    built = build_embedder(_settings(torch_threads=2), "minilm")
+    assert built.name == "minilm" and built.dim == 384
+    q = ["what is the dog called"]
+    np.testing.assert_allclose(built.embed(q), minilm.embed(q), atol=1e-5)
+    with pytest.raises(
+        ConfigError, match="no embedder named 'e5-large' here: this process can load bge-small, minilm"
+    ):
+        build_embedder(_settings(), "e5-large")
 
 
 def test_a_missing_wheel_is_a_config_error_naming_the_package(monkeypatch):
