@@ -178,10 +178,9 @@ WRITER = textwrap.dedent(
 
     uri, items_path, work, name = sys.argv[1:5]
     work = Path(work)
-    # the reference run's embedder (tests/conftest.py: torch): link weights compare exactly
-    memory = Memory(
-        Settings(data_dir=work / name, store={"milvus_uri": uri}, models={"embedder_backend": "torch"})
-    )
+    # the reference run's embedder (tests/conftest.py: MiniLM on torch): link weights compare exactly
+    models = {"embedder": "minilm", "embedder_backend": "torch"}
+    memory = Memory(Settings(data_dir=work / name, store={"milvus_uri": uri}, models=models))
     memory.embedder.embed(["warm up"]), memory.extractor, memory.store  # load the models now
     (work / f"{name}.ready").write_text(str(__import__("os").getpid()))
     while not (work / f"{name}.go").exists():
