@@ -167,6 +167,7 @@ def test_build_embedder_backends(raced_cache, monkeypatch, caplog, tmp_path):
 
     def settings(backend: str) -> Settings:
         s = Settings(data_dir=tmp_path)
+        s.models.embedder = "minilm"  # the backends are MiniLM's (bge-small is ONNX only)
         s.models.embedder_backend = backend  # type: ignore[assignment]
         s.models.onnx_cache_dir = str(raced_cache[0])
         s.models.torch_threads = 1

@@ -218,7 +218,7 @@ def test_session_spread_caps_one_sessions_memories_in_the_window_and_drops_none(
     one = Boosts(1.0, 1.0, 1.0, 1.0)
     ranking = [Candidate(i, r, 1.0, one, 1.0 - r / 10) for r, i in enumerate(sessions)]
     settings = Settings()
-    state = RecallState(bank_id="b", req=RecallRequest(query="q"), revision="", search=None)  # type: ignore[arg-type]
+    state = RecallState(bank_id="b", req=RecallRequest(query="q"), revision="", search=None, embedder=None)  # type: ignore[arg-type]
     state.fields, state.ranking = fields, ranking
     SpreadStage(settings).run(state)  # off by default
     assert [x.id for x in state.ranking] == list(sessions)
