@@ -103,6 +103,15 @@ class CountingEmbedder:
         return texts
 
 
+def _counting(memory: Memory, monkeypatch) -> CountingEmbedder:
+    """The retainer's embedder for the bank (the engine's: its banks are its embedder's),
+    counting what it embeds from here on."""
+    embedders = memory.retainer.embedders
+    counting = CountingEmbedder(embedders.default)
+    monkeypatch.setattr(embedders, "of", lambda bank: counting)
+    return counting
+
+
 def _state(memory: Memory) -> dict[str, Any]:
     """What a bank holds, in comparable form: units (id, text, links, entities), entities
     (id, name, mentions) and chunks (id, text)."""
@@ -155,8 +164,7 @@ def test_a_shrunk_and_edited_document_replaces_what_it_held(memory, fresh, path,
     before = _vectors(memory)
     assert len(first["units"]) > len(expected["units"]) and len(first["chunks"]) > len(expected["chunks"])
 
-    counting = CountingEmbedder(memory.retainer.embedder)
-    monkeypatch.setattr(memory.retainer, "embedder", counting)
+    counting = _counting(memory, monkeypatch)
     steps = len(memory.store.revision_log(BANK)[1])
     retain(memory, SECOND)
 
@@ -177,8 +185,7 @@ def test_retaining_the_same_document_again_changes_nothing_and_embeds_nothing(me
     retain(memory, FIRST)
     state, vectors = _state(memory), _vectors(memory)
 
-    counting = CountingEmbedder(memory.retainer.embedder)
-    monkeypatch.setattr(memory.retainer, "embedder", counting)
+    counting = _counting(memory, monkeypatch)
     retain(memory, FIRST)
 
     assert counting.take() == []
@@ -213,8 +220,7 @@ def test_a_call_replaces_the_documents_it_names_and_keeps_the_others(memory, fre
 
 
 def test_a_text_said_twice_in_one_retain_is_embedded_once(memory, monkeypatch):
-    counting = CountingEmbedder(memory.retainer.embedder)
-    monkeypatch.setattr(memory.retainer, "embedder", counting)
+    counting = _counting(memory, monkeypatch)
     said = [
         ("Caroline", "Good morning Melanie!"),
         ("Melanie", "Morning! Coffee?"),
