@@ -94,8 +94,21 @@ def _records(n_banks: int, per_bank: int, prefix: str = "user") -> list[dict]:
 # ------------------------------------------------------------------ CLI, own local cluster
 
 
-def test_cli_locomo_same_memories_as_plain_retain_then_resume(tmp_path, memory):
+@pytest.fixture
+def reference(tmp_path, extractor):
+    """An engine on the default settings (the backfill's: bge-small embeds), for the plain
+    retain the backfill is compared with (semantic links follow the vectors)."""
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    with Memory(Settings(data_dir=tmp_path / "reference"), extractor=extractor) as m:
+        yield m
+
+
+def test_cli_locomo_same_memories_as_plain_retain_then_resume(tmp_path, reference):
     from memlane.ingest import load_conversations
+
+    memory = reference
 
     src = write_locomo_fixture(tmp_path / "locomo.json")
     data = tmp_path / "bf"
