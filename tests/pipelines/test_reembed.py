@@ -31,7 +31,7 @@ def test_job_reembeds_a_bank_to_bge_small_and_a_rerun_has_nothing_to_do(tmp_path
     server = MilvusLiteServer(data)
     server.start()
     try:
-        mini = Settings(data_dir=data, store={"milvus_uri": server.uri})
+        mini = Settings(data_dir=data, store={"milvus_uri": server.uri}, models={"embedder": "minilm"})
         start = datetime(2024, 5, 1, 9, tzinfo=UTC)
         turns = [
             Turn(
