@@ -8,14 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 # How deep each recall channel searches per budget (the low/mid/high).
 BUDGET_DEPTH = {"low": 100, "mid": 300, "high": 1000}
-# RRF weight per channel. Semantic 0.6 (was 0.2, fit on LoCoMo with MiniLM) re-derived for
-# bge-small on the calibration halves of both dev sets together, budget mid, bge banks
-# (benchmarks/recall_sweep.py, 27 Nov 2026): LoCoMo turn@10 / session@5 0.748 / 0.889 ->
-# 0.756 / 0.886, LongMemEval dev60 nDCG@10 / turn all@10 0.811 / 0.767 -> 0.835 / 0.833. The
-# rule, set before the runs: the best LongMemEval figures among the weights that keep LoCoMo's
-# two within 0.005 (semantic 1.0 gave LongMemEval 0.844 / 0.900 but LoCoMo 0.746 / 0.877).
-# On MiniLM banks the same change is about neutral (LoCoMo 0.730 / 0.883 -> 0.731 / 0.877,
-# LongMemEval 0.814 / 0.800 -> 0.819 / 0.767), so one set serves both. Held-out halves: README.
+# RRF weight per channel. Semantic 0.6 (was 0.2, fit with MiniLM) re-derived for bge-small on
+# the calibration halves of both dev sets, budget mid (benchmarks/recall_sweep.py, 27 Nov 2026):
+# LoCoMo turn@10 / session@5 0.748 / 0.889 -> 0.756 / 0.886, LongMemEval dev60 nDCG@10 / turn
+# all@10 0.811 / 0.767 -> 0.835 / 0.833; about neutral on MiniLM banks. Grid, rule, held-out
+# halves: README, "bge-small, the default embedder".
 DEFAULT_CHANNEL_WEIGHTS = {"lexical": 1.0, "semantic": 0.6, "graph": 0.2, "temporal": 0.5}
 ENV_PREFIX = "MEMLANE_"
 LLM_ROLES = ("retain", "reflect", "consolidation", "qa")
