@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from actors.gauges import export_held_state
-from memlane.model import Level
+from memlane.records import Level
 
 log = logging.getLogger(__name__)
 

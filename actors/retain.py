@@ -197,7 +197,7 @@ class RetainWorker:
             ):
                 out[key].append(int(report[src]) if ok else 0)
             out["seconds"].append(time.perf_counter() - t0)
-            # seconds per retain stage (memlane/stages.py), JSON: benchmarks/retain_profile.py
+            # seconds per retain stage (memlane/timings.py), JSON: benchmarks/retain_profile.py
             out["timings"].append(json.dumps(report["timings_s"]) if ok else "{}")
             out["worker_pid"].append(os.getpid())
             out["node_id"].append(self.node_id)

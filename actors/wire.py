@@ -11,7 +11,7 @@ import json
 from datetime import datetime
 from typing import Protocol, Sequence
 
-from memlane.model import Turn
+from memlane.records import Turn
 
 Documents = list[tuple[str, list[Turn]]]
 

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 import numpy as np
 
 from benchmarks.engine import _pct, rss_bytes, trim_heap
-from memlane.model import MemoryUnit
 from memlane.recall.index import BankIndex
+from memlane.records import MemoryUnit
 from memlane.stores.lexical import analyze
 
 VOCAB = 50_000

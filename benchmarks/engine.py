@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memlane.model import Chunk, MemoryUnit, Turn
+from memlane.records import Chunk, MemoryUnit, Turn
 
 NAMES = [
     "Avery",

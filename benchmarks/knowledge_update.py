@@ -61,7 +61,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from memlane.model import Turn
+from memlane.records import Turn
 
 KINDS = ("now", "as_of", "before")
 # Users in the default run. The issue asked for 300; retain embeds ~73 turns a user at about

@@ -95,7 +95,7 @@ PAIRS = [
 def _ambiguous_pairs():
     from datetime import UTC, datetime
 
-    from memlane.model import Turn
+    from memlane.records import Turn
 
     at = datetime(2025, 6, 1, 9, tzinfo=UTC)
     docs = []
@@ -272,7 +272,7 @@ def run(input_path: Path, base_url: str, model: str, work: Path, extract_tokens:
                     failures[f"reflect: {type(exc).__name__}"] += 1
         # Opinions to reassess (the reflect replies above may have formed none)
         for bank, statement, entity in SEEDED_OPINIONS:
-            m.cara.form_opinions(
+            m.reflection.form_opinions(
                 m.get_bank(bank),
                 [OpinionDraft(statement=statement, confidence=0.6, entities=[entity])],
                 [],
@@ -293,7 +293,7 @@ def run(input_path: Path, base_url: str, model: str, work: Path, extract_tokens:
                 result = m.recall(bank, q, max_tokens=1000)
                 ctx = pack(result.ranked(), 1000)
                 entry = answer_and_grade(
-                    m.cara.llm("reflect"),
+                    m.reflection.llm("reflect"),
                     question=q,
                     context=memory_context(ctx),
                     context_tokens=sum(x.tokens for x in ctx),
@@ -332,7 +332,7 @@ def run_cara_facts(input_path: Path, base_url: str, model: str, work: Path) -> d
             m.retain(bank, [(doc, turns)])
         for bank, statement, entity in SEEDED_OPINIONS:
             draft = OpinionDraft(statement=statement, confidence=0.6, entities=[entity])
-            m.cara.form_opinions(m.get_bank(bank), [draft], [], "seed")
+            m.reflection.form_opinions(m.get_bank(bank), [draft], [], "seed")
         _stage("retain the rest with CARA's jobs inline")
         for bank, doc, turns in rest:
             m.retain(bank, [(doc, turns)])

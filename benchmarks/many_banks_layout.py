@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from cluster.local import MilvusLiteServer
-from memlane.model import MemoryUnit
+from memlane.records import MemoryUnit
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
 from memlane.stores.milvus.migrate import migrate_layout

@@ -7,7 +7,7 @@ Modes (each bounded, loopback only, on a fresh scratch data directory):
 * ``service``: ``memlane serve`` over Milvus Lite, the Hindsight peer's retain workload
   (``benchmarks/peer_bench.py``: the first 2 LoCoMo conversations, one synchronous retain request
   per session). Per stage, the seconds the Memory replica reported (``timings_s`` of each
-  retain answer, memlane/stages.py) summed over the requests, as a share of the client's wall
+  retain answer, memlane/timings.py) summed over the requests, as a share of the client's wall
   time; "hops" is the client's wall time less the replica's (the proxy, the Ingress, Ray's
   handle call, validation and serialisation on the way), "unstaged" the replica's time no stage
   names (contention with background work included).

@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmarks.many_banks_layout import DIM, bank_units, pct, rss_kb
 from cluster import milvus_server
-from memlane.model import Bank
+from memlane.records import Bank
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
 from memlane.stores.milvus.codec import bank_row, unit_row

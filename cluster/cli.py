@@ -51,7 +51,7 @@ def retain(
 
     with errors():
         from memlane.ingest import load_conversations
-        from memlane.model import check_bank_id
+        from memlane.records import check_bank_id
 
         check_bank_id(bank)
         if format not in ("auto", "locomo", "jsonl"):
@@ -190,7 +190,7 @@ def _recall_remote(
     """``recall --url``: the same query through the service's HTTP API."""
     import httpx
 
-    from memlane.model import RecallResult
+    from memlane.records import RecallResult
     from memlane_client import MemlaneAPIError, MemlaneClient
 
     try:

@@ -19,7 +19,7 @@ from typing import get_args
 import typer
 
 from cluster.common import errors, fail, open_memory
-from memlane.model.requests import Budget
+from memlane.records.requests import Budget
 
 LLM_MISSING = (
     "--qa needs an LLM: set MEMLANE_LLM__BASE_URL (and MEMLANE_LLM__MODEL) to an OpenAI-compatible endpoint"

@@ -67,7 +67,7 @@ def extract(
     with errors():
         from memlane.engine import Memory
         from memlane.ingest import load_conversations
-        from memlane.model import Bank
+        from memlane.records import Bank
         from memlane.retain.chunking import chunk_turns
         from memlane.settings import Settings
 

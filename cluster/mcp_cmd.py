@@ -44,7 +44,7 @@ def mcp_command(
 ) -> None:
     """Serve Memlane's tools (retain, recall, reflect, list_banks, create_bank, delete_document)
     to an MCP client over stdin/stdout."""
-    from memlane.model import check_bank_id
+    from memlane.records import check_bank_id
 
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         fail(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {log_level!r}")

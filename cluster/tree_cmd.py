@@ -54,7 +54,7 @@ def tree(
     """Print a bank's temporal tree: each node's level, interval and text."""
     from cluster.datadir import store_access
     from memlane.engine import Memory
-    from memlane.model import utc
+    from memlane.records import utc
     from memlane.settings import Settings
     from memlane.views import node_view
 

@@ -36,7 +36,7 @@ def _turns_of(hits) -> list[str]:
 
 def result_turns(result) -> list[str]:
     """The turn ranking of a recall result: memories and tree nodes in their one ranking
-    (:meth:`~memlane.model.RecallResult.ranked`); a memory counts its source turns, a node only
+    (:meth:`~memlane.records.RecallResult.ranked`); a memory counts its source turns, a node only
     the turns its text quotes (``cited_turns``), never everything under it."""
     return ranked_turns(
         [x.unit.source_turns if hasattr(x, "unit") else x.node.cited_turns for x in result.ranked()]
@@ -86,7 +86,7 @@ def rank_all(
     cross-encoder reranks).
 
     Returns ``(rankings, result, latency_ms, tokens)``: turn rankings by system name (only the
-    systems asked for), Memlane's :class:`~memlane.model.RecallResult` (for QA), its recall
+    systems asked for), Memlane's :class:`~memlane.records.RecallResult` (for QA), its recall
     latency and the tokens each recall-based system returned (memlane, flat, nodecomp, ablations)."""
     options: dict[str, Any] = {
         "max_tokens": recall_tokens,

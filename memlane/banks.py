@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from memlane.errors import BankNotFound, ConfigError, EmbedderMismatch, InvalidInput
 from memlane.interfaces import Embedder, GraphStore, VectorStore
-from memlane.model import Bank, Disposition, check_bank_id, now_utc
+from memlane.records import Bank, Disposition, check_bank_id, now_utc
 
 if TYPE_CHECKING:
     from memlane.derived import DerivedState

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from memlane.banks import require_bank
 from memlane.errors import InvalidInput, NotFound
 from memlane.interfaces import UnitFilter, VectorStore
-from memlane.model import Entity, FactType, MemoryUnit, utc
+from memlane.records import Entity, FactType, MemoryUnit, utc
 from memlane.units import FilterError, check_filter
 
 

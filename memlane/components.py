@@ -12,26 +12,26 @@ from typing import TYPE_CHECKING, Callable
 from memlane.background import Kind, Scheduler
 from memlane.errors import ConfigError
 from memlane.interfaces import LLM, Embedder, GraphStore, Reranker
-from memlane.model import RecallResult
+from memlane.records import RecallResult
 from memlane.settings import Settings
 
 if TYPE_CHECKING:
     from memlane.banks import BankEmbedders, Banks
     from memlane.browse import Browse
-    from memlane.curated.facade import CuratedService
+    from memlane.curated.service import CuratedService
     from memlane.derived import DerivedState
-    from memlane.facts.facade import FactsService
+    from memlane.facts.service import FactsService
     from memlane.forget import Forget
     from memlane.recall.pipeline import Recaller
-    from memlane.recall_service import RecallService
-    from memlane.reflect import CARA
+    from memlane.recall.service import RecallService
+    from memlane.reflect import ReflectService
     from memlane.retain.deferred import DeferredExtraction
     from memlane.retain.facts import Extractor
     from memlane.retain.pipeline import Retainer
     from memlane.retain.service import RetainService
     from memlane.stores.milvus import MilvusStore
     from memlane.tree.consolidators import Consolidator
-    from memlane.tree.facade import TreeService
+    from memlane.tree.service import TreeService
     from memlane.writes import BankWriter
 
 # recall(bank_id, query, **RecallRequest fields): the engine's Memory.recall
@@ -65,7 +65,7 @@ class Components:
         self._recaller: Recaller | None = None
         self._derived: DerivedState | None = None
         self._writer: BankWriter | None = None
-        self._cara: CARA | None = None
+        self._reflection: ReflectService | None = None
         self._tree_llm: list[LLM | None] = []  # [llm or None] once built
         self._banks: Banks | None = None
         self._browse: Browse | None = None
@@ -118,7 +118,7 @@ class Components:
     def writer(self) -> BankWriter:
         """The one write path to banks: store, derived state, revision (memlane/writes.py)."""
         if self._writer is None:
-            from memlane.facts.service import restore_superseded
+            from memlane.facts.resolver import restore_superseded
             from memlane.leases import BankLeases
             from memlane.reflect.observations import prune_observations
             from memlane.tree.invariants import prune_tree
@@ -224,17 +224,17 @@ class Components:
             from memlane.retain.pipeline import Retainer
 
             self._retainer = Retainer(self.settings, self.store, self.derived, self.embedders, self.extractor)
-            if self.cara.consolidates:
-                self._retainer.on_units = self.cara.units_written
+            if self.reflection.consolidates:
+                self._retainer.on_units = self.reflection.units_written
         return self._retainer
 
     @property
-    def cara(self) -> CARA:
+    def reflection(self) -> ReflectService:
         """Reflect, opinions, observations and background merging (memlane/reflect)."""
-        if self._cara is None:
-            from memlane.reflect import CARA
+        if self._reflection is None:
+            from memlane.reflect import ReflectService
 
-            self._cara = CARA(
+            self._reflection = ReflectService(
                 self.settings,
                 self.store,
                 self.writer,
@@ -242,7 +242,7 @@ class Components:
                 self.recall,
                 self.scheduler,
             )
-        return self._cara
+        return self._reflection
 
     # services -----------------------------------------------------------------------------
     @property
@@ -266,7 +266,7 @@ class Components:
     @property
     def facts(self) -> FactsService:
         if self._facts is None:
-            from memlane.facts.facade import FactsService
+            from memlane.facts.service import FactsService
 
             self._facts = FactsService(self.settings, self.store, self.writer, self.embedder, self.tree_llm)
         return self._facts
@@ -274,7 +274,7 @@ class Components:
     @property
     def tree(self) -> TreeService:
         if self._tree is None:
-            from memlane.tree.facade import TreeService
+            from memlane.tree.service import TreeService
 
             self._tree = TreeService(
                 self.settings, self.store, self.writer, self.embedders, self.consolidator, self.facts
@@ -284,7 +284,7 @@ class Components:
     @property
     def curated(self) -> CuratedService:
         if self._curated is None:
-            from memlane.curated.facade import CuratedService
+            from memlane.curated.service import CuratedService
 
             self._curated = CuratedService(self.store, self.embedder, self.recall, self.consolidator)
         return self._curated
@@ -320,7 +320,7 @@ class Components:
     @property
     def recall_service(self) -> RecallService:
         if self._recall_service is None:
-            from memlane.recall_service import RecallService
+            from memlane.recall.service import RecallService
 
             self._recall_service = RecallService(
                 self.settings, self.store, self.derived, self.recaller, self.curated, self.embedders
@@ -331,7 +331,7 @@ class Components:
     def after_retain(self, bank_id: str) -> None:
         """After a retain: CARA's consolidation of the new facts, then what follows any write."""
         if self._retainer is not None and self._retainer.on_units is not None:
-            self.cara.retained(bank_id)  # observations and opinions: see memlane/reflect/
+            self.reflection.retained(bank_id)  # observations and opinions: see memlane/reflect/
         self.after_write(bank_id)
 
     def after_write(self, bank_id: str) -> None:
@@ -357,8 +357,8 @@ class Components:
         then close CARA's LLM clients, the recall pool, the derived state's loads and the
         store."""
         self.scheduler.close()
-        if self._cara is not None:
-            self._cara.close()
+        if self._reflection is not None:
+            self._reflection.close()
         if self._recaller is not None:
             self._recaller.close()
         if self._derived is not None:

@@ -27,8 +27,8 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from memlane.interfaces import GraphNode, GraphStore, Hit, UnitFilter, VectorStore
-from memlane.model import MemoryUnit
 from memlane.recall.index import DEFAULT_ANN_THRESHOLD, BankIndex
+from memlane.records import MemoryUnit
 from memlane.revlog import RevisionDelta, between
 from memlane.units import effective_interval
 

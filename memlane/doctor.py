@@ -51,7 +51,7 @@ import numpy as np
 
 from memlane.derived import DerivedState
 from memlane.interfaces import Embedder, VectorStore
-from memlane.model import FactType, MemoryUnit, TreeNode
+from memlane.records import FactType, MemoryUnit, TreeNode
 
 CHECKS = {
     "unit_chunk": "each memory's chunk exists, in the memory's document",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from memlane.banks import require_bank
 from memlane.components import Components
 from memlane.interfaces import Embedder, GraphStore, Reranker
-from memlane.model import (
+from memlane.records import (
     Bank,
     Directive,
     Disposition,
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from memlane.background import Scheduler
     from memlane.derived import DerivedState
     from memlane.doctor import BankReport
-    from memlane.facts.service import ResolveReport
-    from memlane.reflect import CARA, ReflectResult
+    from memlane.facts.resolver import ResolveReport
+    from memlane.reflect import ReflectResult, ReflectService
     from memlane.retain.facts import Extractor
     from memlane.retain.pipeline import Retainer, RetainReport
     from memlane.stores.milvus import MilvusStore
@@ -102,9 +102,9 @@ class Memory:
         return self._parts.retainer
 
     @property
-    def cara(self) -> CARA:
+    def reflection(self) -> ReflectService:
         """Reflect, opinions, observations and background merging (memlane/reflect)."""
-        return self._parts.cara
+        return self._parts.reflection
 
     @property
     def scheduler(self) -> Scheduler:
@@ -209,7 +209,7 @@ class Memory:
         create_bank: bool = True,
         progress: Callable[[int], None] | None = None,
     ) -> RetainReport:
-        """Retain API items (see :class:`~memlane.model.RetainItem`). Items are grouped into
+        """Retain API items (see :class:`~memlane.records.RetainItem`). Items are grouped into
         documents by ``document_id`` (the item's, else the call's, else one derived from the
         content); each document replaces what it held before, in one write. Validated whole
         before anything is written."""
@@ -230,14 +230,14 @@ class Memory:
         tags, ...). Returns a :class:`~memlane.reflect.ReflectResult`. Needs an LLM for the
         reflect role; raises :class:`~memlane.errors.LLMNotConfigured` naming the setting."""
         self.get_bank(bank_id)
-        result = self.cara.reflect(bank_id, query, **options)
+        result = self.reflection.reflect(bank_id, query, **options)
         if result.memory_ids and self.settings.facts.salience_alpha > 0:
             self.reinforce_cited(bank_id, result.memory_ids)  # cited facts gain salience
         return result
 
     def merge_background(self, bank_id: str, snippet: str) -> Bank:
         """Merge a biographical snippet into the bank's background (the snippet wins)."""
-        return self.cara.merge_background(bank_id, snippet)
+        return self.reflection.merge_background(bank_id, snippet)
 
     def wait_background(self) -> None:
         """Wait for the background jobs writes queued (deferred extraction, the tree,
@@ -250,7 +250,7 @@ class Memory:
     # facts and the tree -------------------------------------------------------------------
     def resolve_facts(self, bank_id: str) -> ResolveReport:
         """Resolve conflicts between the bank's slotted facts as ``facts.resolve`` says
-        (memlane/facts/facade.py). Raises BankNotFound."""
+        (memlane/facts/service.py). Raises BankNotFound."""
         return self._parts.facts.resolve(bank_id)
 
     def reinforce_cited(self, bank_id: str, unit_ids: Sequence[str]) -> int:
@@ -266,7 +266,7 @@ class Memory:
         consolidator: str | None = None,
         progress: Callable[[Level, int], None] | None = None,
     ) -> TreeReport:
-        """Consolidate the bank's temporal tree, its facts resolved first (memlane/tree/facade.py).
+        """Consolidate the bank's temporal tree, its facts resolved first (memlane/tree/service.py).
         ``consolidator``: "auto", "rules" or "llm" (default: the settings')."""
         return self._parts.tree.consolidate(bank_id, now=now, consolidator=consolidator, progress=progress)
 

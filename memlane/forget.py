@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from memlane.banks import require_bank
 from memlane.errors import InvalidInput, NotFound
 from memlane.interfaces import VectorStore
-from memlane.model import now_utc, utc
+from memlane.records import now_utc, utc
 
 if TYPE_CHECKING:
     from memlane.writes import BankWriter

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkabl
 
 import numpy as np
 
-from memlane.model import Bank, Chunk, Entity, FactType, Link, MemoryUnit, TreeNode
+from memlane.records import Bank, Chunk, Entity, FactType, Link, MemoryUnit, TreeNode
 from memlane.revlog import RevisionDelta, RevisionStep
 
 

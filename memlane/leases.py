@@ -44,7 +44,7 @@ from typing import Any, Iterator
 
 from memlane.errors import MemlaneError
 from memlane.interfaces import VectorStore
-from memlane.stages import stage
+from memlane.timings import stage
 
 log = logging.getLogger(__name__)
 

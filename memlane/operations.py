@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 from memlane.interfaces import VectorStore
-from memlane.model import now_utc
+from memlane.records import now_utc
 
 QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
 

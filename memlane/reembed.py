@@ -36,7 +36,7 @@ import numpy as np
 
 from memlane.banks import bank_embedder, require_bank
 from memlane.interfaces import Embedder, VectorStore
-from memlane.model import LinkType, MemoryUnit, TreeNode
+from memlane.records import LinkType, MemoryUnit, TreeNode
 from memlane.retain.links import semantic_links
 from memlane.settings.areas import RetainSettings
 from memlane.writes import BankWriter

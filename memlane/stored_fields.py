@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memlane.model import FactType, utc
+from memlane.records import FactType, utc
 
 #: Stored times are INT64 microseconds since the epoch (exact round trips of datetimes); this
 #: value stands for None. It lies far outside datetime's range (year 1 is -6.2e16 us).

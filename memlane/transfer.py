@@ -46,9 +46,9 @@ from pydantic import BaseModel, ValidationError
 
 from memlane.banks import bank_embedder
 from memlane.errors import BankNotFound, InvalidInput
-from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
 from memlane.models.embedder import embedder_names
 from memlane.models.model_path import model_name
+from memlane.records import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
 
 if TYPE_CHECKING:
     from memlane.interfaces import Embedder

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from memlane.interfaces import UnitFilter
-from memlane.model import FactType, Link, MemoryUnit, OpinionChange
+from memlane.records import FactType, Link, MemoryUnit, OpinionChange
 from memlane.stored_fields import (
     CANDIDATE_FIELDS,
     FACT_CODES,

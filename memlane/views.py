@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memlane.model import LEVEL_NAMES, Entity, MemoryUnit, RecalledMemory, RecallResult, TreeNode
+from memlane.records import LEVEL_NAMES, Entity, MemoryUnit, RecalledMemory, RecallResult, TreeNode
 
 if TYPE_CHECKING:  # memlane.reflect's package imports the reflect service; a view needs none
     from memlane.reflect.requests import ReflectResult

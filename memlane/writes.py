@@ -34,9 +34,9 @@ from typing import Any, Callable, Iterator, Sequence, cast
 from memlane.derived import DerivedState
 from memlane.interfaces import UnitFilter, VectorStore
 from memlane.leases import BankLeases
-from memlane.model import Bank, Chunk, Entity, MemoryUnit, TreeNode
+from memlane.records import Bank, Chunk, Entity, MemoryUnit, TreeNode
 from memlane.revlog import RevisionDelta
-from memlane.stages import stage
+from memlane.timings import stage
 
 # Called with (store, bank_id) after units were deleted and before the derived state reloads:
 # a rule that keeps summaries consistent with their sources (observations, memlane/reflect).

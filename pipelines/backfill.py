@@ -285,7 +285,7 @@ def _batch_extract(todo: list[tuple[BankInput, str, str]], cfg: BackfillConfig) 
     job for the whole corpus, so the GPUs see full batches); ``{bank_id: {chunk_id: reply}}``.
     Prompts are built as for a bank without an owner name, which is what a backfill creates."""
     from actors.wire import decode_bank
-    from memlane.model import Bank
+    from memlane.records import Bank
     from memlane.settings import Settings
     from pipelines import llm_extract
 

@@ -44,7 +44,7 @@ from memlane.ingest.common import (
     type_name,
 )
 from memlane.ingest.jsonl import DocumentTurns, parse_line, parse_record
-from memlane.model import BANK_ID_PATTERN, Turn
+from memlane.records import BANK_ID_PATTERN, Turn
 
 FORMATS = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from memlane.model import Bank, Turn
+from memlane.records import Bank, Turn
 from memlane.retain.chunking import chunk_turns
 from memlane.retain.extract_llm import ExtractionReply, extraction_messages
 

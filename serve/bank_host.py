@@ -164,7 +164,7 @@ class BankHost:
         100-memory dict in FastAPI cost more than the recall's search), and how this replica
         held the bank: ``warm``, ``cold`` (it did not: the store answered while the bank loads,
         ``MEMLANE_RECALL__COLD_BANK=store``, the service's default) or ``loaded`` (it loaded
-        the bank first, ``wait``). ``request``: a validated :class:`memlane.model.RecallRequest`."""
+        the bank first, ``wait``). ``request``: a validated :class:`memlane.records.RecallRequest`."""
         answer = await asyncio.to_thread(self._recall, bank_id, request)
         # Registered once answered: a request for a bank that does not exist (404) must not
         # push real banks out of Serve's routing table.

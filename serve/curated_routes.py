@@ -10,7 +10,7 @@ from typing import Any, Callable
 from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlane.model import CURATED_ID_PATTERN
+from memlane.records import CURATED_ID_PATTERN
 
 ModelId = Path(..., pattern=CURATED_ID_PATTERN, description="1-64 lowercase letters, digits, '_', '-'")
 DirectiveId = Path(..., pattern=CURATED_ID_PATTERN, description="1-64 lowercase letters, digits, '_', '-'")

@@ -17,7 +17,7 @@ from fastapi.security import HTTPBearer
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memlane.model import BANK_ID_PATTERN, FactType
+from memlane.records import BANK_ID_PATTERN, FactType
 from serve import curated_routes, explorer
 from serve.auth import Authenticator, Principal
 from serve.bank_host import BankHost
@@ -349,7 +349,7 @@ async def get_tree(
 def _aware(when: datetime | None, field: str) -> datetime | None:
     """``when`` in UTC (a time without an offset is UTC, as everywhere in the engine); 422 for
     one that UTC cannot hold (year 1 at +01:00 is before datetime.min)."""
-    from memlane.model import utc
+    from memlane.records import utc
 
     try:
         return None if when is None else utc(when)

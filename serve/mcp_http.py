@@ -30,7 +30,7 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from memlane.errors import InvalidInput
-from memlane.model import RecallRequest
+from memlane.records import RecallRequest
 from memlane.reflect.requests import ReflectRequest
 from serve.auth import Principal
 from serve.errors import APIError, error_response

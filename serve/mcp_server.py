@@ -7,7 +7,7 @@ shapes, so the tools format one shape whatever answers.
 
 Tools: ``retain``, ``recall``, ``reflect``, ``list_banks``, ``create_bank``,
 ``delete_document``, ``get_tree``. Their parameters carry the REST API's bounds (``serve/schemas.py``,
-``memlane/model/``), so a bad argument is refused by the SDK's schema validation before any
+``memlane/records/``), so a bad argument is refused by the SDK's schema validation before any
 backend is called. Failures the model can act on (unknown bank, forbidden bank, bad argument,
 no LLM for reflect) are tool errors: an ``isError`` result whose text starts with a code,
 e.g. ``bank_not_found: unknown bank 'alice'``.
@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memlane.model import BANK_ID_PATTERN, LEVEL_NAMES, FactType, utc
+from memlane.records import BANK_ID_PATTERN, LEVEL_NAMES, FactType, utc
 
 # Non-blank: at least one non-space character (JSON Schema patterns are unanchored searches).
 _NOT_BLANK = r"\S"

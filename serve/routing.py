@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.middleware import Middleware
 
-from memlane.model import BANK_ID_PATTERN
+from memlane.records import BANK_ID_PATTERN
 
 HEADER = b"serve_multiplexed_model_id"
 CALLBACK = "serve.routing:proxy_middlewares"

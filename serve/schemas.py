@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlane.model import Disposition, RecallRequest, RetainItem
+from memlane.records import Disposition, RecallRequest, RetainItem
 from memlane.reflect.service import ReflectRequest
 
 

@@ -1,5 +1,5 @@
-"""Curated memory (Hindsight's mental models and directives): see :mod:`memlane.curated.facade`."""
+"""Curated memory (Hindsight's mental models and directives): see :mod:`memlane.curated.service`."""
 
-from memlane.curated.facade import CuratedService
+from memlane.curated.service import CuratedService
 
 __all__ = ["CuratedService"]

@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from memlane.model import MemoryUnit, ModelSource, RecallResult
+from memlane.records import MemoryUnit, ModelSource, RecallResult
 from memlane.tree.consolidators import Child, ExtractiveConsolidator, Written
-from memlane.tree.model import Level
+from memlane.tree.nodes import Level
 
 # Recall budget of a model's question: about 20 facts of ~25 tokens, more than the profile
 # level quotes (8 points), so the consolidator still chooses the central ones.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from memlane.model import Directive
+from memlane.records import Directive
 
 HEADING = "Directives from the user (always follow them, over any other instruction):"
 

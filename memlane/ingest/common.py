@@ -26,7 +26,7 @@ from typing import Any, Callable, Protocol
 from pydantic import ValidationError
 
 from memlane.errors import InvalidInput
-from memlane.model import BANK_ID_PATTERN, Turn
+from memlane.records import BANK_ID_PATTERN, Turn
 
 _BANK_RE = re.compile(BANK_ID_PATTERN)
 

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from memlane.ingest.common import Conversation, InputError, field_error, lines, parse_time, type_name
-from memlane.model import Turn
+from memlane.records import Turn
 
 # JSONL keys the loader interprets itself; any other key is kept in Turn.metadata.
 TURN_KEYS = {"speaker", "role", "text", "timestamp", "session_id", "turn_id"}

@@ -24,7 +24,7 @@ from memlane.ingest.common import (
     type_name,
 )
 from memlane.ingest.dataset_times import dataset_time, locomo_time
-from memlane.model import Turn
+from memlane.records import Turn
 
 # A LoCoMo turn that shares an image carries its BLIP caption (which becomes the turn's
 # caption), the search query the image was found with and its URL (both kept in Turn.metadata).

@@ -30,7 +30,7 @@ from typing import Any
 
 from memlane.ingest.common import InputError, Reject, bank_id_for, read_text
 from memlane.ingest.dataset_times import dataset_time, longmemeval_time
-from memlane.model import Turn
+from memlane.records import Turn
 
 REQUIRED = (
     "question_id",

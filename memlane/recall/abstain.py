@@ -1,7 +1,7 @@
 """Abstention: does the recalled evidence support an answer to the query? (issue 13 part 6)
 
 The one home of the rule. Recall still returns every memory it found; only
-:attr:`~memlane.model.RecallResult.abstain` (with ``abstain_reason`` and the signals in
+:attr:`~memlane.records.RecallResult.abstain` (with ``abstain_reason`` and the signals in
 ``abstain_signals``) says that the evidence does not support an answer, and reflect then says
 that the bank does not know instead of answering.
 
@@ -80,9 +80,9 @@ from typing import Any, Callable, Mapping, Sequence
 from pydantic import BaseModel
 
 from memlane.interfaces import LLM, Hit, SearchBackend, UnitFilter
-from memlane.model import RecallResult
 from memlane.query.analysis import QueryAnalysis, as_analysis
 from memlane.query.words import content_stems
+from memlane.records import RecallResult
 from memlane.settings import FactsSettings
 
 

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from memlane.model import MemoryUnit
+from memlane.records import MemoryUnit
 from memlane.stores.lexical import analyze
 
 K1, B = 1.2, 0.75

@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import Callable
 
 from memlane.interfaces import Embedder, GraphStore, Hit, SearchBackend, UnitFilter
-from memlane.model import now_utc
 from memlane.query.analysis import analyse
 from memlane.recall.candidates import proximity_scale
 from memlane.recall.decompose import BRIDGE_UNITS, bridge, decompose, merge_channels
 from memlane.recall.fusion import fuse
 from memlane.recall.state import RecallState
+from memlane.records import now_utc
 from memlane.settings import BUDGET_DEPTH, Settings
 from memlane.temporal import proximity
 from memlane.units import fields_interval

@@ -22,11 +22,11 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from memlane.interfaces import Hit, UnitFilter
-from memlane.model import MemoryUnit
 from memlane.recall.ann import HnswIndex
 from memlane.recall.bm25 import Postings, query_terms, unit_tokens
 from memlane.recall.dense import DenseSearch
 from memlane.recall.index_rows import IndexRows
+from memlane.records import MemoryUnit
 from memlane.units import CANDIDATE_FIELDS
 
 #: Live units from which dense search goes through the HNSW graph (RecallSettings.ann_threshold

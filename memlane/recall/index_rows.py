@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from memlane.interfaces import Hit, UnitFilter
-from memlane.model import FactType, MemoryUnit
+from memlane.records import FactType, MemoryUnit
 from memlane.units import (
     CANDIDATE_FIELDS,
     FACT_CODES,

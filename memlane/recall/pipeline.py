@@ -17,13 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from memlane.interfaces import LLM, Embedder, GraphStore, Reranker, SearchBackend, VectorStore
-from memlane.model import Chunk, RecalledMemory, RecallRequest, RecallResult
 from memlane.recall.abstain import Abstention
 from memlane.recall.channels import CHANNELS, ChannelStage, QueryStage, Searcher, SubqueryStage, ms_since
 from memlane.recall.packing import pack
 from memlane.recall.ranking import FetchStage, FuseStage, OrderStage, PackStage, RerankStage, SpreadStage
 from memlane.recall.stages import Stage, TreeStage, check_chain
 from memlane.recall.state import RecallState
+from memlane.records import Chunk, RecalledMemory, RecallRequest, RecallResult
 from memlane.settings import Settings
 
 

@@ -14,7 +14,6 @@ from typing import Any, Callable
 from memlane.facts.ordering import order as supersession_order
 from memlane.facts.query import current_values_first
 from memlane.interfaces import Embedder, Reranker
-from memlane.model import RecalledMemory
 from memlane.recall.candidates import Candidate, score
 from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
@@ -28,6 +27,7 @@ from memlane.recall.rerank import (
     rerank_trace,
 )
 from memlane.recall.state import RecallState, Scores
+from memlane.records import RecalledMemory
 from memlane.settings import Settings
 from memlane.stored_fields import json_value
 from memlane.units import unit_from_fields

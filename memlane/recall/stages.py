@@ -14,9 +14,9 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from memlane.model import RecalledMemory, RecalledNode, RecallRequest
 from memlane.query.analysis import QueryAnalysis
 from memlane.recall.state import RecallState, Scores
+from memlane.records import RecalledMemory, RecalledNode, RecallRequest
 
 # The fields a new RecallState holds before any stage runs.
 GIVEN = ("bank_id", "req", "revision", "search", "embedder")

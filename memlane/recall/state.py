@@ -18,9 +18,9 @@ from typing import Any, Literal
 import numpy as np
 
 from memlane.interfaces import Embedder, Hit, SearchBackend, UnitFilter
-from memlane.model import RecalledMemory, RecalledNode, RecallRequest
 from memlane.query.analysis import QueryAnalysis
 from memlane.recall.candidates import Candidate
+from memlane.records import RecalledMemory, RecalledNode, RecallRequest
 
 # The scales a ranked memory's scores are on (see :class:`Scores`).
 ScoreName = Literal["fused", "cross", "final"]

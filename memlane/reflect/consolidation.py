@@ -4,7 +4,7 @@ related opinions are assessed against the new facts and their confidence updated
 observation of every entity the facts mention is rewritten, all in one write (one revision
 bump). The jobs run on the engine's scheduler (memlane/background.py: on its thread, or inline
 at the end of retain with ``background.mode="sync"``); with ``background.reflect`` off, or the
-mode "off", retain queues nothing (:attr:`memlane.reflect.CARA.consolidates`)."""
+mode "off", retain queues nothing (:attr:`memlane.reflect.ReflectService.consolidates`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from memlane.background import Kind, Scheduler
 from memlane.interfaces import LLM, VectorStore
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
-from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, now_utc
+from memlane.records import Bank, FactType, MemoryUnit, OpinionChange, now_utc
 from memlane.reflect.observations import ObservationReply, observation_id, observation_messages
 from memlane.reflect.opinions import Assessment, assess_messages, updated_confidence
 from memlane.settings import Settings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlane.model import Bank, Disposition
+from memlane.records import Bank, Disposition
 
 _SKEPTICISM = {
     1: "You are trusting: you take what people tell you at face value.",

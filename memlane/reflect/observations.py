@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.ids import make_id
 from memlane.interfaces import UnitFilter, VectorStore
-from memlane.model import FactType
+from memlane.records import FactType
 
 
 def observation_id(bank_id: str, entity_id: str) -> str:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memlane.model import Budget, MemoryUnit, RecalledMemory, not_blank
+from memlane.records import Budget, MemoryUnit, RecalledMemory, not_blank
 
 
 class ReflectRequest(BaseModel):

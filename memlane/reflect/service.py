@@ -1,5 +1,5 @@
 """CARA: reflect, opinion formation and reinforcement, observation refresh and background
-merging. The engine holds one :class:`CARA` and delegates to it; CARA gets only what it uses
+merging. The engine holds one :class:`ReflectService` and delegates to it; CARA gets only what it uses
 (the store to read, the bank writer to write, the embedder, a recall callable and its LLMs).
 
 After retain, new facts are consolidated into opinions and observations by
@@ -27,7 +27,7 @@ from memlane.errors import BankNotFound, InvalidInput
 from memlane.interfaces import LLM, VectorStore
 from memlane.llm import build_llm, require_llm
 from memlane.llm.structured import complete_json
-from memlane.model import Bank, FactType, MemoryUnit, OpinionChange, RecallResult, now_utc
+from memlane.records import Bank, FactType, MemoryUnit, OpinionChange, RecallResult, now_utc
 from memlane.reflect.consolidation import MAX_SOURCES, Consolidation
 from memlane.reflect.disposition import system_message
 from memlane.reflect.opinions import (
@@ -63,7 +63,7 @@ Embed = Callable[[str, Sequence[str]], np.ndarray]
 DONT_KNOW = "I don't know: nothing I remember answers that"
 
 
-class CARA:
+class ReflectService:
     """Reflect and consolidation for one engine."""
 
     def __init__(

@@ -7,7 +7,7 @@ from itertools import groupby
 from typing import Sequence
 
 from memlane.ids import chunk_id
-from memlane.model import Chunk, Turn
+from memlane.records import Chunk, Turn
 
 
 def format_turn(turn: Turn) -> str:

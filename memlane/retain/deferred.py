@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 from memlane.background import Kind, Scheduler
 from memlane.banks import require_bank
 from memlane.interfaces import VectorStore
-from memlane.model import Bank, Turn
+from memlane.records import Bank, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.facts import Extractor, Fact
 from memlane.settings import Settings

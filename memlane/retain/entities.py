@@ -17,7 +17,7 @@ from difflib import SequenceMatcher
 from typing import Sequence
 
 from memlane.ids import entity_id
-from memlane.model import Entity
+from memlane.records import Entity
 from memlane.retain.facts import Mention
 
 _PUNCT = re.compile(r"[^\w\s&+'.-]")

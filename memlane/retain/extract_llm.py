@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memlane.facts.slots import Slot, norm_predicate
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json, validate_reply
-from memlane.model import Bank, FactType, LinkType
+from memlane.records import Bank, FactType, LinkType
 from memlane.retain.chunking import ChunkInput, format_turn
 from memlane.retain.facts import CausalRelation, Fact, Mention
 

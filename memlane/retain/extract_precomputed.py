@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from typing import Iterator, Mapping, Sequence
 
-from memlane.model import Bank
+from memlane.records import Bank
 from memlane.retain.chunking import ChunkInput
 from memlane.retain.extract_llm import facts_from_reply
 from memlane.retain.facts import Fact

@@ -8,7 +8,7 @@ import re
 from typing import Sequence
 
 from memlane.facts.patterns import find_slot
-from memlane.model import Bank, FactType
+from memlane.records import Bank, FactType
 from memlane.retain.chunking import ChunkInput, format_turn
 from memlane.retain.facts import Fact, Mention
 from memlane.retain.ner import SpacyNER

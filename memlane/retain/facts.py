@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, Sequence
 
-from memlane.model import Bank, FactType, LinkType
+from memlane.records import Bank, FactType, LinkType
 from memlane.retain.chunking import ChunkInput
 
 

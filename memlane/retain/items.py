@@ -1,4 +1,4 @@
-"""Retain API items (:class:`~memlane.model.RetainItem`) validated and grouped into documents,
+"""Retain API items (:class:`~memlane.records.RetainItem`) validated and grouped into documents,
 before anything is written."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from memlane.errors import InvalidInput
 from memlane.ids import make_id
-from memlane.model import RetainItem, Turn, check_bank_id, now_utc
+from memlane.records import RetainItem, Turn, check_bank_id, now_utc
 
 # {document_id: (tags, turns)}: what retain writes, one document at a time
 DocumentPlan = dict[str, tuple[list[str], list[Turn]]]

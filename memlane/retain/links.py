@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from memlane.interfaces import Hit
-from memlane.model import Link, LinkType
+from memlane.records import Link, LinkType
 
 
 def semantic_links(

@@ -19,13 +19,13 @@ import numpy as np
 from memlane.derived import DerivedState
 from memlane.ids import unit_id
 from memlane.interfaces import UnitFilter, VectorStore
-from memlane.model import Bank, Chunk, Link, MemoryUnit, Turn
+from memlane.records import Bank, Chunk, Link, MemoryUnit, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.entities import EntityResolver
 from memlane.retain.facts import Extractor, Fact
 from memlane.retain.links import semantic_links
 from memlane.settings import Settings
-from memlane.stages import add, recording, stage
+from memlane.timings import add, recording, stage
 
 if TYPE_CHECKING:
     from memlane.banks import BankEmbedders

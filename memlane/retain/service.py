@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from memlane.banks import Banks, valid_bank_id
-from memlane.model import RetainItem, Turn
+from memlane.records import RetainItem, Turn
 from memlane.retain.deferred import DeferredExtraction
 from memlane.retain.facts import Extractor
 from memlane.retain.items import check_tags, plan_items
 from memlane.retain.pipeline import Retainer, RetainReport
-from memlane.stages import recording, stage
+from memlane.timings import recording, stage
 
 if TYPE_CHECKING:
     from memlane.writes import BankWriter
@@ -82,7 +82,7 @@ class RetainService:
         create_bank: bool = True,
         progress: Callable[[int], None] | None = None,
     ) -> RetainReport:
-        """Retain API items (see :class:`~memlane.model.RetainItem`). Items are grouped into
+        """Retain API items (see :class:`~memlane.records.RetainItem`). Items are grouped into
         documents by ``document_id`` (the item's, else the call's, else one derived from the
         content); each document replaces what it held before, in one write. Validated whole
         before anything is written."""
@@ -130,7 +130,7 @@ class RetainService:
 
 def _timed(report: RetainReport, timings: dict[str, float], t0: float) -> RetainReport:
     """The report with the whole call's wall time and every stage it recorded (the bank
-    load, the lease, the write's stages, the queueing of what follows: memlane/stages.py)."""
+    load, the lease, the write's stages, the queueing of what follows: memlane/timings.py)."""
     report.seconds = time.perf_counter() - t0
     report.timings_s = {k: round(v, 4) for k, v in timings.items()}
     return report

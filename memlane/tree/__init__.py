@@ -7,6 +7,6 @@ write a bank's tree bottom up, idempotent), ``invariants`` (the checks tests and
 run), ``planner`` (a query's complexity and levels) and ``recall`` (hierarchical recall).
 """
 
-from memlane.tree.model import LEVEL_NAMES, Level, TreeNode, node_id, parse_level
+from memlane.tree.nodes import LEVEL_NAMES, Level, TreeNode, node_id, parse_level
 
 __all__ = ["LEVEL_NAMES", "Level", "TreeNode", "node_id", "parse_level"]

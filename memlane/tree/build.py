@@ -19,9 +19,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from memlane.interfaces import Embedder, VectorStore
-from memlane.model import FactType, MemoryUnit, now_utc
+from memlane.records import FactType, MemoryUnit, now_utc
 from memlane.tree.consolidators import Child, Consolidator
-from memlane.tree.model import NODE_LEVELS, Level, TreeNode, node_id
+from memlane.tree.nodes import NODE_LEVELS, Level, TreeNode, node_id
 from memlane.tree.windows import Leaf, Window, closed_windows
 
 # Memory units that enter the tree: what was said (its source turns), not what reflection

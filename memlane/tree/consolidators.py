@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from memlane.llm.errors import LLMError
 from memlane.llm.structured import complete_json
-from memlane.tree.model import Level
+from memlane.tree.nodes import Level
 
 log = logging.getLogger(__name__)
 

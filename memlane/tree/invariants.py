@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Iterable
 
 from memlane.interfaces import VectorStore
-from memlane.tree.model import Level, TreeNode
+from memlane.tree.nodes import Level, TreeNode
 
 
 def tree_problems(nodes: Iterable[TreeNode], units: dict[str, datetime]) -> list[str]:

@@ -34,10 +34,10 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from memlane.interfaces import Embedder, VectorStore
-from memlane.model import Level, RecalledMemory, RecalledNode, RecallRequest, TreeNode
 from memlane.query.analysis import QueryAnalysis
 from memlane.recall.packing import pack
 from memlane.recall.state import ScoreName, Scores
+from memlane.records import Level, RecalledMemory, RecalledNode, RecallRequest, TreeNode
 from memlane.tree.planner import Plan, plan_llm, plan_rules
 
 CACHE_BANKS = 64  # banks whose tree one process keeps when no budget is given (tests, tools)

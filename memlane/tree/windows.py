@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from memlane.model import utc
-from memlane.tree.model import Level
+from memlane.records import utc
+from memlane.tree.nodes import Level
 
 DAY = timedelta(days=1)
 

@@ -204,7 +204,7 @@ class _Bank:
 
 def test_supersession_diagnostics_count_statement_memories():
     from benchmarks.knowledge_update import supersession
-    from memlane.model import MemoryUnit
+    from memlane.records import MemoryUnit
 
     user = generate(1, seed=3)[0]
     slot, chain = next(iter(user.chains.items()))

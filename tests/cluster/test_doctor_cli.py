@@ -33,7 +33,7 @@ def _one_line(result) -> str:
 
 def test_doctor_passes_a_clean_store_and_fails_a_corrupted_bank(tmp_path):
     from memlane.engine import Memory
-    from memlane.model import Link, LinkType
+    from memlane.records import Link, LinkType
     from memlane.settings import Settings
 
     runner = CliRunner()

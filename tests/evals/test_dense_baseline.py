@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from evals.dense_baseline import DenseBaseline
 from evals.harness import rank_all
-from memlane.model import Turn
+from memlane.records import Turn
 
 LINES = [
     ("Ana", "My dog Biscuit chewed through the sofa cushion again this morning."),

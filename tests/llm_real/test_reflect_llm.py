@@ -9,7 +9,7 @@ from fixtures import write_jsonl_fixture
 from memlane.engine import Memory
 from memlane.ingest import load_conversations
 from memlane.llm.errors import LLMError, LLMOutputError
-from memlane.model import FactType
+from memlane.records import FactType
 from memlane.reflect.opinions import OpinionDraft
 from tests.llm_real.conftest import DAY1, DAY2, llm_settings
 
@@ -63,7 +63,7 @@ def test_evidence_reassesses_related_opinions_and_refreshes_observations(
     with Memory(s, embedder=embedder, extractor=extractor) as m:
         m.create_bank("ana", name="Ana")
         _retain(m, tmp_path, DAY1, "d1")
-        [op] = m.cara.form_opinions(
+        [op] = m.reflection.form_opinions(
             m.get_bank("ana"),
             [
                 OpinionDraft(
@@ -73,7 +73,7 @@ def test_evidence_reassesses_related_opinions_and_refreshes_observations(
             [],
             "seed",
         )
-        client = m.cara.llm("consolidation")
+        client = m.reflection.llm("consolidation")
         asked = client.usage["requests"]
         _retain(m, tmp_path, DAY2, "d2")  # mentions Pixel: the opinion is related
         assert client.usage["requests"] > asked  # the model was asked (assessment, observations)

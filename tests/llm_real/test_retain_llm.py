@@ -184,7 +184,7 @@ def test_requests_in_flight_stay_within_the_concurrency_setting(local_llm, tmp_p
                 inflight[0] -= 1
 
     llm._http.post = counted
-    from memlane.model import Bank
+    from memlane.records import Bank
 
     items = chunk_turns("noor", noor.document_id, noor.turns, 2)  # 5+ chunks of two turns
     assert len(items) >= 4

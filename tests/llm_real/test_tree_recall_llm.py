@@ -9,7 +9,7 @@ import pytest
 from tree_samples import TREE_ITEMS, TREE_SHAPE
 
 from memlane.engine import Memory
-from memlane.model import Level, Turn
+from memlane.records import Level, Turn
 from memlane.tree.invariants import tree_problems
 from tests.llm_real.conftest import llm_settings
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from memlane.interfaces import UnitFilter
-from memlane.model import FactType, MemoryUnit
 from memlane.recall.index import BankIndex
+from memlane.records import FactType, MemoryUnit
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

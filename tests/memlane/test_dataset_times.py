@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from memlane.ingest import InputError, load_conversations
 from memlane.ingest.dataset_times import locomo_time, longmemeval_time
-from memlane.model import Turn
+from memlane.records import Turn
 from memlane.retain.chunking import format_turn
 from memlane.temporal import parse_timestamp
 from tests.fixtures import write_locomo_fixture

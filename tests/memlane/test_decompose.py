@@ -15,7 +15,6 @@ from memlane.engine import Memory
 from memlane.errors import InvalidInput
 from memlane.interfaces import Hit
 from memlane.llm import build_llm
-from memlane.model import Turn
 from memlane.recall.decompose import (
     SUBQUERY_WEIGHT,
     bridge,
@@ -24,6 +23,7 @@ from memlane.recall.decompose import (
     decompose_rules,
     merge_channels,
 )
+from memlane.records import Turn
 from memlane.settings import Settings
 
 JOIN = "the city where the person Nora met in Lisbon lives"

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memlane.errors import BankNotFound
-from memlane.model import Chunk, Entity, FactType, Link, LinkType, MemoryUnit
+from memlane.records import Chunk, Entity, FactType, Link, LinkType, MemoryUnit
 
 ITEMS = [
     {"content": "Ana adopted a beagle called Pixel in Porto.", "speaker": "Ana", "session_id": "s1"},

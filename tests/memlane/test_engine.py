@@ -9,7 +9,7 @@ from fixtures import locomo_fixture_data, write_jsonl_fixture, write_locomo_fixt
 
 from memlane.engine import Memory
 from memlane.errors import BankNotFound, InvalidInput
-from memlane.model import FactType
+from memlane.records import FactType
 
 
 def _fixture_turns(sample_id: str) -> dict[str, str]:
@@ -334,7 +334,7 @@ def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extract
     [mentioned_at, end], which for these units is reversed and matched nothing."""
     from datetime import datetime
 
-    from memlane.model import MemoryUnit
+    from memlane.records import MemoryUnit
     from memlane.settings import Settings
 
     def at(d: int, end: bool = False) -> datetime:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memlane.errors import BankNotFound, InvalidInput, NotFound
-from memlane.model import FactType, MemoryUnit
+from memlane.records import FactType, MemoryUnit
 
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 

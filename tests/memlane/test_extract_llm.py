@@ -12,7 +12,7 @@ from llm_fake import FakeLLMServer, extraction_reply, turn_lines
 
 from memlane.ingest import load_conversations
 from memlane.llm import build_llm
-from memlane.model import Bank, FactType, LinkType
+from memlane.records import Bank, FactType, LinkType
 from memlane.retain.chunking import chunk_turns
 from memlane.retain.extract_llm import LLMExtractor, extraction_messages, facts_from_reply
 from memlane.settings import Settings

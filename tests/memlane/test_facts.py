@@ -18,9 +18,9 @@ from memlane.facts.query import current_values_first
 from memlane.facts.resolve import SlotFact, resolve
 from memlane.facts.salience import boost, reinforce, strength
 from memlane.facts.slots import Slot, norm_predicate, slot_key
-from memlane.model import Turn
 from memlane.query.analysis import analyse, history_intent
 from memlane.query.slot_words import asked_predicates
+from memlane.records import Turn
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 DAY = 86400.0

@@ -15,7 +15,7 @@ from collections import defaultdict
 import pytest
 
 from memlane.interfaces import GraphNode, GraphStore
-from memlane.model import Link, LinkType
+from memlane.records import Link, LinkType
 from memlane.stores.sparse_graph import SparseGraphStore
 from memlane.stores.sparse_graph import store as graph_store_module
 

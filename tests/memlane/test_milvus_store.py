@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from memlane.interfaces import UnitFilter, VectorStore
-from memlane.model import (
+from memlane.records import (
     Bank,
     Chunk,
     Disposition,

@@ -23,9 +23,9 @@ from typing import Sequence
 import pytest
 
 from memlane.engine import Memory
-from memlane.model import Turn
 from memlane.recall.stages import check_chain
 from memlane.recall.state import RecallState
+from memlane.records import Turn
 from memlane.settings import Settings
 
 K = 10
@@ -207,10 +207,10 @@ def test_scores_name_their_scale_and_the_final_one_falls_down_the_list(engine):
 
 
 def test_session_spread_caps_one_sessions_memories_in_the_window_and_drops_none():
-    from memlane.model import RecallRequest
     from memlane.recall.candidates import Boosts, Candidate
     from memlane.recall.ranking import SpreadStage
     from memlane.recall.state import RecallState
+    from memlane.records import RecallRequest
 
     sessions = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "a4": "A", "c1": "C"}
     fields = {i: {"document_id": "d", "metadata": {"session_id": s}} for i, s in sessions.items()}

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from memlane.interfaces import Hit, UnitFilter
-from memlane.model import FactType
 from memlane.models.reranker import RRFRankReranker
 from memlane.recall import boosts
 from memlane.recall.fusion import confidence, fuse, rrf, rsf
 from memlane.recall.packing import pack
+from memlane.records import FactType
 from memlane.units import matches
 
 

@@ -27,7 +27,7 @@ QUERIES = ["what is the dog called", "where does the sister live", "what instrum
 
 
 def _turns(doc: str = "d1"):
-    from memlane.model import Turn
+    from memlane.records import Turn
 
     start = datetime(2024, 5, 1, 9, tzinfo=UTC)
     return [

@@ -12,7 +12,7 @@ from llm_fake import FakeLLMServer
 
 from memlane.engine import Memory
 from memlane.errors import InvalidInput, LLMNotConfigured
-from memlane.model import Disposition, FactType
+from memlane.records import Disposition, FactType
 from memlane.reflect.disposition import system_message, verbalize
 from memlane.reflect.opinions import OpinionDraft, updated_confidence
 
@@ -131,7 +131,7 @@ def test_confidence_updates(c, verdict, expected):
 
 
 def test_disposition_is_verbalized_into_the_system_message():
-    from memlane.model import Bank
+    from memlane.records import Bank
 
     bank = Bank(
         bank_id="b",
@@ -222,7 +222,7 @@ def test_retained_evidence_updates_related_opinions(
         memory.create_bank("ana", name="Ana")
         _retain(memory, tmp_path, DAY1, "d1")
         bank = memory.get_bank("ana")
-        [op] = memory.cara.form_opinions(
+        [op] = memory.reflection.form_opinions(
             bank,
             [OpinionDraft(statement="I think Pixel is well behaved.", confidence=0.6, entities=["Pixel"])],
             [],
@@ -247,7 +247,7 @@ def test_unrelated_opinions_are_not_assessed(settings, embedder, extractor, serv
     with _memory(settings, embedder, extractor, server) as memory:
         memory.create_bank("ana", name="Ana")
         _retain(memory, tmp_path, DAY1, "d1")
-        memory.cara.form_opinions(
+        memory.reflection.form_opinions(
             memory.get_bank("ana"),
             [OpinionDraft(statement="I believe quantum computers will break RSA by 2040.", confidence=0.3)],
             [],

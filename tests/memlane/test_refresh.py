@@ -12,7 +12,7 @@ import pytest
 
 from memlane import revlog
 from memlane.engine import Memory
-from memlane.model import FactType, Link, LinkType, MemoryUnit, now_utc
+from memlane.records import FactType, Link, LinkType, MemoryUnit, now_utc
 
 QUERIES = ["Mochi the cat", "kayak on the lake", "garden mouse", "Lisbon trip in May", "violin"]
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from memlane.ids import unit_id
 from memlane.interfaces import Hit
-from memlane.model import Entity, LinkType, Turn
+from memlane.records import Entity, LinkType, Turn
 from memlane.retain.chunking import chunk_turns
 from memlane.retain.entities import EntityResolver, normalize
 from memlane.retain.facts import Mention
@@ -142,7 +142,7 @@ def test_inner_capital_gate_passes_over_known_names():
 def test_rule_extractor_finds_speakers_without_ner_and_entities_beside_them(extractor):
     from datetime import datetime
 
-    from memlane.model import Bank, Turn
+    from memlane.records import Bank, Turn
     from memlane.retain.chunking import chunk_turns
 
     at = datetime(2023, 5, 1, tzinfo=UTC)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memlane.engine import Memory
-from memlane.model import Turn
+from memlane.records import Turn
 from memlane.settings import Settings
 
 BANK = "ana"

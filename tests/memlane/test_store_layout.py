@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from memlane.model import Entity, Level, Link, TreeNode
+from memlane.records import Entity, Level, Link, TreeNode
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
 from memlane.stores.milvus.layout import MARKER_ID

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pymilvus.exceptions import MilvusException
 
-from memlane.model import Bank, Chunk
+from memlane.records import Bank, Chunk
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
 from memlane.stores.milvus.observe import add_observer, remove_observer

@@ -15,10 +15,10 @@ from llm_fake import FakeLLMServer
 
 from memlane.engine import Memory
 from memlane.errors import InvalidInput
-from memlane.model import Level, Turn
+from memlane.records import Level, Turn
 from memlane.settings import Settings
 from memlane.tree.invariants import tree_problems
-from memlane.tree.model import node_id
+from memlane.tree.nodes import node_id
 from memlane.tree.planner import plan_rules
 from memlane.tree.windows import Leaf, closed_windows
 

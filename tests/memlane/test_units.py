@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from memlane.interfaces import UnitFilter
-from memlane.model import FactType, MemoryUnit
 from memlane.recall.index import BankIndex
+from memlane.records import FactType, MemoryUnit
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
 from memlane.units import (

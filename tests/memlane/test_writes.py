@@ -12,7 +12,7 @@ import pytest
 
 from memlane.engine import Memory
 from memlane.errors import InvalidInput, NotFound
-from memlane.model import FactType
+from memlane.records import FactType
 from memlane.reflect.opinions import OpinionDraft
 
 
@@ -89,7 +89,7 @@ def test_each_write_bumps_the_revision_once_and_another_engine_sees_it(pair, mon
     assert bumps.take() == 1
     assert "Ana: I sold the kayak and bought a canoe." not in _texts(b, "canoe")
 
-    [op] = a.cara.form_opinions(
+    [op] = a.reflection.form_opinions(
         a.get_bank("ana"),
         [OpinionDraft(statement="I think Mochi is the laziest cat.", confidence=0.7)],
         [],
@@ -211,7 +211,7 @@ def test_plan_items_validates_and_groups_without_writing(memory):
 
 def test_observations_lose_deleted_sources(memory):
     """The observation prune (memlane/reflect/observations.py) runs on every delete."""
-    from memlane.model import MemoryUnit, now_utc
+    from memlane.records import MemoryUnit, now_utc
     from memlane.reflect.observations import observation_id
 
     memory.retain_items(
@@ -276,7 +276,7 @@ def test_consolidation_writes_opinions_and_observations_in_one_write(
         ):
             a.create_bank("ana", name="Ana", background="I am a vet.")
             a.retain_items("ana", [_item("I adopted a beagle called Pixel last week.", "pets", 2)])
-            [op] = a.cara.form_opinions(
+            [op] = a.reflection.form_opinions(
                 a.get_bank("ana"),
                 [
                     OpinionDraft(

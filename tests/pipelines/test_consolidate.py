@@ -149,7 +149,7 @@ def test_a_new_session_rewrites_only_its_windows(job):
     """A turn retained into one bank on a new day: the re-run writes that bank's new session,
     day and week and its profile, and nothing of the other bank."""
     from memlane.engine import Memory
-    from memlane.model import Turn
+    from memlane.records import Turn
     from memlane.settings import Settings
     from pipelines.consolidate import resolve_banks, run_consolidate
 

@@ -11,7 +11,7 @@ from fixtures import write_locomo_fixture
 from llm_fake import extraction_reply
 
 from memlane.ingest import load_conversations
-from memlane.model import Bank, FactType
+from memlane.records import Bank, FactType
 from pipelines.llm_extract import (
     PrecomputedExtractor,
     VLLMExtractConfig,

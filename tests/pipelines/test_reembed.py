@@ -23,7 +23,7 @@ def test_job_reembeds_a_bank_to_bge_small_and_a_rerun_has_nothing_to_do(tmp_path
 
     from cluster.local import MilvusLiteServer, start_local_ray
     from memlane.engine import Memory
-    from memlane.model import Turn
+    from memlane.records import Turn
     from memlane.settings import Settings
     from pipelines.reembed import ReembedConfig, resolve_banks, run_reembed
 

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memlane.model import (
+from memlane.records import (
     Bank,
     Chunk,
     Disposition,

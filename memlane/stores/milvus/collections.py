@@ -11,9 +11,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar, cast
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
-from memlane.model import check_bank_id
+from memlane.records import check_bank_id
 from memlane.settings import Settings
-from memlane.stages import stage
 from memlane.stores.milvus.capabilities import Capabilities
 from memlane.stores.milvus.codec import PLACEHOLDER
 from memlane.stores.milvus.connection import (
@@ -32,6 +31,7 @@ from memlane.stores.milvus.layout import (
 )
 from memlane.stores.milvus.observe import ObservedClient
 from memlane.stores.milvus.schema import JSON_FIELDS, build_schema
+from memlane.timings import stage
 from memlane.units import json_value, str_list
 
 log = logging.getLogger(__name__)

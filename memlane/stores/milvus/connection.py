@@ -11,7 +11,7 @@ from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from memlane.errors import StoreUnavailable
-from memlane.model import check_bank_id
+from memlane.records import check_bank_id
 from memlane.settings import Settings
 from memlane.stores.milvus.lite_files import remove_half_created_collections
 

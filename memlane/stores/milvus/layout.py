@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Sequence
 
-from memlane.model import check_bank_id
+from memlane.records import check_bank_id
 from memlane.stores.milvus.connection import collection_names
 from memlane.units import escape_string
 

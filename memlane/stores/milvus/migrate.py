@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from memlane.model import check_bank_id
+from memlane.records import check_bank_id
 from memlane.settings import Settings
 from memlane.stores.milvus.layout import LAYOUTS
 from memlane.stores.milvus.store import MilvusStore

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Sequence
 from pymilvus.exceptions import MilvusException
 
 from memlane import revlog
-from memlane.model import Bank, Chunk, Entity, check_bank_id
+from memlane.records import Bank, Chunk, Entity, check_bank_id
 from memlane.revlog import RevisionDelta, RevisionStep
 from memlane.stores.milvus.codec import (
     BANK_OUT,

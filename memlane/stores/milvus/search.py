@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from memlane.interfaces import Hit, UnitFilter
-from memlane.model import check_bank_id
+from memlane.records import check_bank_id
 from memlane.stores.lexical import analyze
 from memlane.stores.milvus.codec import row_fields
 from memlane.stores.milvus.collections import MAX_TOPK, Collections

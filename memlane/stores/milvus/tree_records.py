@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memlane.model import Level, TreeNode, check_bank_id
+from memlane.records import Level, TreeNode, check_bank_id
 from memlane.stores.milvus.codec import check_json
 from memlane.stores.milvus.records import Records
 from memlane.units import from_us, to_us

@@ -6,7 +6,7 @@ from functools import partial
 from typing import Iterator, Sequence
 
 from memlane.interfaces import UnitFilter
-from memlane.model import MemoryUnit, check_bank_id
+from memlane.records import MemoryUnit, check_bank_id
 from memlane.stores.milvus.codec import UNIT_OUT, row_unit, unit_row
 from memlane.stores.milvus.collections import ID_BATCH
 from memlane.stores.milvus.records import Records

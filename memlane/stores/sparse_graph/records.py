@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from memlane.interfaces import GraphNode
-from memlane.model import CAUSAL_LINK_TYPES, LinkType
+from memlane.records import CAUSAL_LINK_TYPES, LinkType
 
 EDGE_TYPES: tuple[str, ...] = ("entity", "temporal", "semantic", "causal")
 ENTITY, TEMPORAL, SEMANTIC, CAUSAL = range(4)

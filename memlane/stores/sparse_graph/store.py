@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.interfaces import GraphNode
-from memlane.model import check_bank_id
+from memlane.records import check_bank_id
 from memlane.stores.sparse_graph.build import build_view
 from memlane.stores.sparse_graph.records import (
     EDGE_TYPES,

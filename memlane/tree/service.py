@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Callable
 
 from memlane.banks import BankEmbedders, require_bank
 from memlane.errors import InvalidInput
-from memlane.facts.facade import FactsService
+from memlane.facts.service import FactsService
 from memlane.interfaces import VectorStore
-from memlane.model import Level, TreeNode, utc
+from memlane.records import Level, TreeNode, utc
 from memlane.settings import Settings
 from memlane.tree.build import TreeBuilder, TreeReport
 from memlane.tree.consolidators import Consolidator
 from memlane.tree.invariants import prune_tree
-from memlane.tree.model import parse_level
+from memlane.tree.nodes import parse_level
 
 if TYPE_CHECKING:
     from memlane.writes import BankWriter

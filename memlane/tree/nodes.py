@@ -5,7 +5,7 @@ consolidated nodes written by :mod:`memlane.tree.build`: one per session, day, I
 profile per bank. A node's interval is the union of its children's; a leaf's time is when it
 was said (``mentioned_at``), not the time it talks about, so "last year" in a turn does not
 stretch its session over a year and every window nests in the one above it. ``Level`` and
-``TreeNode`` live in :mod:`memlane.model` with the rest of the memory model (recall results
+``TreeNode`` live in :mod:`memlane.records` with the rest of the memory model (recall results
 carry nodes).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from memlane.model import LEVEL_NAMES, Level, TreeNode
+from memlane.records import LEVEL_NAMES, Level, TreeNode
 
 NODE_LEVELS = (Level.session, Level.day, Level.week, Level.profile)
 

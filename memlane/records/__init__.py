@@ -4,11 +4,11 @@ requests and results of the engine's API.
 Everything that crosses the engine's boundary is one of these pydantic models, so a bad value
 is rejected with an error that names the field before anything is written. The package sits at
 the bottom of the engine: it imports no other ``memlane`` module. Import from here
-(``from memlane.model import Turn``); the modules below are how it is laid out.
+(``from memlane.records import Turn``); the modules below are how it is laid out.
 """
 
-from memlane.model.curated import CURATED_ID_PATTERN, Directive, MentalModel, ModelSource
-from memlane.model.records import (
+from memlane.records.curated import CURATED_ID_PATTERN, Directive, MentalModel, ModelSource
+from memlane.records.memory import (
     BANK_ID_PATTERN,
     CAUSAL_LINK_TYPES,
     LEVEL_NAMES,
@@ -30,7 +30,7 @@ from memlane.model.records import (
     now_utc,
     utc,
 )
-from memlane.model.requests import (
+from memlane.records.requests import (
     Budget,
     RecalledMemory,
     RecalledModel,

@@ -20,7 +20,7 @@ from memlane.curated.answer import RECALL_TOKENS, answer_question
 from memlane.curated.touch import MODEL_RECALL_COSINE, TOUCH_CANDIDATES, touched
 from memlane.errors import BankNotFound, InvalidInput, NotFound
 from memlane.interfaces import Embedder, VectorStore
-from memlane.model import Directive, MentalModel, RecalledModel, RecallRequest, RecallResult, now_utc
+from memlane.records import Directive, MentalModel, RecalledModel, RecallRequest, RecallResult, now_utc
 from memlane.tree.consolidators import Consolidator
 
 log = logging.getLogger(__name__)

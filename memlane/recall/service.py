@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from memlane.banks import BankEmbedders, valid_bank_id
-from memlane.curated.facade import CuratedService
+from memlane.curated.service import CuratedService
 from memlane.errors import InvalidInput
 from memlane.interfaces import VectorStore
-from memlane.model import RecallRequest, RecallResult
+from memlane.records import RecallRequest, RecallResult
 from memlane.settings import Settings
 
 if TYPE_CHECKING:

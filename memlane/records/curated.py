@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from memlane.model.records import _Strict, not_blank, now_utc
+from memlane.records.memory import _Strict, not_blank, now_utc
 
 CURATED_ID_PATTERN = r"^[a-z0-9][a-z0-9_\-]{0,63}$"
 

@@ -1,12 +1,12 @@
-"""Stage timings (memlane/stages.py): what a retain report says about where its time went."""
+"""Stage timings (memlane/timings.py): what a retain report says about where its time went."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from memlane.model import RetainItem
-from memlane.stages import current, recording, stage
+from memlane.records import RetainItem
+from memlane.timings import current, recording, stage
 
 
 def test_stages_sum_per_name_and_record_nothing_outside_a_recording():

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from memlane.model.curated import MentalModel
-from memlane.model.records import Chunk, FactType, MemoryUnit, TreeNode, _Strict, not_blank, utc
+from memlane.records.curated import MentalModel
+from memlane.records.memory import Chunk, FactType, MemoryUnit, TreeNode, _Strict, not_blank, utc
 
 
 class RetainItem(_Strict):
