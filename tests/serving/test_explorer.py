@@ -1,6 +1,8 @@
 """The memory explorer end to end: the API it reads (memory filters, an entity's facts and
 neighbours, the timeline) over HTTP, and the page itself in headless Chromium, against one
-live `memlane serve` on loopback (real Ray Serve, Milvus Lite, MiniLM, spaCy).
+live `memlane serve` on loopback (real Ray Serve, Milvus Lite, MiniLM, spaCy): the service
+it shares with the other modules on the defaults (tests/serving/conftest.py), its banks
+alice and api.
 
 Screenshots of each page land in test-artifacts/explorer/ (gitignored)."""
 
@@ -14,11 +16,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live import live_service
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "explorer"
-KEYS = {"k-alice": ["alice"], "k-admin": "*"}
+# keys (tests/serving/conftest.py DEFAULT_KEYS): k-alice (bank alice), k-admin (every bank)
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 
@@ -51,12 +52,11 @@ def _seed(http: httpx.Client, bank: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    with live_service(tmp_path_factory.mktemp("explorer"), keys=KEYS) as state:
-        with _http(state) as http:
-            _seed(http, "alice")
-            _seed(http, "api")
-        yield state
+def service(default_service):
+    with _http(default_service) as http:
+        _seed(http, "alice")
+        _seed(http, "api")
+    return default_service
 
 
 def _http(service, key="k-admin"):

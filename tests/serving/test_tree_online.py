@@ -1,13 +1,13 @@
-"""Online consolidation in the service: `memlane serve` with its defaults (tree.online is
-"background" in the replicas) keeps a bank's temporal tree current after a retain, with no
-POST .../consolidate, and re-consolidates after a document is deleted."""
+"""Online consolidation in the service: `memlane serve` with its defaults (background.tree
+is true in the replicas: memlane/settings/entry_points.py) keeps a bank's temporal tree current after a retain, with no
+POST .../consolidate, and re-consolidates after a document is deleted. The service is the one
+shared by the modules on the defaults (tests/serving/conftest.py); its bank here is ana."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from live import live_service
 from tree_samples import TREE_ITEMS, TREE_SHAPE
 
 pytestmark = pytest.mark.slow
@@ -15,9 +15,8 @@ WAIT_S = 180  # a loaded 2-core CI machine; the consolidation itself takes well 
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    with live_service(tmp_path_factory.mktemp("tree-online"), keys={"k": "*"}) as state:
-        yield state
+def service(default_service):
+    return default_service  # key "k" (every bank)
 
 
 def _wait_for(fn, what: str):
