@@ -400,7 +400,7 @@ def bench_recall_size(
             "process_rss_mb": round(rss_after / 2**20, 1),
         },
     }
-    memory.delete_bank(bank)
+    memory.banks.delete(bank)
     return row
 
 
@@ -489,7 +489,7 @@ def bench_index_size(
         "graph_rss_mb": round((rss2 - rss1) / 2**20, 1),
     }
     memory.derived.drop(bank)
-    memory.delete_bank(bank)
+    memory.banks.delete(bank)
     del index
     trim_heap()
     return row
@@ -526,7 +526,7 @@ def bench_retain(memory, retain_turns: int) -> dict[str, Any]:
             "ratio": round(n / retain_s / raw, 3),
             "stage_s": rep.timings_s,
         }
-        memory.delete_bank(bank)
+        memory.banks.delete(bank)
     return out
 
 

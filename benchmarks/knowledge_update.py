@@ -770,7 +770,7 @@ def supersession(memory, users: Sequence[User]) -> dict[str, Any]:
     by_template: dict[str, dict[str, int]] = {}
     current_invalidated = 0
     for u in users:
-        units, _ = memory.list_memories(u.bank_id, limit=1000, include_invalid=True)
+        units, _ = memory.browse.list_memories(u.bank_id, limit=1000, include_invalid=True)
         by_turn: dict[str, list[Any]] = {}
         for unit in units:
             for turn in unit.source_turns:

@@ -273,7 +273,7 @@ def run(input_path: Path, base_url: str, model: str, work: Path, extract_tokens:
         # Opinions to reassess (the reflect replies above may have formed none)
         for bank, statement, entity in SEEDED_OPINIONS:
             m.reflection.form_opinions(
-                m.get_bank(bank),
+                m.banks.get(bank),
                 [OpinionDraft(statement=statement, confidence=0.6, entities=[entity])],
                 [],
                 "seed",
@@ -302,7 +302,7 @@ def run(input_path: Path, base_url: str, model: str, work: Path, extract_tokens:
                 )
                 if "error" in entry:
                     failures[f"qa: {entry['error'].split(':', 1)[0]}"] += 1
-        report["doctor_errors"] = {b: len(m.doctor(b).errors) for b in [*QUESTIONS, "pairs"]}
+        report["doctor_errors"] = {b: len(m.banks.doctor(b).errors) for b in [*QUESTIONS, "pairs"]}
     report["failures"] = dict(failures)
     report["paths"] = rec.table()
     return report
@@ -332,14 +332,14 @@ def run_cara_facts(input_path: Path, base_url: str, model: str, work: Path) -> d
             m.retain(bank, [(doc, turns)])
         for bank, statement, entity in SEEDED_OPINIONS:
             draft = OpinionDraft(statement=statement, confidence=0.6, entities=[entity])
-            m.reflection.form_opinions(m.get_bank(bank), [draft], [], "seed")
+            m.reflection.form_opinions(m.banks.get(bank), [draft], [], "seed")
         _stage("retain the rest with CARA's jobs inline")
         for bank, doc, turns in rest:
             m.retain(bank, [(doc, turns)])
         _stage("adjudicate ambiguous pairs")
         m.retain("pairs", _ambiguous_pairs())
         report = {"resolve": m.consolidate("pairs").facts}
-        report["doctor_errors"] = {b: len(m.doctor(b).errors) for b in [*QUESTIONS, "pairs"]}
+        report["doctor_errors"] = {b: len(m.banks.doctor(b).errors) for b in [*QUESTIONS, "pairs"]}
     report["paths"] = rec.table()
     return report
 

@@ -59,7 +59,7 @@ def _texts_by_document(data_dir: Path, bank_ids: list[str]) -> dict[tuple[str, s
         for bank_id in bank_ids:
             offset = 0
             while True:
-                page, total = memory.list_memories(
+                page, total = memory.browse.list_memories(
                     bank_id, offset=offset, limit=1000, types=["world", "experience"]
                 )
                 for unit in page:

@@ -213,7 +213,7 @@ def banks(json_out: bool = typer.Option(False, "--json"), data_dir: Path | None 
         with open_memory(data_dir) as memory:
             rows = [
                 {"bank_id": b.bank_id, "name": b.name, "memories": memory.store.count_units(b.bank_id)}
-                for b in memory.list_banks()
+                for b in memory.banks.list_all()
             ]
     if json_out:
         typer.echo(json.dumps(rows))
@@ -234,10 +234,10 @@ def delete(
     with errors():
         with open_memory(data_dir) as memory:
             if document:
-                counts = memory.delete_document(bank, document)
+                counts = memory.forget.delete_document(bank, document)
                 typer.echo(f"deleted document {document} of bank {bank}: {counts}")
             else:
-                memory.delete_bank(bank)
+                memory.banks.delete(bank)
                 typer.echo(f"deleted bank {bank}")
 
 
@@ -412,6 +412,12 @@ def _register_eval() -> None:
     register(eval_app, bench_app)
 
 
+def _register_config() -> None:
+    from cluster.config_cmd import register
+
+    register(app)
+
+
 def _register_store() -> None:
     from cluster.migrate_cmd import register
 
@@ -429,6 +435,7 @@ _register_eval()
 _register_status()
 _register_doctor()
 _register_curated()
+_register_config()
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ def put_model(
 ) -> None:
     """Pin a question on a bank and answer it now (the same question again changes nothing)."""
     with errors(), open_memory(data_dir) as memory:
-        model, created = memory.put_mental_model(bank, model_id, question)
+        model, created = memory.curated.put_mental_model(bank, model_id, question)
     if not json_out:
         typer.echo(f"{'created' if created else 'kept'} model {model.id} in bank {bank}")
     _show(model, json_out)
@@ -50,7 +50,7 @@ def put_model(
 def list_models(bank: str = Bank, json_out: bool = Json, data_dir: Path | None = DataDir) -> None:
     """The bank's mental models."""
     with errors(), open_memory(data_dir) as memory:
-        models = memory.list_mental_models(bank)
+        models = memory.curated.list_mental_models(bank)
     if json_out:
         typer.echo(json.dumps([m.model_dump(mode="json") for m in models]))
         return
@@ -69,7 +69,7 @@ def show_model(
 ) -> None:
     """A model's answer with its sources (memory ids, texts and turns)."""
     with errors(), open_memory(data_dir) as memory:
-        model = memory.get_mental_model(bank, model_id)
+        model = memory.curated.get_mental_model(bank, model_id)
     _show(model, json_out)
 
 
@@ -82,7 +82,7 @@ def refresh_model(
 ) -> None:
     """Recall the model's question again and rewrite its answer."""
     with errors(), open_memory(data_dir) as memory:
-        model = memory.refresh_mental_model(bank, model_id)
+        model = memory.curated.refresh_mental_model(bank, model_id)
     _show(model, json_out)
 
 
@@ -92,7 +92,7 @@ def delete_model(
 ) -> None:
     """Delete a mental model."""
     with errors(), open_memory(data_dir) as memory:
-        memory.delete_mental_model(bank, model_id)
+        memory.curated.delete_mental_model(bank, model_id)
     typer.echo(f"deleted model {model_id} from bank {bank}")
 
 
@@ -111,7 +111,7 @@ def put_directive(
 ) -> None:
     """Create or replace a rule reflect always follows (or only for requests with a --tag)."""
     with errors(), open_memory(data_dir) as memory:
-        directive, created = memory.put_directive(bank, directive_id, text, tag)
+        directive, created = memory.curated.put_directive(bank, directive_id, text, tag)
     if json_out:
         typer.echo(directive.model_dump_json())
     else:
@@ -122,7 +122,7 @@ def put_directive(
 def list_directives(bank: str = Bank, json_out: bool = Json, data_dir: Path | None = DataDir) -> None:
     """The bank's directives."""
     with errors(), open_memory(data_dir) as memory:
-        found = memory.list_directives(bank)
+        found = memory.curated.list_directives(bank)
     if json_out:
         typer.echo(json.dumps([d.model_dump(mode="json") for d in found]))
         return
@@ -137,7 +137,7 @@ def delete_directive(
 ) -> None:
     """Delete a directive."""
     with errors(), open_memory(data_dir) as memory:
-        memory.delete_directive(bank, directive_id)
+        memory.curated.delete_directive(bank, directive_id)
     typer.echo(f"deleted directive {directive_id} from bank {bank}")
 
 

@@ -58,13 +58,13 @@ def doctor(
         fail(access.why_not())
     reports = []
     with errors(), Memory(settings) as memory:
-        ids = [b.bank_id for b in memory.list_banks()] if all_banks else bank
+        ids = [b.bank_id for b in memory.banks.list_all()] if all_banks else bank
         for bank_id in ids:
-            memory.get_bank(bank_id)  # an unknown bank is exit 2 before anything is checked
+            memory.banks.get(bank_id)  # an unknown bank is exit 2 before anything is checked
         with Progress(transient=True, disable=json_out or not sys.stderr.isatty()) as bar:
             task = bar.add_task("doctor", total=len(ids))
             for bank_id in ids:
-                reports.append(memory.doctor(bank_id))
+                reports.append(memory.banks.doctor(bank_id))
                 memory.derived.evict(bank_id)  # --all over many banks holds one at a time
                 bar.advance(task)
     ok = all(r.ok for r in reports)

@@ -138,7 +138,7 @@ def merge_background(
     """Merge a snippet into the bank's first-person background (the new one wins conflicts)."""
     with errors():
         with open_memory(data_dir) as memory:
-            updated = memory.merge_background(bank, snippet)
+            updated = memory.reflection.merge_background(bank, snippet)
     typer.echo(updated.background)
 
 

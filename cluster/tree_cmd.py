@@ -71,7 +71,7 @@ def tree(
         # The tree is read, never written: no online consolidation from this process.
         settings = settings.model_copy(update={"background": {"tree": False}})
         with Memory(settings) as memory:
-            nodes = memory.tree(bank, level=level, since=lo, until=hi)
+            nodes = memory.tree.nodes(bank, level=level, since=lo, until=hi)
     if json_out:
         typer.echo(json.dumps([node_view(n) for n in nodes]))
         return

@@ -47,7 +47,7 @@ def consolidate(memory, bank_id: str) -> float:
     """Build the bank's temporal tree before its questions (what the service does in the
     background after a retain; a bank already consolidated is left as it is). Seconds taken."""
     start = time.perf_counter()
-    memory.wait_tree()  # a background consolidation the retain queued writes the same nodes
+    memory.wait_background()  # a background consolidation the retain queued writes the same nodes
     memory.consolidate(bank_id)
     return time.perf_counter() - start
 

@@ -175,14 +175,21 @@ class Banks:
         self.writer.put_bank(bank)
         return bank
 
-    def put(self, bank_id: str, **fields: Any) -> tuple[Bank, bool]:
+    def put(
+        self,
+        bank_id: str,
+        *,
+        name: str | None = None,
+        background: str | None = None,
+        disposition: Disposition | dict | None = None,
+    ) -> tuple[Bank, bool]:
         """:meth:`create`, and whether the bank was created (False: updated)."""
         try:
             require_bank(self.store, bank_id)
             created = False
         except BankNotFound:
             created = True
-        return self.create(bank_id, **fields), created
+        return self.create(bank_id, name=name, background=background, disposition=disposition), created
 
     def to_retain_into(self, bank_id: str, create: bool) -> Bank:
         """The bank a retain writes into, created when missing if ``create``;
@@ -207,7 +214,12 @@ class Banks:
         self.embedders.of(bank)
         return bank
 
+    def get(self, bank_id: str) -> Bank:
+        """The bank; InvalidInput for a malformed id, BankNotFound for an unknown one."""
+        return require_bank(self.store, bank_id)
+
     def list_all(self) -> list[Bank]:
+        """Every bank, by id."""
         return sorted(self.store.list_banks(), key=lambda b: b.bank_id)
 
     def delete(self, bank_id: str) -> None:
@@ -216,6 +228,7 @@ class Banks:
         self.writer.delete_bank(bank_id)
 
     def stats(self, bank_id: str) -> dict[str, Any]:
+        """Counts of the bank's units, chunks and entities, and its graph's."""
         require_bank(self.store, bank_id)
         self.derived.ensure(bank_id)
         return {

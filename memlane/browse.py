@@ -119,11 +119,11 @@ class Browse:
                 s["turns"] += len(c.turn_ids)
         return sorted(spans.values(), key=lambda s: (s["start"], s["document_id"], s["session_id"]))
 
-    def get_memory(self, bank_id: str, unit_id: str) -> MemoryUnit:
+    def get_memory(self, bank_id: str, memory_id: str) -> MemoryUnit:
         require_bank(self.store, bank_id)
-        units = self.store.get_units(bank_id, [unit_id])
+        units = self.store.get_units(bank_id, [memory_id])
         if not units:
-            raise NotFound(f"memory {unit_id!r} is not in bank {bank_id!r}", "memory_id")
+            raise NotFound(f"memory {memory_id!r} is not in bank {bank_id!r}", "memory_id")
         return units[0]
 
     def list_documents(self, bank_id: str) -> dict[str, dict[str, int]]:

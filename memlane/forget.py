@@ -51,13 +51,13 @@ class Forget:
         self.written(bank_id)  # the tree windows it was under, models citing it
         return counts
 
-    def delete_memory(self, bank_id: str, unit_id: str) -> dict[str, int]:
+    def delete_memory(self, bank_id: str, memory_id: str) -> dict[str, int]:
         """Delete one memory unit (links to it are pruned, the graph rebuilt, orphaned entities
         dropped). To keep history instead, use :meth:`invalidate`."""
         require_bank(self.store, bank_id)
         with self.writer.write(bank_id) as w:
-            deleted, entities = w.delete_units([unit_id])
+            deleted, entities = w.delete_units([memory_id])
         if not deleted:
-            raise NotFound(f"memory {unit_id!r} is not in bank {bank_id!r}", "memory_id")
+            raise NotFound(f"memory {memory_id!r} is not in bank {bank_id!r}", "memory_id")
         self.written(bank_id)
         return {"units": deleted, "entities": entities}

@@ -17,6 +17,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from memlane.records import LEVEL_NAMES, Entity, MemoryUnit, RecalledMemory, RecallResult, TreeNode
 
 if TYPE_CHECKING:  # memlane.reflect's package imports the reflect service; a view needs none
@@ -103,3 +105,36 @@ def reflect_view(result: ReflectResult) -> dict[str, Any]:
 def reflect_json(result: ReflectResult) -> str:
     """:func:`reflect_view` as JSON text."""
     return _reflect(result).model_dump_json(exclude=REFLECT_EXCLUDE)
+
+
+def record_view(record: BaseModel) -> dict[str, Any]:
+    """A bank, mental model or directive as clients see it (all its fields)."""
+    return record.model_dump(mode="json")
+
+
+def memories_page_view(page: tuple[list[MemoryUnit], int], offset: int, limit: int) -> dict[str, Any]:
+    """A page of a bank's memories with the total that match its filters."""
+    units, total = page
+    return {"items": [unit_view(u) for u in units], "total": total, "offset": offset, "limit": limit}
+
+
+def documents_view(counts: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """A bank's documents with their unit and chunk counts."""
+    return [{"document_id": d, **c} for d, c in counts.items()]
+
+
+def entity_detail_view(out: dict[str, Any]) -> dict[str, Any]:
+    """An entity, the memories that name it (``total`` counts all) and its neighbours."""
+    return {
+        "entity": entity_view(out["entity"]),
+        "memories": [unit_view(u) for u in out["memories"]],
+        "total": out["total"],
+        "neighbours": [
+            {"entity": entity_view(n["entity"]), "shared": n["shared"]} for n in out["neighbours"]
+        ],
+    }
+
+
+def timeline_view(sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A bank's sessions over time, their bounds as ISO 8601 text."""
+    return [{**s, "start": s["start"].isoformat(), "end": s["end"].isoformat()} for s in sessions]

@@ -64,77 +64,202 @@ def _options(**kw: Any) -> dict[str, Any]:
     return {k: v for k, v in kw.items() if v is not None}
 
 
-class _Requests:
-    """The endpoints as (method, path, body/params) triples, shared by both clients."""
+def _iso(when: Any) -> Any:
+    return when.isoformat() if hasattr(when, "isoformat") else when
 
-    @staticmethod
-    def put_bank(bank_id, name=None, background=None, disposition=None):
-        return (
-            "PUT",
-            f"/v1/banks/{bank_id}",
-            {"json": _options(name=name, background=background, disposition=disposition)},
-        )
 
-    @staticmethod
-    def retain(bank_id, items: Iterable[dict | str], document_id=None, tags=None, wait=True):
-        items = [{"content": i} if isinstance(i, str) else dict(i) for i in items]
-        body = _options(items=items, document_id=document_id, tags=tags)
+class _Endpoints:
+    """One method per endpoint, shared by both clients: each builds its request and hands it
+    to ``_send``, which the sync client runs at once and the async client returns as a
+    coroutine (so ``await client.recall(...)`` on the async one). The operations and their
+    names are memlane/catalogue.py's; tests/serving/test_catalogue.py checks this class
+    against it."""
+
+    def _send(self, method: str, path: str, kw: dict | None = None, pick: str | None = None) -> Any:
+        raise NotImplementedError
+
+    def _send_text(self, method: str, path: str, kw: dict) -> Any:
+        raise NotImplementedError
+
+    def health(self) -> Any:
+        return self._send("GET", "/v1/health")
+
+    def rerank(self, query: str, documents: list[str]) -> Any:
+        """The cross-encoder's scores of ``documents`` for ``query``."""
+        body = {"query": query, "documents": documents}
+        return self._send("POST", "/v1/rerank", {"json": body}, pick="scores")
+
+    # banks
+    def list_banks(self) -> Any:
+        return self._send("GET", "/v1/banks", pick="banks")
+
+    def put_bank(
+        self,
+        bank_id: str,
+        *,
+        name: str | None = None,
+        background: str | None = None,
+        disposition: dict | None = None,
+    ) -> Any:
+        """Create the bank, or update the fields given."""
+        body = _options(name=name, background=background, disposition=disposition)
+        return self._send("PUT", f"/v1/banks/{bank_id}", {"json": body})
+
+    def get_bank(self, bank_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}")
+
+    def delete_bank(self, bank_id: str) -> Any:
+        return self._send("DELETE", f"/v1/banks/{bank_id}")
+
+    def stats(self, bank_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}/stats")
+
+    def export_bank(self, bank_id: str, *, vectors: bool = False) -> Any:
+        """The bank as JSON Lines text (memlane/transfer.py); ``vectors`` adds unit embeddings."""
+        params = {"vectors": str(bool(vectors)).lower()}
+        return self._send_text("GET", f"/v1/banks/{bank_id}/export", {"params": params})
+
+    def import_bank(self, bank_id: str, data: str | bytes | Iterable[dict]) -> Any:
+        """Import an export (its text, or its records) as ``bank_id``; idempotent."""
+        kw = {"content": _ndjson(data), "headers": {"Content-Type": "application/x-ndjson"}}
+        return self._send("POST", f"/v1/banks/{bank_id}/import", kw)
+
+    # retain and operations
+    def retain(
+        self,
+        bank_id: str,
+        items: Iterable[dict | str],
+        *,
+        document_id: str | None = None,
+        tags: list[str] | None = None,
+        wait: bool = True,
+    ) -> Any:
+        """Retain items; ``wait=False`` returns the operation to poll with :meth:`operation`."""
+        rows = [{"content": i} if isinstance(i, str) else dict(i) for i in items]
+        body = _options(items=rows, document_id=document_id, tags=tags)
         body["async"] = not wait
-        return "POST", f"/v1/banks/{bank_id}/memories", {"json": body}
+        return self._send("POST", f"/v1/banks/{bank_id}/memories", {"json": body})
 
-    @staticmethod
-    def recall(bank_id, query, **options):
-        return "POST", f"/v1/banks/{bank_id}/recall", {"json": _options(query=query, **options)}
+    def operation(self, bank_id: str, operation_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}/operations/{operation_id}")
 
-    @staticmethod
-    def reflect(bank_id, query, **options):
-        return "POST", f"/v1/banks/{bank_id}/reflect", {"json": _options(query=query, **options)}
+    # recall and reflect
+    def recall(self, bank_id: str, query: str, **options: Any) -> Any:
+        """Options: max_tokens, budget, types, tags, tags_match, as_of, reference_time,
+        include_chunks, trace, levels (tree levels 1-5), planner ("auto", "rules", "llm",
+        "off"); the answer's ``nodes`` and ``plan`` are the temporal tree's part."""
+        body = _options(query=query, **options)
+        return self._send("POST", f"/v1/banks/{bank_id}/recall", {"json": body})
 
-    @staticmethod
-    def list_memories(bank_id, offset=0, limit=100, types=None, document_id=None, **filters):
-        # filters: tags (sent as repeated `tag`), tags_match, since, until (datetimes or ISO
-        # strings), entity_id
-        tags = filters.pop("tags", None)
-        for key in ("since", "until"):
-            if hasattr(filters.get(key), "isoformat"):
-                filters[key] = filters[key].isoformat()
+    def reflect(self, bank_id: str, query: str, **options: Any) -> Any:
+        """Options: the fields of the service's ReflectRequest (max_tokens, budget, ...)."""
+        body = _options(query=query, **options)
+        return self._send("POST", f"/v1/banks/{bank_id}/reflect", {"json": body})
+
+    # reading and deleting
+    def list_memories(
+        self,
+        bank_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 100,
+        types: list[str] | None = None,
+        document_id: str | None = None,
+        tags: list[str] | None = None,
+        tags_match: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        entity_id: str | None = None,
+    ) -> Any:
+        """A page of memories (``items``, ``total``); the filters combine. ``since`` /
+        ``until``: datetimes or ISO strings."""
         params = _options(
-            offset=offset, limit=limit, type=types, document_id=document_id, tag=tags, **filters
+            offset=offset,
+            limit=limit,
+            type=types,
+            document_id=document_id,
+            tag=tags,
+            tags_match=tags_match,
+            since=_iso(since),
+            until=_iso(until),
+            entity_id=entity_id,
         )
-        return "GET", f"/v1/banks/{bank_id}/memories", {"params": params}
+        return self._send("GET", f"/v1/banks/{bank_id}/memories", {"params": params})
 
-    @staticmethod
-    def tree(bank_id, level=None, since=None, until=None):
-        # since/until: datetimes or ISO strings, sent as `from` and `to`
-        params = _options(
-            level=level,
-            **{
-                "from": since.isoformat() if hasattr(since, "isoformat") else since,
-                "to": until.isoformat() if hasattr(until, "isoformat") else until,
-            },
-        )
-        return "GET", f"/v1/banks/{bank_id}/tree", {"params": params}
+    def get_memory(self, bank_id: str, memory_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}/memories/{memory_id}")
 
-    @staticmethod
-    def consolidate(bank_id, consolidator=None, wait=True):
+    def delete_memory(self, bank_id: str, memory_id: str) -> Any:
+        return self._send("DELETE", f"/v1/banks/{bank_id}/memories/{memory_id}")
+
+    def list_documents(self, bank_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}/documents", pick="documents")
+
+    def delete_document(self, bank_id: str, document_id: str) -> Any:
+        return self._send("DELETE", f"/v1/banks/{bank_id}/documents/{document_id}")
+
+    def list_entities(self, bank_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}/entities", pick="entities")
+
+    def get_entity(self, bank_id: str, entity_id: str, *, limit: int = 50) -> Any:
+        """An entity with the memories that name it and its neighbours."""
+        return self._send("GET", f"/v1/banks/{bank_id}/entities/{entity_id}", {"params": {"limit": limit}})
+
+    def timeline(self, bank_id: str) -> Any:
+        """The bank's sessions (document, session, start, end, chunks, turns) by start."""
+        return self._send("GET", f"/v1/banks/{bank_id}/timeline", pick="sessions")
+
+    # the temporal tree
+    def tree(
+        self, bank_id: str, *, level: int | str | None = None, since: Any = None, until: Any = None
+    ) -> Any:
+        """The bank's temporal tree nodes (level 2-5 or its name; nodes overlapping
+        [since, until), datetimes or ISO strings), by level then start."""
+        params = _options(level=level, **{"from": _iso(since), "to": _iso(until)})
+        return self._send("GET", f"/v1/banks/{bank_id}/tree", {"params": params}, pick="nodes")
+
+    def consolidate(self, bank_id: str, *, consolidator: str | None = None, wait: bool = True) -> Any:
+        """Consolidate the bank's tree now: the report (``wait=False``: the operation to poll
+        with :meth:`operation`). ``consolidator``: "auto", "rules" or "llm"."""
         body: dict[str, Any] = _options(consolidator=consolidator)
         body["async"] = not wait
-        return "POST", f"/v1/banks/{bank_id}/consolidate", {"json": body}
+        return self._send("POST", f"/v1/banks/{bank_id}/consolidate", {"json": body})
 
-    @staticmethod
-    def export_bank(bank_id, vectors=False):
-        return "GET", f"/v1/banks/{bank_id}/export", {"params": {"vectors": str(bool(vectors)).lower()}}
+    # curated memory: mental models and directives
+    def put_mental_model(self, bank_id: str, model_id: str, question: str) -> Any:
+        """Pin ``question`` on the bank as ``model_id`` and answer it now (idempotent)."""
+        return self._send("PUT", f"/v1/banks/{bank_id}/models/{model_id}", {"json": {"question": question}})
 
-    @staticmethod
-    def import_bank(bank_id, data):
-        return (
-            "POST",
-            f"/v1/banks/{bank_id}/import",
-            {"content": _ndjson(data), "headers": {"Content-Type": "application/x-ndjson"}},
-        )
+    def list_mental_models(self, bank_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}/models", pick="models")
+
+    def get_mental_model(self, bank_id: str, model_id: str) -> Any:
+        """The model's question, answer and sources."""
+        return self._send("GET", f"/v1/banks/{bank_id}/models/{model_id}")
+
+    def refresh_mental_model(self, bank_id: str, model_id: str) -> Any:
+        return self._send("POST", f"/v1/banks/{bank_id}/models/{model_id}/refresh")
+
+    def delete_mental_model(self, bank_id: str, model_id: str) -> Any:
+        return self._send("DELETE", f"/v1/banks/{bank_id}/models/{model_id}")
+
+    def put_directive(self, bank_id: str, directive_id: str, text: str, tags: list[str] | None = None) -> Any:
+        """Create or replace a rule for reflect, scoped to ``tags`` (none: every reflect)."""
+        body = {"text": text, "tags": list(tags or [])}
+        return self._send("PUT", f"/v1/banks/{bank_id}/directives/{directive_id}", {"json": body})
+
+    def list_directives(self, bank_id: str) -> Any:
+        return self._send("GET", f"/v1/banks/{bank_id}/directives", pick="directives")
+
+    def delete_directive(self, bank_id: str, directive_id: str) -> Any:
+        return self._send("DELETE", f"/v1/banks/{bank_id}/directives/{directive_id}")
 
 
-class MemlaneClient:
+def _picked(value: Any, pick: str | None) -> Any:
+    return value[pick] if pick is not None else value
+
+
+class MemlaneClient(_Endpoints):
     """Synchronous client. Use as a context manager or call :meth:`close`."""
 
     def __init__(
@@ -152,153 +277,11 @@ class MemlaneClient:
             base_url=url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
         )
 
-    def _do(self, method: str, path: str, kw: dict | None = None) -> Any:
-        return _raise_for(self._http.request(method, path, **(kw or {})))
+    def _send(self, method: str, path: str, kw: dict | None = None, pick: str | None = None) -> Any:
+        return _picked(_raise_for(self._http.request(method, path, **(kw or {}))), pick)
 
-    def health(self) -> dict:
-        return self._do("GET", "/v1/health")
-
-    def list_banks(self) -> list[dict]:
-        return self._do("GET", "/v1/banks")["banks"]
-
-    def put_bank(
-        self,
-        bank_id: str,
-        *,
-        name: str | None = None,
-        background: str | None = None,
-        disposition: dict | None = None,
-    ) -> dict:
-        return self._do(*_Requests.put_bank(bank_id, name, background, disposition))
-
-    def get_bank(self, bank_id: str) -> dict:
-        return self._do("GET", f"/v1/banks/{bank_id}")
-
-    def delete_bank(self, bank_id: str) -> dict:
-        return self._do("DELETE", f"/v1/banks/{bank_id}")
-
-    def stats(self, bank_id: str) -> dict:
-        return self._do("GET", f"/v1/banks/{bank_id}/stats")
-
-    def retain(
-        self,
-        bank_id: str,
-        items: Iterable[dict | str],
-        *,
-        document_id: str | None = None,
-        tags: list[str] | None = None,
-        wait: bool = True,
-    ) -> dict:
-        """Retain items; ``wait=False`` returns the operation to poll with :meth:`operation`."""
-        return self._do(*_Requests.retain(bank_id, items, document_id, tags, wait))
-
-    def operation(self, bank_id: str, operation_id: str) -> dict:
-        return self._do("GET", f"/v1/banks/{bank_id}/operations/{operation_id}")
-
-    def recall(self, bank_id: str, query: str, **options: Any) -> dict:
-        """Options: max_tokens, budget, types, tags, tags_match, as_of, reference_time,
-        include_chunks, trace, levels (tree levels 1-5), planner ("auto", "rules", "llm",
-        "off"); the answer's ``nodes`` and ``plan`` are the temporal tree's part."""
-        return self._do(*_Requests.recall(bank_id, query, **options))
-
-    def reflect(self, bank_id: str, query: str, **options: Any) -> dict:
-        return self._do(*_Requests.reflect(bank_id, query, **options))
-
-    def list_memories(
-        self,
-        bank_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 100,
-        types: list[str] | None = None,
-        document_id: str | None = None,
-        **filters: Any,
-    ) -> dict:
-        """A page of memories; ``filters``: tags, tags_match, since, until, entity_id."""
-        return self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id, **filters))
-
-    def get_memory(self, bank_id: str, memory_id: str) -> dict:
-        return self._do("GET", f"/v1/banks/{bank_id}/memories/{memory_id}")
-
-    def delete_memory(self, bank_id: str, memory_id: str) -> dict:
-        return self._do("DELETE", f"/v1/banks/{bank_id}/memories/{memory_id}")
-
-    def list_documents(self, bank_id: str) -> list[dict]:
-        return self._do("GET", f"/v1/banks/{bank_id}/documents")["documents"]
-
-    def delete_document(self, bank_id: str, document_id: str) -> dict:
-        return self._do("DELETE", f"/v1/banks/{bank_id}/documents/{document_id}")
-
-    def list_entities(self, bank_id: str) -> list[dict]:
-        return self._do("GET", f"/v1/banks/{bank_id}/entities")["entities"]
-
-    def get_entity(self, bank_id: str, entity_id: str, *, limit: int = 50) -> dict:
-        """An entity with the memories that name it and its neighbours."""
-        return self._do("GET", f"/v1/banks/{bank_id}/entities/{entity_id}", {"params": {"limit": limit}})
-
-    def timeline(self, bank_id: str) -> list[dict]:
-        """The bank's sessions (document, session, start, end, chunks, turns) by start."""
-        return self._do("GET", f"/v1/banks/{bank_id}/timeline")["sessions"]
-
-    def tree(
-        self,
-        bank_id: str,
-        *,
-        level: int | str | None = None,
-        since: Any = None,
-        until: Any = None,
-    ) -> list[dict]:
-        """The bank's temporal tree nodes (level 2-5 or its name; nodes overlapping
-        [since, until), datetimes or ISO strings), by level then start."""
-        return self._do(*_Requests.tree(bank_id, level, since, until))["nodes"]
-
-    def consolidate(self, bank_id: str, *, consolidator: str | None = None, wait: bool = True) -> dict:
-        """Consolidate the bank's tree now: the report (``wait=False``: the operation to poll
-        with :meth:`operation`). ``consolidator``: "auto", "rules" or "llm"."""
-        return self._do(*_Requests.consolidate(bank_id, consolidator, wait))
-
-    def export_bank(self, bank_id: str, *, vectors: bool = False) -> str:
-        """The bank as JSON Lines (memlane/transfer.py); ``vectors`` adds unit embeddings."""
-        method, path, kw = _Requests.export_bank(bank_id, vectors)
+    def _send_text(self, method: str, path: str, kw: dict) -> Any:
         return _text(self._http.request(method, path, **kw))
-
-    def import_bank(self, bank_id: str, data: str | bytes | Iterable[dict]) -> dict:
-        """Import an export (its text, or its records) as ``bank_id``; idempotent."""
-        return self._do(*_Requests.import_bank(bank_id, data))
-
-    def rerank(self, query: str, documents: list[str]) -> list[float]:
-        return self._do("POST", "/v1/rerank", {"json": {"query": query, "documents": documents}})["scores"]
-
-    # curated memory: mental models and directives
-    def put_mental_model(self, bank_id: str, model_id: str, question: str) -> dict:
-        """Pin ``question`` on the bank as ``model_id`` and answer it now (idempotent)."""
-        return self._do("PUT", f"/v1/banks/{bank_id}/models/{model_id}", {"json": {"question": question}})
-
-    def list_mental_models(self, bank_id: str) -> list[dict]:
-        return self._do("GET", f"/v1/banks/{bank_id}/models")["models"]
-
-    def get_mental_model(self, bank_id: str, model_id: str) -> dict:
-        """The model's question, answer and sources."""
-        return self._do("GET", f"/v1/banks/{bank_id}/models/{model_id}")
-
-    def refresh_mental_model(self, bank_id: str, model_id: str) -> dict:
-        return self._do("POST", f"/v1/banks/{bank_id}/models/{model_id}/refresh")
-
-    def delete_mental_model(self, bank_id: str, model_id: str) -> dict:
-        return self._do("DELETE", f"/v1/banks/{bank_id}/models/{model_id}")
-
-    def put_directive(
-        self, bank_id: str, directive_id: str, text: str, tags: list[str] | None = None
-    ) -> dict:
-        """Create or replace a rule for reflect, scoped to ``tags`` (none: every reflect)."""
-        body = {"text": text, "tags": list(tags or [])}
-        return self._do("PUT", f"/v1/banks/{bank_id}/directives/{directive_id}", {"json": body})
-
-    def list_directives(self, bank_id: str) -> list[dict]:
-        return self._do("GET", f"/v1/banks/{bank_id}/directives")["directives"]
-
-    def delete_directive(self, bank_id: str, directive_id: str) -> dict:
-        return self._do("DELETE", f"/v1/banks/{bank_id}/directives/{directive_id}")
 
     def close(self) -> None:
         self._http.close()
@@ -310,8 +293,9 @@ class MemlaneClient:
         self.close()
 
 
-class AsyncMemlaneClient:
-    """The same endpoints for asyncio; use ``async with`` or ``await aclose()``."""
+class AsyncMemlaneClient(_Endpoints):
+    """The same endpoints for asyncio (each method returns a coroutine to await); use
+    ``async with`` or ``await aclose()``."""
 
     def __init__(
         self,
@@ -320,6 +304,7 @@ class AsyncMemlaneClient:
         *,
         timeout: float = 60.0,
         limits: httpx.Limits | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         url = url or os.environ.get("MEMLANE_URL") or "http://127.0.0.1:8000"
         key = api_key if api_key is not None else os.environ.get("MEMLANE_API_KEY")
@@ -329,127 +314,14 @@ class AsyncMemlaneClient:
             headers=headers,
             timeout=timeout,
             limits=limits or httpx.Limits(max_connections=100),
+            transport=transport,
         )
 
-    async def _do(self, method: str, path: str, kw: dict | None = None) -> Any:
-        return _raise_for(await self._http.request(method, path, **(kw or {})))
+    async def _send(self, method: str, path: str, kw: dict | None = None, pick: str | None = None) -> Any:
+        return _picked(_raise_for(await self._http.request(method, path, **(kw or {}))), pick)
 
-    async def health(self) -> dict:
-        return await self._do("GET", "/v1/health")
-
-    async def list_banks(self) -> list[dict]:
-        return (await self._do("GET", "/v1/banks"))["banks"]
-
-    async def put_bank(
-        self,
-        bank_id: str,
-        *,
-        name: str | None = None,
-        background: str | None = None,
-        disposition: dict | None = None,
-    ) -> dict:
-        return await self._do(*_Requests.put_bank(bank_id, name, background, disposition))
-
-    async def get_bank(self, bank_id: str) -> dict:
-        return await self._do("GET", f"/v1/banks/{bank_id}")
-
-    async def delete_bank(self, bank_id: str) -> dict:
-        return await self._do("DELETE", f"/v1/banks/{bank_id}")
-
-    async def retain(
-        self,
-        bank_id: str,
-        items: Iterable[dict | str],
-        *,
-        document_id: str | None = None,
-        tags: list[str] | None = None,
-        wait: bool = True,
-    ) -> dict:
-        return await self._do(*_Requests.retain(bank_id, items, document_id, tags, wait))
-
-    async def operation(self, bank_id: str, operation_id: str) -> dict:
-        return await self._do("GET", f"/v1/banks/{bank_id}/operations/{operation_id}")
-
-    async def recall(self, bank_id: str, query: str, **options: Any) -> dict:
-        return await self._do(*_Requests.recall(bank_id, query, **options))
-
-    async def reflect(self, bank_id: str, query: str, **options: Any) -> dict:
-        return await self._do(*_Requests.reflect(bank_id, query, **options))
-
-    async def list_memories(
-        self,
-        bank_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 100,
-        types: list[str] | None = None,
-        document_id: str | None = None,
-        **filters: Any,
-    ) -> dict:
-        """A page of memories; ``filters``: tags, tags_match, since, until, entity_id."""
-        return await self._do(*_Requests.list_memories(bank_id, offset, limit, types, document_id, **filters))
-
-    async def delete_document(self, bank_id: str, document_id: str) -> dict:
-        return await self._do("DELETE", f"/v1/banks/{bank_id}/documents/{document_id}")
-
-    async def tree(
-        self,
-        bank_id: str,
-        *,
-        level: int | str | None = None,
-        since: Any = None,
-        until: Any = None,
-    ) -> list[dict]:
-        """The bank's temporal tree nodes (level 2-5 or its name; nodes overlapping
-        [since, until), datetimes or ISO strings), by level then start."""
-        return (await self._do(*_Requests.tree(bank_id, level, since, until)))["nodes"]
-
-    async def consolidate(self, bank_id: str, *, consolidator: str | None = None, wait: bool = True) -> dict:
-        """Consolidate the bank's tree now: the report (``wait=False``: the operation to poll
-        with :meth:`operation`). ``consolidator``: "auto", "rules" or "llm"."""
-        return await self._do(*_Requests.consolidate(bank_id, consolidator, wait))
-
-    async def export_bank(self, bank_id: str, *, vectors: bool = False) -> str:
-        """The bank as JSON Lines (memlane/transfer.py); ``vectors`` adds unit embeddings."""
-        method, path, kw = _Requests.export_bank(bank_id, vectors)
+    async def _send_text(self, method: str, path: str, kw: dict) -> Any:
         return _text(await self._http.request(method, path, **kw))
-
-    async def import_bank(self, bank_id: str, data: str | bytes | Iterable[dict]) -> dict:
-        """Import an export (its text, or its records) as ``bank_id``; idempotent."""
-        return await self._do(*_Requests.import_bank(bank_id, data))
-
-    # curated memory: mental models and directives
-    async def put_mental_model(self, bank_id: str, model_id: str, question: str) -> dict:
-        """Pin ``question`` on the bank as ``model_id`` and answer it now (idempotent)."""
-        return await self._do(
-            "PUT", f"/v1/banks/{bank_id}/models/{model_id}", {"json": {"question": question}}
-        )
-
-    async def list_mental_models(self, bank_id: str) -> list[dict]:
-        return (await self._do("GET", f"/v1/banks/{bank_id}/models"))["models"]
-
-    async def get_mental_model(self, bank_id: str, model_id: str) -> dict:
-        """The model's question, answer and sources."""
-        return await self._do("GET", f"/v1/banks/{bank_id}/models/{model_id}")
-
-    async def refresh_mental_model(self, bank_id: str, model_id: str) -> dict:
-        return await self._do("POST", f"/v1/banks/{bank_id}/models/{model_id}/refresh")
-
-    async def delete_mental_model(self, bank_id: str, model_id: str) -> dict:
-        return await self._do("DELETE", f"/v1/banks/{bank_id}/models/{model_id}")
-
-    async def put_directive(
-        self, bank_id: str, directive_id: str, text: str, tags: list[str] | None = None
-    ) -> dict:
-        """Create or replace a rule for reflect, scoped to ``tags`` (none: every reflect)."""
-        body = {"text": text, "tags": list(tags or [])}
-        return await self._do("PUT", f"/v1/banks/{bank_id}/directives/{directive_id}", {"json": body})
-
-    async def list_directives(self, bank_id: str) -> list[dict]:
-        return (await self._do("GET", f"/v1/banks/{bank_id}/directives"))["directives"]
-
-    async def delete_directive(self, bank_id: str, directive_id: str) -> dict:
-        return await self._do("DELETE", f"/v1/banks/{bank_id}/directives/{directive_id}")
 
     async def aclose(self) -> None:
         await self._http.aclose()

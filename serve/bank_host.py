@@ -132,7 +132,7 @@ class BankHost:
         settings = self.engine.settings
         banks = list(settings.serve.recall_warm_banks)
         if not banks:
-            every = self.engine.list_banks()
+            every = self.engine.banks.list_all()
             if len(every) <= settings.serve.recall_warm_max_banks:
                 banks = [b.bank_id for b in every]
         for bank_id in banks:

@@ -5,7 +5,7 @@ this builds (serve/ingress.py), handing it its own dependencies."""
 # No ``from __future__ import annotations``: Serve ships the app by value (cloudpickle), and
 # the route functions below are closures whose pickled globals hold only the names their code
 # uses, so FastAPI could not resolve string annotations (Request, the bodies) on the replica.
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,16 +32,11 @@ class DirectiveBody(BaseModel):
     tags: list[str] = Field(default_factory=list, max_length=32)
 
 
-def router(
-    bank_access: Callable[..., str], call: Callable[[Any], Any], ingress: Callable[[Request], Any]
-) -> APIRouter:
-    """The routes, over the ingress's ``bank_access`` dependency, its ``call`` (engine errors
-    to API errors) and ``ingress`` (the replica's Ingress, holding the Memory handle)."""
+def router(bank_access: Callable[..., str], op: Callable[..., Awaitable[Any]]) -> APIRouter:
+    """The routes, over the ingress's ``bank_access`` dependency and its ``op`` (runs an
+    operation of the catalogue on the Memory deployment; engine errors to API errors)."""
     api = APIRouter(tags=["curated"])
     bank = Depends(bank_access)
-
-    def memory(request: Request):
-        return ingress(request).memory
 
     @api.put("/v1/banks/{bank_id}/models/{model_id}")
     async def put_mental_model(
@@ -49,28 +44,28 @@ def router(
     ) -> dict:
         """Pin a question on the bank and answer it from its memories now (201 when created;
         the same question again changes nothing)."""
-        out = await call(memory(request).put_mental_model.remote(bank_id, model_id, body.question))
+        out = await op(request, "put_mental_model", bank_id, model_id=model_id, question=body.question)
         response.status_code = 201 if out["created"] else 200
         return out["model"]
 
     @api.get("/v1/banks/{bank_id}/models")
     async def list_mental_models(request: Request, bank_id: str = bank) -> dict:
-        return {"models": await call(memory(request).list_mental_models.remote(bank_id))}
+        return {"models": await op(request, "list_mental_models", bank_id)}
 
     @api.get("/v1/banks/{bank_id}/models/{model_id}")
     async def get_mental_model(request: Request, model_id: str = ModelId, bank_id: str = bank) -> dict:
         """The model's question, answer and sources (the memories it cites, with their turns)."""
-        return await call(memory(request).get_mental_model.remote(bank_id, model_id))
+        return await op(request, "get_mental_model", bank_id, model_id=model_id)
 
     @api.post("/v1/banks/{bank_id}/models/{model_id}/refresh")
     async def refresh_mental_model(request: Request, model_id: str = ModelId, bank_id: str = bank) -> dict:
         """Recall the question again and rewrite the answer (retain does this in the background
         for the models new facts touch)."""
-        return await call(memory(request).refresh_mental_model.remote(bank_id, model_id))
+        return await op(request, "refresh_mental_model", bank_id, model_id=model_id)
 
     @api.delete("/v1/banks/{bank_id}/models/{model_id}")
     async def delete_mental_model(request: Request, model_id: str = ModelId, bank_id: str = bank) -> dict:
-        await call(memory(request).delete_mental_model.remote(bank_id, model_id))
+        await op(request, "delete_mental_model", bank_id, model_id=model_id)
         return {"deleted": model_id}
 
     @api.put("/v1/banks/{bank_id}/directives/{directive_id}")
@@ -82,19 +77,21 @@ def router(
         bank_id: str = bank,
     ) -> dict:
         """Create or replace a rule for reflect (201 when created)."""
-        out = await call(memory(request).put_directive.remote(bank_id, directive_id, body.text, body.tags))
+        out = await op(
+            request, "put_directive", bank_id, directive_id=directive_id, text=body.text, tags=body.tags
+        )
         response.status_code = 201 if out["created"] else 200
         return out["directive"]
 
     @api.get("/v1/banks/{bank_id}/directives")
     async def list_directives(request: Request, bank_id: str = bank) -> dict:
-        return {"directives": await call(memory(request).list_directives.remote(bank_id))}
+        return {"directives": await op(request, "list_directives", bank_id)}
 
     @api.delete("/v1/banks/{bank_id}/directives/{directive_id}")
     async def delete_directive(
         request: Request, directive_id: str = DirectiveId, bank_id: str = bank
     ) -> dict:
-        await call(memory(request).delete_directive.remote(bank_id, directive_id))
+        await op(request, "delete_directive", bank_id, directive_id=directive_id)
         return {"deleted": directive_id}
 
     return api

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ray import serve
 
-from memlane.views import entity_view, node_view, unit_view
-from serve.curated_calls import CuratedCalls
+from memlane import catalogue
 
 if TYPE_CHECKING:
     from memlane.engine import Memory
@@ -42,19 +39,13 @@ def service_memory(embedder_handle=None, reranker_handle=None):
     from memlane.models.tokens import TokenCounter
     from memlane.runtime import configure_process
     from memlane.settings import Settings
+    from memlane.settings.entry_points import with_entry_point
     from serve.remote import RemoteEmbedder, RemoteReranker
 
     install_store_metrics()  # this replica's Milvus calls, as ray_memlane_store_*
-    settings = Settings()
-    if not {"MEMLANE_BACKGROUND__TREE", "MEMLANE_TREE__ONLINE"} & os.environ.keys():
-        # The service keeps every bank's temporal tree current: consolidation after each write,
-        # on a background thread of the replica that wrote (the engine's own default is "off").
-        settings.background.tree = True
-    if "MEMLANE_RECALL__COLD_BANK" not in os.environ:
-        # A replica's first recall of a bank answers from the store while the bank loads in
-        # the background, instead of waiting for the load (27 s vs 0.85 s at 10k memories on
-        # the loaded dev machine, benchmarks/refresh_bench.py).
-        settings.recall.cold_bank = "store"
+    # The service's changes to the defaults (the tree kept current after writes, cold banks
+    # answered from the store), unless the user set them: memlane/settings/entry_points.py.
+    settings = with_entry_point("serve", Settings())
     if embedder_handle is None:
         embedder = build_embedder(settings)
     else:
@@ -148,8 +139,9 @@ class RerankDeployment:
 
 
 @serve.deployment(name="Memory")
-class MemoryDeployment(CuratedCalls):
-    """Banks, retain (sync and async), listing and deletion."""
+class MemoryDeployment:
+    """The operations of the catalogue that write or list (recall and reflect run on the
+    Ingress), retain and consolidation in the background, export and import."""
 
     def __init__(self, embedder=None) -> None:
         from memlane.operations import OperationLog
@@ -172,22 +164,10 @@ class MemoryDeployment(CuratedCalls):
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
         self._beat.start()
 
-    # banks
-    def put_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
-        bank, created = self.memory.put_bank(bank_id, **fields)
-        return {"bank": bank.model_dump(mode="json"), "created": created}
-
-    def get_bank(self, bank_id: str) -> dict[str, Any]:
-        return self.memory.get_bank(bank_id).model_dump(mode="json")
-
-    def list_banks(self) -> list[dict[str, Any]]:
-        return [b.model_dump(mode="json") for b in self.memory.list_banks()]
-
-    def delete_bank(self, bank_id: str) -> None:
-        self.memory.delete_bank(bank_id)
-
-    def stats(self, bank_id: str) -> dict[str, Any]:
-        return self.memory.stats(bank_id)
+    def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
+        """Run one operation of the catalogue (memlane/catalogue.py) on this replica's engine:
+        its answer as the REST API's JSON, its rules (retain needs a bank) applied."""
+        return catalogue.call(self.memory, name, bank_id, **params)
 
     # export and import (memlane/transfer.py): the whole bank in one answer or body, so bounded
     # by the replica's memory and, for import, by serve.max_body_bytes
@@ -201,50 +181,28 @@ class MemoryDeployment(CuratedCalls):
 
         return import_bank(self.memory, body.splitlines(), bank_id=bank_id)
 
-    # retain
-    def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        report = self.memory.retain_items(
-            bank_id,
-            body["items"],
-            document_id=body.get("document_id"),
-            tags=body.get("tags") or (),
-            create_bank=False,
-        )
-        return report.as_dict()
-
+    # retain in the background
     def retain_async(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
         # Validate now, so bad input is a 4xx on the request, not a failed operation later.
-        self.memory.get_bank(bank_id)
+        self.memory.banks.get(bank_id)
         self.memory.plan_items(
             bank_id, body["items"], document_id=body.get("document_id"), tags=body.get("tags") or ()
         )
         op = self.ops.create(bank_id, "retain", total=len(body["items"]))
         with self._lock:
             self._pending[op["operation_id"]] = op
-        self._jobs.submit(self._run, op, bank_id, body)
+        self._jobs.submit(self._run_op, op, lambda: self.call("retain", bank_id, body))
         return {k: v for k, v in op.items() if k != "heartbeat"}
 
-    def _run(self, op: dict, bank_id: str, body: dict[str, Any]) -> None:
-        self._run_op(
-            op,
-            lambda: self.memory.retain_items(
-                bank_id,
-                body["items"],
-                document_id=body.get("document_id"),
-                tags=body.get("tags") or (),
-                create_bank=False,
-            ),
-        )
-
     def _run_op(self, op: dict, work: Any) -> None:
-        """Run one queued operation: ``work()`` returns a report with ``as_dict()``."""
+        """Run one queued operation: ``work()`` returns its answer as JSON."""
         from memlane.operations import FAILED, RUNNING, SUCCEEDED
 
         try:
             self.ops.update(op, status=RUNNING)
-            report = work()
+            result = work()
             op["done"] = op["total"]
-            self.ops.update(op, status=SUCCEEDED, result=report.as_dict())
+            self.ops.update(op, status=SUCCEEDED, result=result)
         except Exception as exc:  # noqa: BLE001 - reported on the operation
             log.exception("async %s %s failed", op.get("kind", "operation"), op["operation_id"])
             self.ops.update(op, status=FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -252,30 +210,16 @@ class MemoryDeployment(CuratedCalls):
             with self._lock:
                 self._pending.pop(op["operation_id"], None)
 
-    # the temporal tree (memlane/tree)
-    def tree(
-        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
-    ) -> list[dict[str, Any]]:
-        """The bank's tree nodes as the API shows them (``memlane.views.node_view``), by
-        level then start; ``level`` 2-5 or its name, nodes overlapping [since, until)."""
-        nodes = self.memory.tree(bank_id, level=level, since=since, until=until)
-        return [node_view(n) for n in nodes]
-
-    def consolidate(self, bank_id: str, consolidator: str | None) -> dict[str, Any]:
-        return self._consolidate(bank_id, consolidator).as_dict()
-
-    def _consolidate(self, bank_id: str, consolidator: str | None) -> Any:
-        return self.memory.consolidate(bank_id, consolidator=consolidator)
-
     def consolidate_async(self, bank_id: str, consolidator: str | None) -> dict[str, Any]:
         # Check now what can be checked (the bank, the consolidator's model), so bad input is
         # a 4xx on the request, not a failed operation later.
-        self.memory.get_bank(bank_id)
+        self.memory.banks.get(bank_id)
         self.memory.consolidator(consolidator)
         op = self.ops.create(bank_id, "consolidate", total=1)
         with self._lock:
             self._pending[op["operation_id"]] = op
-        self._jobs.submit(self._run_op, op, lambda: self._consolidate(bank_id, consolidator))
+        work = lambda: self.call("consolidate", bank_id, {"consolidator": consolidator})  # noqa: E731
+        self._jobs.submit(self._run_op, op, work)
         return {k: v for k, v in op.items() if k != "heartbeat"}
 
     def _heartbeat(self) -> None:
@@ -294,55 +238,11 @@ class MemoryDeployment(CuratedCalls):
     def operation(self, bank_id: str, op_id: str) -> dict[str, Any]:
         from memlane.errors import NotFound
 
-        self.memory.get_bank(bank_id)
+        self.memory.banks.get(bank_id)
         op = self.ops.get(op_id, bank_id)
         if op is None:
             raise NotFound(f"operation {op_id!r} is not in bank {bank_id!r}", "operation_id")
         return op
-
-    # listing and deletion
-    def list_memories(self, bank_id: str, offset: int, limit: int, filters: dict[str, Any]) -> dict[str, Any]:
-        """``filters``: the keyword filters of ``Memory.list_memories`` (types, document_id,
-        tags, tags_match, since, until, entity_id)."""
-        units, total = self.memory.list_memories(bank_id, offset=offset, limit=limit, **filters)
-        return {
-            "items": [unit_view(u) for u in units],
-            "total": total,
-            "offset": offset,
-            "limit": limit,
-        }
-
-    def get_memory(self, bank_id: str, memory_id: str) -> dict[str, Any]:
-        return unit_view(self.memory.get_memory(bank_id, memory_id))
-
-    def delete_memory(self, bank_id: str, memory_id: str) -> dict[str, int]:
-        return self.memory.delete_memory(bank_id, memory_id)
-
-    def list_documents(self, bank_id: str) -> list[dict[str, Any]]:
-        return [{"document_id": d, **c} for d, c in self.memory.list_documents(bank_id).items()]
-
-    def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
-        return self.memory.delete_document(bank_id, document_id)
-
-    def list_entities(self, bank_id: str) -> list[dict[str, Any]]:
-        return [entity_view(e) for e in self.memory.list_entities(bank_id)]
-
-    def entity(self, bank_id: str, entity_id: str, limit: int) -> dict[str, Any]:
-        out = self.memory.entity(bank_id, entity_id, limit=limit)
-        return {
-            "entity": entity_view(out["entity"]),
-            "memories": [unit_view(u) for u in out["memories"]],
-            "total": out["total"],
-            "neighbours": [
-                {"entity": entity_view(n["entity"]), "shared": n["shared"]} for n in out["neighbours"]
-            ],
-        }
-
-    def timeline(self, bank_id: str) -> list[dict[str, Any]]:
-        return [
-            {**s, "start": s["start"].isoformat(), "end": s["end"].isoformat()}
-            for s in self.memory.timeline(bank_id)
-        ]
 
     def health(self) -> dict[str, Any]:
         self.memory.store.list_banks()  # raises when Milvus is unreachable

@@ -123,6 +123,11 @@ async def _call(response) -> Any:
         raise mapped from None
 
 
+async def _op(request: Request, name: str, bank_id: str | None = None, /, **params: Any) -> Any:
+    """Run operation ``name`` of the catalogue (memlane/catalogue.py) on the Memory deployment."""
+    return await _call(_ingress(request).memory.call.remote(name, bank_id, params))
+
+
 @api.middleware("http")
 async def limits_and_metrics(request: Request, call_next):
     ingress = _ingress(request)
@@ -174,7 +179,7 @@ async def health(request: Request) -> JSONResponse:
 # banks --------------------------------------------------------------------------------------
 @api.get("/v1/banks", tags=["banks"])
 async def list_banks(request: Request, who: Principal = Depends(principal)) -> dict:
-    banks = await _call(_ingress(request).memory.list_banks.remote())
+    banks = await _op(request, "list_banks")
     return {"banks": [b for b in banks if who.can_use(b["bank_id"])]}
 
 
@@ -183,26 +188,26 @@ async def put_bank(
     request: Request, response: Response, body: BankBody, bank_id: str = Depends(bank_access)
 ) -> dict:
     """Create a bank, or update its name, background or disposition."""
-    out = await _call(_ingress(request).memory.put_bank.remote(bank_id, body.model_dump(exclude_none=True)))
+    out = await _op(request, "put_bank", bank_id, **body.model_dump(exclude_none=True))
     response.status_code = 201 if out["created"] else 200
     return out["bank"]
 
 
 @api.get("/v1/banks/{bank_id}", tags=["banks"])
 async def get_bank(request: Request, bank_id: str = Depends(bank_access)) -> dict:
-    return await _call(_ingress(request).memory.get_bank.remote(bank_id))
+    return await _op(request, "get_bank", bank_id)
 
 
 @api.delete("/v1/banks/{bank_id}", tags=["banks"])
 async def delete_bank(request: Request, bank_id: str = Depends(bank_access)) -> dict:
     """Delete the bank with every memory, chunk, entity and link in it."""
-    await _call(_ingress(request).memory.delete_bank.remote(bank_id))
+    await _op(request, "delete_bank", bank_id)
     return {"deleted": bank_id}
 
 
 @api.get("/v1/banks/{bank_id}/stats", tags=["banks"])
 async def bank_stats(request: Request, bank_id: str = Depends(bank_access)) -> dict:
-    return await _call(_ingress(request).memory.stats.remote(bank_id))
+    return await _op(request, "bank_stats", bank_id)
 
 
 @api.get("/v1/banks/{bank_id}/export", tags=["banks"])
@@ -237,7 +242,7 @@ async def retain(
         response.status_code = 202
         response.headers["Location"] = f"/v1/banks/{bank_id}/operations/{op['operation_id']}"
         return op
-    return await _call(memory.retain.remote(bank_id, payload))
+    return await _op(request, "retain", bank_id, **payload)
 
 
 @api.get("/v1/banks/{bank_id}/operations/{operation_id}", tags=["memories"])
@@ -273,33 +278,37 @@ async def list_memories(
         "until": until,
         "entity_id": entity_id,
     }
-    return await _call(_ingress(request).memory.list_memories.remote(bank_id, offset, limit, filters))
+    return await _op(request, "list_memories", bank_id, offset=offset, limit=limit, **filters)
 
 
 @api.get("/v1/banks/{bank_id}/memories/{memory_id}", tags=["memories"])
 async def get_memory(request: Request, memory_id: str, bank_id: str = Depends(bank_access)) -> dict:
-    return await _call(_ingress(request).memory.get_memory.remote(bank_id, memory_id))
+    return await _op(request, "get_memory", bank_id, memory_id=memory_id)
 
 
 @api.delete("/v1/banks/{bank_id}/memories/{memory_id}", tags=["memories"])
 async def delete_memory(request: Request, memory_id: str, bank_id: str = Depends(bank_access)) -> dict:
-    return await _call(_ingress(request).memory.delete_memory.remote(bank_id, memory_id))
+    return await _op(request, "delete_memory", bank_id, memory_id=memory_id)
 
 
 @api.get("/v1/banks/{bank_id}/documents", tags=["documents"])
 async def list_documents(request: Request, bank_id: str = Depends(bank_access)) -> dict:
-    return {"documents": await _call(_ingress(request).memory.list_documents.remote(bank_id))}
+    return {"documents": await _op(request, "list_documents", bank_id)}
 
 
 @api.delete("/v1/banks/{bank_id}/documents/{document_id}", tags=["documents"])
-async def delete_document(request: Request, document_id: str, bank_id: str = Depends(bank_access)) -> dict:
+async def delete_document(
+    request: Request,
+    document_id: str = Path(..., min_length=1, max_length=256),
+    bank_id: str = Depends(bank_access),
+) -> dict:
     """Delete a document with its memories, chunks, links and the entities only it named."""
-    return await _call(_ingress(request).memory.delete_document.remote(bank_id, document_id))
+    return await _op(request, "delete_document", bank_id, document_id=document_id)
 
 
 @api.get("/v1/banks/{bank_id}/entities", tags=["memories"])
 async def list_entities(request: Request, bank_id: str = Depends(bank_access)) -> dict:
-    return {"entities": await _call(_ingress(request).memory.list_entities.remote(bank_id))}
+    return {"entities": await _op(request, "list_entities", bank_id)}
 
 
 @api.get("/v1/banks/{bank_id}/entities/{entity_id}", tags=["memories"])
@@ -311,14 +320,14 @@ async def get_entity(
 ) -> dict:
     """An entity, the memories that name it (``total`` counts all of them) and its neighbours:
     the entities those memories also name, by how many memories they share."""
-    return await _call(_ingress(request).memory.entity.remote(bank_id, entity_id, limit))
+    return await _op(request, "get_entity", bank_id, entity_id=entity_id, limit=limit)
 
 
 @api.get("/v1/banks/{bank_id}/timeline", tags=["documents"])
 async def timeline(request: Request, bank_id: str = Depends(bank_access)) -> dict:
     """The bank's sessions over time: per document and session, the first and last chunk
     start, chunk and turn counts, ordered by start."""
-    return {"sessions": await _call(_ingress(request).memory.timeline.remote(bank_id))}
+    return {"sessions": await _op(request, "timeline", bank_id)}
 
 
 # the temporal tree (memlane/tree) -------------------------------------------------------------
@@ -342,7 +351,7 @@ async def get_tree(
     since, until = _aware(since, "from"), _aware(until, "to")
     if since is not None and until is not None and until <= since:
         raise APIError(422, "invalid_request", "to: must be after from", "to")
-    nodes = await _call(_ingress(request).memory.tree.remote(bank_id, level, since, until))
+    nodes = await _op(request, "get_tree", bank_id, level=level, since=since, until=until)
     return {"nodes": nodes}
 
 
@@ -374,7 +383,7 @@ async def consolidate(
         response.status_code = 202
         response.headers["Location"] = f"/v1/banks/{bank_id}/operations/{op['operation_id']}"
         return op
-    return await _call(memory.consolidate.remote(bank_id, body.consolidator))
+    return await _op(request, "consolidate", bank_id, consolidator=body.consolidator)
 
 
 # recall, reflect, rerank ----------------------------------------------------------------------
@@ -403,7 +412,7 @@ async def rerank(request: Request, body: RerankBody, who: Principal = Depends(pr
     return {"scores": await _call(_ingress(request).rerank_scores(body.query, body.documents))}
 
 
-api.include_router(curated_routes.router(bank_access, _call, _ingress))  # mental models, directives
+api.include_router(curated_routes.router(bank_access, _op))  # mental models, directives
 
 
 @serve.deployment(name="Ingress")

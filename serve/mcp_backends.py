@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
-from memlane.views import node_view, recall_view, reflect_view
+from memlane import catalogue
 from serve.mcp_server import BackendResolver, ToolFailure
 
 if TYPE_CHECKING:
@@ -35,46 +34,8 @@ class EngineBackend:
     async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs), limiter=self._one_at_a_time)
 
-    async def list_banks(self) -> list[dict[str, Any]]:
-        banks = await self._run(self.memory.list_banks)
-        return [b.model_dump(mode="json") for b in banks]
-
-    async def create_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
-        def put() -> dict[str, Any]:
-            bank, created = self.memory.put_bank(bank_id, **fields)
-            return {"bank": bank.model_dump(mode="json"), "created": created}
-
-        return await self._run(put)
-
-    async def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        report = await self._run(
-            self.memory.retain_items,
-            bank_id,
-            body["items"],
-            document_id=body.get("document_id"),
-            tags=body.get("tags") or (),
-            create_bank=False,  # as the REST API: retain needs an existing bank
-        )
-        return report.as_dict()
-
-    async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        options = dict(request)
-        result = await self._run(self.memory.recall, bank_id, options.pop("query"), **options)
-        return recall_view(result)
-
-    async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        options = dict(request)
-        result = await self._run(self.memory.reflect, bank_id, options.pop("query"), **options)
-        return reflect_view(result)
-
-    async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
-        return await self._run(self.memory.delete_document, bank_id, document_id)
-
-    async def tree(
-        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
-    ) -> list[dict[str, Any]]:
-        nodes = await self._run(self.memory.tree, bank_id, level=level, since=since, until=until)
-        return [node_view(n) for n in nodes]
+    async def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
+        return await self._run(catalogue.call, self.memory, name, bank_id, **params)
 
 
 class ClientBackend:
@@ -95,10 +56,14 @@ class ClientBackend:
                 "service_unreachable", f"cannot reach {self.url}: {type(exc).__name__}: {exc}"
             ) from None
 
-    async def list_banks(self) -> list[dict[str, Any]]:
-        return await self._do("list_banks")
+    async def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
+        if name == "put_bank":  # the SDK answers the bank; the tool also says if it was new
+            return await self._put_bank(bank_id or "", params)
+        op = catalogue.operation(name)
+        args = (bank_id,) if op.bank else ()
+        return await self._do(op.sdk_method or name, *args, **params)
 
-    async def create_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+    async def _put_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         from memlane_client import MemlaneAPIError
 
         try:
@@ -110,31 +75,6 @@ class ClientBackend:
             created = True
         bank = await self._do("put_bank", bank_id, **fields)
         return {"bank": bank, "created": created}
-
-    async def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._do(
-            "retain",
-            bank_id,
-            body["items"],
-            document_id=body.get("document_id"),
-            tags=body.get("tags") or None,
-        )
-
-    async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        options = dict(request)
-        return await self._do("recall", bank_id, options.pop("query"), **options)
-
-    async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        options = dict(request)
-        return await self._do("reflect", bank_id, options.pop("query"), **options)
-
-    async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
-        return await self._do("delete_document", bank_id, document_id)
-
-    async def tree(
-        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
-    ) -> list[dict[str, Any]]:
-        return await self._do("tree", bank_id, level=level, since=since, until=until)
 
 
 def engine_lifespan(

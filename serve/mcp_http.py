@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -60,38 +59,18 @@ class ServeBackend:
         if not self.principal.can_use(bank_id):
             raise ToolFailure("forbidden", f"this API key may not use bank {bank_id!r}")
 
-    async def list_banks(self) -> list[dict[str, Any]]:
-        banks = await self.ingress.memory.list_banks.remote()
-        return [b for b in banks if self.principal.can_use(b["bank_id"])]
-
-    async def create_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
+        if name == "list_banks":  # the banks this key may use
+            banks = await self.ingress.memory.call.remote(name, None, params)
+            return [b for b in banks if self.principal.can_use(b["bank_id"])]
         self._check(bank_id)
-        return await self.ingress.memory.put_bank.remote(bank_id, fields)
-
-    async def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        self._check(bank_id)
-        return await self.ingress.memory.retain.remote(bank_id, body)
-
-    async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        self._check(bank_id)
-        valid = _validate(RecallRequest, request)  # as the REST route does
-        data, _state = await self.ingress.recall_json(bank_id, valid)
-        return json.loads(data)
-
-    async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        self._check(bank_id)
-        _validate(ReflectRequest, request)
-        return json.loads(await self.ingress.reflect_json(bank_id, request))
-
-    async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
-        self._check(bank_id)
-        return await self.ingress.memory.delete_document.remote(bank_id, document_id)
-
-    async def tree(
-        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
-    ) -> list[dict[str, Any]]:
-        self._check(bank_id)
-        return await self.ingress.memory.tree.remote(bank_id, level, since, until)
+        if name == "recall":  # recall and reflect run on this replica, as the REST routes do
+            data, _state = await self.ingress.recall_json(bank_id, _validate(RecallRequest, params))
+            return json.loads(data)
+        if name == "reflect":
+            _validate(ReflectRequest, params)
+            return json.loads(await self.ingress.reflect_json(bank_id, params))
+        return await self.ingress.memory.call.remote(name, bank_id, params)
 
 
 def _validate(model: Any, request: dict[str, Any]) -> Any:

@@ -43,37 +43,13 @@ class ToolFailure(ToolError):
 
 
 class MemoryBackend(Protocol):
-    """What the tools need, in the REST API's JSON shapes. Each backend raises
-    :class:`ToolFailure` for an error the caller caused (see :func:`failure_for`)."""
+    """What the tools need: one call per operation of the catalogue (memlane/catalogue.py).
+    Each backend raises :class:`ToolFailure` for an error the caller caused (see
+    :func:`failure_for`)."""
 
-    async def list_banks(self) -> list[dict[str, Any]]:
-        """The banks the caller may use (``GET /v1/banks``)."""
-        ...
-
-    async def create_bank(self, bank_id: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """Create or update a bank: ``{"bank": {...}, "created": bool}``."""
-        ...
-
-    async def retain(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Retain ``{"items", "document_id", "tags"}`` into an existing bank; the report."""
-        ...
-
-    async def recall(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        """A RecallResult as JSON (``POST /v1/banks/{id}/recall``)."""
-        ...
-
-    async def reflect(self, bank_id: str, request: dict[str, Any]) -> dict[str, Any]:
-        """A ReflectResult as JSON (``POST /v1/banks/{id}/reflect``)."""
-        ...
-
-    async def delete_document(self, bank_id: str, document_id: str) -> dict[str, Any]:
-        """Delete one document; the counts removed."""
-        ...
-
-    async def tree(
-        self, bank_id: str, level: str | None, since: datetime | None, until: datetime | None
-    ) -> list[dict[str, Any]]:
-        """The bank's temporal tree nodes as ``GET /v1/banks/{id}/tree`` lists them."""
+    async def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
+        """Run operation ``name`` with the SDK's parameter names; its answer in the REST API's
+        JSON (``put_bank``: ``{"bank": {...}, "created": bool}``)."""
         ...
 
 
@@ -235,7 +211,7 @@ def build_mcp_server(
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def list_banks(ctx: Context) -> dict[str, Any]:
         """List the memory banks this caller may use, with their names."""
-        banks = await _call(backend(ctx).list_banks())
+        banks = await _call(backend(ctx).call("list_banks", None, {}))
         return {
             "banks": [{"bank_id": b["bank_id"], "name": b.get("name", "")} for b in banks],
             "default_bank": default_bank,
@@ -262,7 +238,7 @@ def build_mcp_server(
     ) -> dict[str, Any]:
         """Create a memory bank, or update the name or background of an existing one."""
         fields = {k: v for k, v in {"name": name, "background": background}.items() if v is not None}
-        out = await _call(backend(ctx).create_bank(bank, fields))
+        out = await _call(backend(ctx).call("put_bank", bank, fields))
         bank_row = out["bank"]
         return {
             "bank_id": bank_row["bank_id"],
@@ -315,7 +291,7 @@ def build_mcp_server(
             item["session_id"] = session_id
         body = {"items": [item], "document_id": document_id, "tags": list(tags)}
         try:
-            report = await _call(backend(ctx).retain(bank_id, body))
+            report = await _call(backend(ctx).call("retain", bank_id, body))
         except ToolFailure as exc:
             if exc.code != "bank_not_found":
                 raise
@@ -374,7 +350,7 @@ def build_mcp_server(
         for key, value in (("as_of", as_of), ("reference_time", reference_time)):
             if value is not None:
                 request[key] = value.isoformat()
-        result = await _call(backend(ctx).recall(bank_id, request))
+        result = await _call(backend(ctx).call("recall", bank_id, request))
         out: dict[str, Any] = {
             "memories": [_memory_row(m) for m in result.get("memories", [])],
             "tokens": result.get("tokens", 0),
@@ -417,7 +393,7 @@ def build_mcp_server(
             "answer_max_tokens": answer_max_tokens,
             "form_opinions": form_opinions,
         }
-        result = await _call(backend(ctx).reflect(bank_id, request))
+        result = await _call(backend(ctx).call("reflect", bank_id, request))
         return {
             "answer": result["answer"],
             "memory_ids": result.get("memory_ids", []),
@@ -430,7 +406,7 @@ def build_mcp_server(
         """Delete one document of a bank with its memories, chunks and links, and the entities
         only it named."""
         bank_id = _bank(bank, default_bank)
-        counts = await _call(backend(ctx).delete_document(bank_id, document_id))
+        counts = await _call(backend(ctx).call("delete_document", bank_id, {"document_id": document_id}))
         return {"bank_id": bank_id, "document_id": document_id, "deleted": counts}
 
     async def get_tree(
@@ -461,7 +437,9 @@ def build_mcp_server(
             raise ToolFailure("invalid_argument", "from, to: out of the range of UTC times") from None
         if from_ is not None and to is not None and to <= from_:
             raise ToolFailure("invalid_argument", "to: must be after from")
-        nodes = await _call(backend(ctx).tree(bank_id, level, from_, to))
+        nodes = await _call(
+            backend(ctx).call("get_tree", bank_id, {"level": level, "since": from_, "until": to})
+        )
         return {
             "bank_id": bank_id,
             "nodes": [

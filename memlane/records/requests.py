@@ -53,7 +53,7 @@ Budget = Literal["low", "mid", "high"]
 class RecallRequest(_Strict):
     """What recall takes. ``budget`` sets how deep each channel searches."""
 
-    query: str
+    query: str = Field(min_length=1)  # not blank either: the validator below
     max_tokens: int = Field(4096, gt=0, le=1_000_000)
     budget: Budget = "mid"
     types: list[FactType] | None = None

@@ -16,7 +16,7 @@ class ReflectRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str
+    query: str = Field(min_length=1)  # not blank either: the validator below
     max_tokens: int = Field(4096, gt=0, le=1_000_000)
     budget: Budget = "mid"
     as_of: datetime | None = None  # validity filter (see RecallRequest)

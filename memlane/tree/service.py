@@ -79,7 +79,7 @@ class TreeService:
         report.facts = {"written": resolved.written, **resolved.outcomes}
         return report
 
-    def tree(
+    def nodes(
         self,
         bank_id: str,
         *,

@@ -90,9 +90,9 @@ def test_get_tree_reads_the_tree_the_engine_consolidated(tmp_path, embedder, ext
     with Memory(Settings(data_dir=data), embedder=embedder, extractor=extractor) as memory:
         memory.create_bank("ana", name="Ana")
         memory.retain_items("ana", TREE_ITEMS, document_id="chat")
-        memory.wait_tree()
+        memory.wait_background()
         memory.consolidate("ana")
-        expected = [(n.level.name, n.start, n.end) for n in memory.tree("ana")]
+        expected = [(n.level.name, n.start, n.end) for n in memory.tree.nodes("ana")]
     assert len(expected) == sum(TREE_SHAPE.values())
 
     async def body(client):

@@ -33,10 +33,10 @@ def test_one_memory_looks_the_same_through_the_engine_mcp_and_cli(settings, embe
     try:
         memory.create_bank("ana")
         memory.retain_items("ana", ITEMS, document_id="chat", tags=["pets"])
-        units, _ = memory.list_memories("ana")
+        units, _ = memory.browse.list_memories("ana")
         unit = next(u for u in units if "beagle" in u.text)
         # What the projection hides is there to hide: the neighbouring turns and the vector.
-        stored = memory.get_memory("ana", unit.id)
+        stored = memory.browse.get_memory("ana", unit.id)
         assert "Pixel settling in" in stored.context
         view = unit_view(stored)
         assert "context" not in view and "embedding" not in view
@@ -45,7 +45,7 @@ def test_one_memory_looks_the_same_through_the_engine_mcp_and_cli(settings, embe
 
         recalled = recall_view(memory.recall("ana", QUERY))
         assert _by_id(recalled)[unit.id] == view
-        mcp = anyio.run(EngineBackend(memory).recall, "ana", {"query": QUERY})
+        mcp = anyio.run(EngineBackend(memory).call, "recall", "ana", {"query": QUERY})
         assert _by_id(mcp)[unit.id] == view
     finally:
         memory.close()

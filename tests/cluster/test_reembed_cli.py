@@ -66,7 +66,7 @@ def test_reembed_bad_input_and_a_mismatched_bank_exit_2_with_one_line(tmp_path):
     from memlane.settings import Settings
 
     with Memory(Settings(data_dir=data)) as m:
-        m.store.upsert_bank(m.get_bank("ana").model_copy(update={"embedder": "e5-large"}))
+        m.store.upsert_bank(m.banks.get("ana").model_copy(update={"embedder": "e5-large"}))
     expected = (
         "error: bank 'ana' was embedded with e5-large, which this process cannot load: run `memlane "
         "reembed --bank ana --embedder bge-small` (or set MEMLANE_MODELS__EMBEDDER_MODEL to e5-large's "

@@ -54,8 +54,8 @@ def test_backfill_consolidate_leaves_a_sound_tree(backfilled):
     assert tree["written"] == tree["nodes"]  # the retain stage built no tree of its own
     stored = dict.fromkeys(LEVELS, 0)
     with Memory(Settings(data_dir=data, background={"tree": False})) as memory:
-        for bank in ("priya", *[b.bank_id for b in memory.list_banks() if b.bank_id != "priya"]):
-            nodes = memory.tree(bank)
+        for bank in ("priya", *[b.bank_id for b in memory.banks.list_all() if b.bank_id != "priya"]):
+            nodes = memory.tree.nodes(bank)
             units = {u.id: u.mentioned_at for page in memory.store.iter_units(bank) for u in page}
             assert nodes and tree_problems(nodes, units) == [], bank
             for n in nodes:

@@ -53,7 +53,7 @@ def test_reflect_answers_in_the_banks_voice_and_stores_what_it_forms(
         assert {o.id for o in res.opinions} == set(stored)  # every opinion it formed, and only those
         for op in stored.values():
             assert op.text.strip() and 0.0 <= op.confidence <= 1.0 and len(op.history) == 1
-        assert m.doctor("ana").errors == []
+        assert m.banks.doctor("ana").errors == []
 
 
 def test_evidence_reassesses_related_opinions_and_refreshes_observations(
@@ -64,7 +64,7 @@ def test_evidence_reassesses_related_opinions_and_refreshes_observations(
         m.create_bank("ana", name="Ana")
         _retain(m, tmp_path, DAY1, "d1")
         [op] = m.reflection.form_opinions(
-            m.get_bank("ana"),
+            m.banks.get("ana"),
             [
                 OpinionDraft(
                     statement="I think Pixel is a well behaved dog.", confidence=0.6, entities=["Pixel"]
@@ -91,7 +91,7 @@ def test_evidence_reassesses_related_opinions_and_refreshes_observations(
             about = {u.id for u in facts if eid in u.entity_ids}
             assert obs.text.strip() and set(obs.source_fact_ids) <= about and obs.proof_count == len(about)
         assert m.scheduler.errors == []
-        assert m.doctor("ana").errors == []
+        assert m.banks.doctor("ana").errors == []
 
 
 def test_background_merging_keeps_a_biography(local_llm, tmp_path, embedder, extractor):
@@ -99,11 +99,11 @@ def test_background_merging_keeps_a_biography(local_llm, tmp_path, embedder, ext
     with Memory(s, embedder=embedder, extractor=extractor) as m:
         m.create_bank("ana", name="Ana", background="I am a vet in Lisbon.")
         try:
-            bank = m.merge_background("ana", "I moved to Porto and adopted a beagle.")
+            bank = m.reflection.merge_background("ana", "I moved to Porto and adopted a beagle.")
         except LLMOutputError:
-            assert m.get_bank("ana").background == "I am a vet in Lisbon."  # untouched
+            assert m.banks.get("ana").background == "I am a vet in Lisbon."  # untouched
             return
-        assert bank.background.strip() and m.get_bank("ana").background == bank.background
+        assert bank.background.strip() and m.banks.get("ana").background == bank.background
 
 
 def test_reflect_with_the_server_down_names_it_and_writes_nothing(tmp_path, embedder, extractor):

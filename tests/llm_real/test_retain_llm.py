@@ -59,9 +59,9 @@ def _check_bank(m, bank, conv):
     assert set(per_chunk) <= chunks
     for cid, ids in per_chunk.items():
         assert sorted(ids) == sorted(unit_id(bank, conv.document_id, cid, i) for i in range(len(ids)))
-    docs = m.list_documents(bank)
+    docs = m.browse.list_documents(bank)
     assert docs[conv.document_id]["chunks"] == len(chunks)
-    report = m.doctor(bank)
+    report = m.banks.doctor(bank)
     assert report.errors == [], [f.as_dict() for f in report.errors]
     return units
 
@@ -121,14 +121,14 @@ def test_deferred_extraction_replaces_the_episode(local_llm, tmp_path, embedder,
         assert report.deferred == 1
         episode = _units(m, "noor")
         assert episode and {u.metadata.get("extractor") for u in episode} == {None}  # the rules, at once
-        m.wait_extraction()
+        m.wait_background()
         after = _units(m, "noor")
         assert after
         # the model's facts replaced the episode wholesale, or its chunks fell back with the reason
         assert all(u.metadata.get("extractor") == "llm" or u.metadata.get("llm_error") for u in after)
         assert llm_ext.stats["llm"] + llm_ext.stats["fallback"] == report.chunks
-        assert m.list_documents("noor")["chat"]["chunks"] == report.chunks
-        assert m.doctor("noor").errors == []
+        assert m.browse.list_documents("noor")["chat"]["chunks"] == report.chunks
+        assert m.banks.doctor("noor").errors == []
         assert m.recall("noor", "tortoise").memories  # still recallable
 
 

@@ -33,7 +33,7 @@ def ana(local_llm, tmp_path_factory, embedder, extractor):
 
 def test_every_level_is_consolidated_by_the_model_or_falls_back_with_the_error(ana, local_llm):
     m, report = ana
-    nodes = m.tree("ana")
+    nodes = m.tree.nodes("ana")
     assert report.nodes == TREE_SHAPE
     times = {u.id: u.mentioned_at for page in m.store.iter_units("ana") for u in page}
     assert tree_problems(nodes, times) == []
@@ -48,7 +48,7 @@ def test_every_level_is_consolidated_by_the_model_or_falls_back_with_the_error(a
     assert {n.level for n in nodes} == set(Level) - {Level.unit}
     again = m.consolidate("ana", now=LATER)  # nothing changed: nothing is rewritten, no model call
     assert sum(again.written.values()) == 0 and again.fallbacks == 0
-    assert m.doctor("ana").errors == []
+    assert m.banks.doctor("ana").errors == []
 
 
 def test_the_planner_plans_or_falls_back_to_the_rules(ana):
@@ -119,4 +119,4 @@ def test_the_adjudicator_supersedes_or_keeps_both_and_never_deletes(local_llm, t
             assert old.superseded_by == new.id and new.invalid_at is None and report.facts["superseded"] == 1
         else:  # kept both valid: the model said they do not conflict, or its reply failed
             assert bristol.invalid_at is None and leeds.invalid_at is None
-        assert m.doctor("ana").errors == []
+        assert m.banks.doctor("ana").errors == []

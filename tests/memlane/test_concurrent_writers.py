@@ -164,7 +164,7 @@ def test_two_threads_writing_one_bank_equal_the_sequential_result(settings, embe
         assert ends["second"] >= ends["first"]
         assert b.writer.leases.waited_s > 0.5
         for m in (reader, a, b):  # each engine's own index and graph agree with the store
-            report = m.doctor(BANK)
+            report = m.banks.doctor(BANK)
             assert report.ok and report.counts["graph_units"] == report.counts["units"], report.as_dict()
         assert reader.store.list_leases(BANK) == []  # both leases were released
 
@@ -242,7 +242,7 @@ def test_two_processes_writing_one_bank_through_a_milvus_server_equal_the_sequen
                     assert proc.wait(300) == 0, (tmp_path / f"{name}.log").read_text()[-2000:]
                 got = bank_state(reader.store, BANK)
                 assert got == sequential, _diff(got, sequential)
-                report = reader.doctor(BANK)
+                report = reader.banks.doctor(BANK)
                 assert report.ok and report.counts["graph_units"] == report.counts["units"], report.as_dict()
                 assert reader.store.list_leases(BANK) == []
             first, second = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("first", "second"))

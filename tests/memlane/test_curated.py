@@ -35,7 +35,7 @@ def _items(texts, day=1):
 
 def _engine(settings, embedder, extractor, **update):
     # the tree's own background consolidation is not what these tests look at
-    s = settings.model_copy(update={"tree": {"online": "off"}, **update})
+    s = settings.model_copy(update={"background": {"tree": False}, **update})
     return Memory(s, embedder=embedder, extractor=extractor)
 
 
@@ -54,7 +54,7 @@ def _units(memory, bank="priya"):
 
 
 def test_a_model_is_answered_from_the_memories_its_question_recalls(engine):
-    model, created = engine.put_mental_model("priya", "travel", QUESTION)
+    model, created = engine.curated.put_mental_model("priya", "travel", QUESTION)
     assert created and model.id == "travel" and model.question == QUESTION
     units = _units(engine)
     assert model.recalled == len(units) == 5  # a small bank: recall returns all of it
@@ -71,16 +71,16 @@ def test_a_model_is_answered_from_the_memories_its_question_recalls(engine):
     train = [s for s in model.sources if "train" in s.text]
     assert len(train) >= 2  # the facts that answer it are quoted
     # stored: read back equal
-    assert engine.get_mental_model("priya", "travel") == model
-    assert engine.list_mental_models("priya") == [model]
+    assert engine.curated.get_mental_model("priya", "travel") == model
+    assert engine.curated.list_mental_models("priya") == [model]
 
 
 def test_put_is_idempotent_and_a_new_question_is_answered_afresh(engine):
-    first, _ = engine.put_mental_model("priya", "travel", QUESTION)
-    again, created = engine.put_mental_model("priya", "travel", QUESTION)
+    first, _ = engine.curated.put_mental_model("priya", "travel", QUESTION)
+    again, created = engine.curated.put_mental_model("priya", "travel", QUESTION)
     assert not created and again == first  # same refreshed_at: nothing was rewritten
     assert len(engine.store.list_curated("model", "priya")) == 1
-    changed, created = engine.put_mental_model("priya", "travel", "Where does Priya work?")
+    changed, created = engine.curated.put_mental_model("priya", "travel", "Where does Priya work?")
     assert not created and changed.created_at == first.created_at
     assert changed.refreshed_at > first.refreshed_at
     assert changed.question == "Where does Priya work?" and changed.answer.startswith(
@@ -90,25 +90,25 @@ def test_put_is_idempotent_and_a_new_question_is_answered_afresh(engine):
 
 def test_bad_input_is_refused_naming_the_field(engine):
     with pytest.raises(InvalidInput, match="^model_id: String should match pattern"):
-        engine.put_mental_model("priya", "Travel Plans", QUESTION)
+        engine.curated.put_mental_model("priya", "Travel Plans", QUESTION)
     with pytest.raises(InvalidInput, match="^question: Value error, question must not be empty"):
-        engine.put_mental_model("priya", "travel", "   ")
+        engine.curated.put_mental_model("priya", "travel", "   ")
     with pytest.raises(BankNotFound):
-        engine.put_mental_model("nobody", "travel", QUESTION)
+        engine.curated.put_mental_model("nobody", "travel", QUESTION)
     with pytest.raises(NotFound, match="mental model 'nope' is not in bank 'priya'"):
-        engine.get_mental_model("priya", "nope")
+        engine.curated.get_mental_model("priya", "nope")
     with pytest.raises(NotFound):
-        engine.delete_mental_model("priya", "nope")
+        engine.curated.delete_mental_model("priya", "nope")
     with pytest.raises(InvalidInput, match="^directive_id: "):
-        engine.put_directive("priya", "-x", "Be brief.")
+        engine.curated.put_directive("priya", "-x", "Be brief.")
     with pytest.raises(InvalidInput, match="^tags.0: "):
-        engine.put_directive("priya", "x", "Be brief.", tags=[""])
+        engine.curated.put_directive("priya", "x", "Be brief.", tags=[""])
     assert engine.store.list_curated("model", "priya") == []
     assert engine.store.list_curated("directive", "priya") == []
 
 
 def test_recall_returns_a_model_first_when_the_query_asks_its_question(engine):
-    model, _ = engine.put_mental_model("priya", "travel", QUESTION)
+    model, _ = engine.curated.put_mental_model("priya", "travel", QUESTION)
     hit = engine.recall("priya", "What are Priya's travel preferences?")
     [found] = hit.mental_models
     assert found.model == model and found.score >= MODEL_RECALL_COSINE
@@ -117,65 +117,65 @@ def test_recall_returns_a_model_first_when_the_query_asks_its_question(engine):
 
 
 def test_a_retained_fact_near_the_question_refreshes_the_model(engine):
-    model, _ = engine.put_mental_model("priya", "travel", QUESTION)
+    model, _ = engine.curated.put_mental_model("priya", "travel", QUESTION)
     engine.retain_items("priya", _items(["We had pasta with tomato sauce for dinner tonight."], day=2))
     engine.wait_background()
-    assert engine.get_mental_model("priya", "travel") == model  # an unrelated fact: untouched
+    assert engine.curated.get_mental_model("priya", "travel") == model  # an unrelated fact: untouched
 
     ferry = "Priya now takes the ferry to Dublin whenever she travels to Ireland."
     engine.retain_items("priya", _items([ferry], day=3))
     engine.wait_background()
-    after = engine.get_mental_model("priya", "travel")
+    after = engine.curated.get_mental_model("priya", "travel")
     assert after.refreshed_at > model.refreshed_at
     assert after.recalled == model.recalled + 2  # the ferry and the pasta memories
     assert [s.text for s in after.sources if ferry in s.text] == [f"Priya: {ferry}"]
 
 
 def test_deleting_a_cited_memory_rewrites_the_model_without_it(engine):
-    model, _ = engine.put_mental_model("priya", "travel", QUESTION)
+    model, _ = engine.curated.put_mental_model("priya", "travel", QUESTION)
     gone = model.sources[0].memory_id
-    engine.delete_memory("priya", gone)
+    engine.forget.delete_memory("priya", gone)
     engine.wait_background()
-    after = engine.get_mental_model("priya", "travel")
+    after = engine.curated.get_mental_model("priya", "travel")
     assert gone not in [s.memory_id for s in after.sources]
     assert after.recalled == model.recalled - 1
 
 
 def test_refresh_and_delete(engine):
-    model, _ = engine.put_mental_model("priya", "travel", QUESTION)
-    again = engine.refresh_mental_model("priya", "travel")
+    model, _ = engine.curated.put_mental_model("priya", "travel", QUESTION)
+    again = engine.curated.refresh_mental_model("priya", "travel")
     assert again.refreshed_at > model.refreshed_at and again.sources == model.sources
-    engine.delete_mental_model("priya", "travel")
-    assert engine.list_mental_models("priya") == []
+    engine.curated.delete_mental_model("priya", "travel")
+    assert engine.curated.list_mental_models("priya") == []
     with pytest.raises(NotFound):
-        engine.refresh_mental_model("priya", "travel")
+        engine.curated.refresh_mental_model("priya", "travel")
 
 
 def test_deleting_the_bank_deletes_its_models_and_directives(engine):
     engine.create_bank("other", name="")
-    engine.put_mental_model("priya", "travel", QUESTION)
-    engine.put_directive("priya", "no-ex", "Never mention her ex.")
-    engine.put_directive("other", "brief", "Be brief.")
-    engine.delete_bank("priya")
+    engine.curated.put_mental_model("priya", "travel", QUESTION)
+    engine.curated.put_directive("priya", "no-ex", "Never mention her ex.")
+    engine.curated.put_directive("other", "brief", "Be brief.")
+    engine.banks.delete("priya")
     assert engine.store.list_curated("model", "priya") == []
     assert engine.store.list_curated("directive", "priya") == []
     engine.create_bank("priya", name="")  # the same id again starts empty
-    assert engine.list_mental_models("priya") == [] and engine.list_directives("priya") == []
-    assert [d.id for d in engine.list_directives("other")] == ["brief"]  # other banks keep theirs
+    assert engine.curated.list_mental_models("priya") == [] and engine.curated.list_directives("priya") == []
+    assert [d.id for d in engine.curated.list_directives("other")] == ["brief"]  # other banks keep theirs
 
 
 def test_directives_crud_is_idempotent(engine):
-    d, created = engine.put_directive("priya", "no-ex", "Never mention her ex.", tags=["family"])
+    d, created = engine.curated.put_directive("priya", "no-ex", "Never mention her ex.", tags=["family"])
     assert created and d.tags == ["family"]
-    same, created = engine.put_directive("priya", "no-ex", "Never mention her ex.", tags=["family"])
+    same, created = engine.curated.put_directive("priya", "no-ex", "Never mention her ex.", tags=["family"])
     assert not created and same == d
-    new, created = engine.put_directive("priya", "no-ex", "Never mention her ex, Tom.")
+    new, created = engine.curated.put_directive("priya", "no-ex", "Never mention her ex, Tom.")
     assert not created and new.tags == [] and new.created_at == d.created_at
-    assert engine.list_directives("priya") == [new]
-    engine.delete_directive("priya", "no-ex")
-    assert engine.list_directives("priya") == []
+    assert engine.curated.list_directives("priya") == [new]
+    engine.curated.delete_directive("priya", "no-ex")
+    assert engine.curated.list_directives("priya") == []
     with pytest.raises(NotFound, match="directive 'no-ex' is not in bank 'priya'"):
-        engine.delete_directive("priya", "no-ex")
+        engine.curated.delete_directive("priya", "no-ex")
 
 
 # with an LLM (the fake server) -----------------------------------------------------------------
@@ -188,8 +188,8 @@ def server():
 
 
 def _llm_engine(settings, embedder, extractor, server):
-    llm = {"base_url": server.base_url, "model": "fake", "background": "off", "max_retries": 0}
-    return _engine(settings, embedder, extractor, llm=llm)
+    llm = {"base_url": server.base_url, "model": "fake", "max_retries": 0}
+    return _engine(settings, embedder, extractor, llm=llm, background={"tree": False, "reflect": False})
 
 
 def _by_kind(**replies):
@@ -218,9 +218,9 @@ def test_reflect_carries_the_directives_in_scope(settings, embedder, extractor, 
         # tagged, so the office-scoped reflect recalls them (with nothing to go on it would
         # abstain without asking the model: memlane/recall/abstain.py)
         m.retain_items("priya", _items(TRAVEL), tags=["office"])
-        m.put_directive("priya", "no-ex", "Never mention her ex.")
-        m.put_directive("priya", "kids", "Speak simply to the children.", tags=["kids"])
-        m.put_directive("priya", "work", "Keep work talk formal.", tags=["work", "office"])
+        m.curated.put_directive("priya", "no-ex", "Never mention her ex.")
+        m.curated.put_directive("priya", "kids", "Speak simply to the children.", tags=["kids"])
+        m.curated.put_directive("priya", "work", "Keep work talk formal.", tags=["work", "office"])
         m.reflect("priya", QUESTION, tags=["office"])
         m.reflect("priya", QUESTION)
     asks = [r for r in server.requests if r["messages"][-1]["content"].startswith("Question:")]
@@ -239,12 +239,12 @@ def test_the_llm_consolidator_writes_the_answer_and_falls_back_per_model(
         m.create_bank("priya", name="")
         m.retain_items("priya", _items(TRAVEL))
         server.requests.clear()
-        model, _ = m.put_mental_model("priya", "travel", QUESTION)
+        model, _ = m.curated.put_mental_model("priya", "travel", QUESTION)
         assert model.consolidator == "llm:fake"
         assert model.answer == "Priya loves trains and avoids planes."
         [ask] = [r for r in server.requests if '"summary"' in r["messages"][0]["content"]]
         assert f"Question this answer is for: {QUESTION}" in ask["messages"][1]["content"]
         assert {s.memory_id for s in model.sources} == set(_units(m))
-        fallback = m.refresh_mental_model("priya", "travel")  # the model now answers garbage
+        fallback = m.curated.refresh_mental_model("priya", "travel")  # the model now answers garbage
         assert fallback.consolidator == "rules" and "llm_error" in fallback.metadata
         assert fallback.answer.startswith(f"{QUESTION} (from 3 memories")

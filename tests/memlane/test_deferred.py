@@ -25,7 +25,8 @@ def server():
 def _engine(settings, embedder, extractor, server, *, defer=True):
     s = settings.model_copy(
         update={
-            "llm": {"base_url": server.base_url, "model": "fake", "background": "off", "max_retries": 0},
+            "llm": {"base_url": server.base_url, "model": "fake", "max_retries": 0},
+            "background": {"reflect": False},
             "retain": settings.retain.model_copy(update={"extractor": "llm", "defer_llm": defer}),
         }
     )
@@ -62,7 +63,7 @@ def test_retain_returns_before_the_model_and_its_facts_replace_the_episode(
         assert hits.memories and "Dumpling" in hits.memories[0].unit.text  # the episode, at once
         assert {u.metadata.get("extractor") for u in _units(m)} == {None}  # rules facts so far
         gate.set()
-        m.wait_extraction()
+        m.wait_background()
         units = _units(m)
         assert {u.metadata.get("extractor") for u in units} == {"llm"}
         assert len(server.requests) == 1
@@ -84,7 +85,7 @@ def test_a_document_sent_again_is_extracted_once_from_its_latest_turns(server, s
         m.retain_items("ana", [_item("Hello there.")], document_id="chat")
         m.retain_items("ana", [_item("Hello there."), _item("I moved to Leeds.", 1)], document_id="chat")
         gate.set()
-        m.wait_extraction()
+        m.wait_background()
         chat = [p for p in seen if "Hello there" in p]
         assert len(chat) == 1 and "Leeds" in chat[0]
         texts = " ".join(u.text for u in _units(m) if u.document_id == "chat")
@@ -96,9 +97,9 @@ def test_a_document_deleted_before_its_extraction_stays_deleted(server, settings
     server.responder = lambda body: (gate.wait(30), extraction_reply(body["messages"][1]["content"]))[1]
     with _engine(settings, embedder, extractor, server) as m:
         m.retain_items("ana", [_item("A secret I regret sharing.")], document_id="oops")
-        m.delete_document("ana", "oops")
+        m.forget.delete_document("ana", "oops")
         gate.set()
-        m.wait_extraction()
+        m.wait_background()
         assert m.store.count_units("ana") == 0
 
 

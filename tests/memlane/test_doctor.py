@@ -43,18 +43,18 @@ def _copy(unit: MemoryUnit, uid: str, **changes) -> MemoryUnit:
 
 def test_a_bank_written_through_the_engine_is_clean(memory):
     units = _bank(memory, "clean")
-    report = memory.doctor("clean")
+    report = memory.banks.doctor("clean")
     assert report.ok and report.findings == [], [f.as_dict() for f in report.findings]
     assert (
         report.counts["units"] == len(units) == report.counts["index_units"] == report.counts["graph_units"]
     )
     # ...and stays clean through the engine's own deletes, invalidation and a re-retain
-    memory.invalidate("clean", units[0].id, superseded_by=units[1].id)
-    memory.delete_memory("clean", units[2].id)
+    memory.forget.invalidate("clean", units[0].id, superseded_by=units[1].id)
+    memory.forget.delete_memory("clean", units[2].id)
     memory.retain_items("clean", ITEMS, document_id="chat")  # idempotent re-retain
     memory.retain_items("clean", [{"content": "Ben moved to Lyon.", "speaker": "Ben"}], document_id="d2")
-    memory.delete_document("clean", "d2")
-    again = memory.doctor("clean")
+    memory.forget.delete_document("clean", "d2")
+    again = memory.banks.doctor("clean")
     assert again.ok, [f.as_dict() for f in again.findings]
     assert again.counts["units"] == memory.store.count_units("clean")
 
@@ -142,10 +142,10 @@ CASES: list[tuple[str, Callable, str, int]] = [
 def test_each_corruption_is_found_by_its_check(memory, name, corrupt, check, n):
     bank = "b-" + name.replace(" ", "-")
     units = _bank(memory, bank)
-    assert memory.doctor(bank).ok
+    assert memory.banks.doctor(bank).ok
     corrupt(memory, bank, units)
     memory.store.bump_revision(bank)  # a writer that tells readers: the derived state reloads
-    report = memory.doctor(bank)
+    report = memory.banks.doctor(bank)
     assert _errors(report) == {check}, [f.as_dict() for f in report.findings]
     (finding,) = report.errors
     assert finding.count == n and len(finding.ids) == n
@@ -153,9 +153,9 @@ def test_each_corruption_is_found_by_its_check(memory, name, corrupt, check, n):
 
 def test_a_write_that_skips_the_revision_leaves_the_derived_state_behind(memory):
     units = _bank(memory, "stale")
-    memory.doctor("stale")  # the index and graph are now held in this process
+    memory.banks.doctor("stale")  # the index and graph are now held in this process
     memory.store.upsert_units("stale", [_copy(units[0], "x-unseen")])  # no revision bump
-    report = memory.doctor("stale")
+    report = memory.banks.doctor("stale")
     assert _errors(report) == {"derived"}
     assert all(f.ids == ["x-unseen"] for f in report.errors)
     assert {f.message.split(" disagrees")[0] for f in report.errors} == {
@@ -167,7 +167,7 @@ def test_a_write_that_skips_the_revision_leaves_the_derived_state_behind(memory)
 def test_an_orphan_chunk_is_a_warning_not_an_error(memory):
     units = _bank(memory, "orphan")
     _orphan_chunk(memory, "orphan", units)
-    report = memory.doctor("orphan")
+    report = memory.banks.doctor("orphan")
     assert report.ok
     assert [(f.check, f.severity, f.ids) for f in report.findings] == [
         ("orphan_chunks", "warning", ["c-orphan"])
@@ -176,7 +176,7 @@ def test_an_orphan_chunk_is_a_warning_not_an_error(memory):
 
 def test_an_unknown_bank_is_an_error(memory):
     with pytest.raises(BankNotFound):
-        memory.doctor("nobody")
+        memory.banks.doctor("nobody")
 
 
 # The temporal tree (memlane/tree): its invariants are checked by tree_problems -------------------
@@ -185,9 +185,9 @@ def _tree_bank(memory, bank_id: str):
 
     memory.create_bank(bank_id, name="Ana")
     memory.retain_items(bank_id, TREE_ITEMS, document_id="chat")
-    memory.wait_tree()  # the online consolidation after the retain, then ours: one tree
+    memory.wait_background()  # the online consolidation after the retain, then ours: one tree
     memory.consolidate(bank_id)
-    nodes = memory.tree(bank_id)
+    nodes = memory.tree.nodes(bank_id)
     assert {lv: sum(1 for n in nodes if n.level.name == lv) for lv in TREE_SHAPE} == TREE_SHAPE
     return {n.key: n for n in memory.store.list_tree_nodes(bank_id, with_embedding=True)}
 
@@ -227,7 +227,7 @@ TREE_CASES = [
 
 def test_a_consolidated_tree_is_clean(memory):
     nodes = _tree_bank(memory, "tree-clean")
-    report = memory.doctor("tree-clean")
+    report = memory.banks.doctor("tree-clean")
     assert report.ok and report.findings == [], [f.as_dict() for f in report.findings]
     assert report.counts["tree_nodes"] == len(nodes) == 9
 
@@ -237,7 +237,7 @@ def test_each_tree_corruption_is_named_by_its_check(memory, name, corrupt):
     bank = "t-" + name.replace(" ", "-")
     nodes = _tree_bank(memory, bank)
     check, ids = corrupt(memory, bank, nodes)
-    report = memory.doctor(bank)
+    report = memory.banks.doctor(bank)
     assert _errors(report) == {check}, [f.as_dict() for f in report.findings]
     if ids:  # the node at fault, by id
         assert [f.ids for f in report.errors] == [ids]

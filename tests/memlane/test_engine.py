@@ -29,7 +29,7 @@ def _snapshot(memory: Memory, bank: str) -> dict:
         for batch in memory.store.iter_units(bank)
         for u in batch
     }
-    stats = memory.stats(bank)
+    stats = memory.banks.stats(bank)
     return {"units": units, "chunks": stats["chunks"], "entities": stats["entities"], "graph": stats["graph"]}
 
 
@@ -173,7 +173,7 @@ def test_invalidated_memory_is_hidden_now_but_answers_as_of(memory, tmp_path):
     memory.retain_file("ana", write_jsonl_fixture(tmp_path / "a.jsonl", rows))
     old = next(m.unit for m in memory.recall("ana", "coffee").memories if "black" in m.unit.text)
     new = next(m.unit for m in memory.recall("ana", "coffee").memories if "oat" in m.unit.text)
-    memory.invalidate("ana", old.id, superseded_by=new.id, at=datetime(2025, 3, 1, 10, tzinfo=UTC))
+    memory.forget.invalidate("ana", old.id, superseded_by=new.id, at=datetime(2025, 3, 1, 10, tzinfo=UTC))
     now = [m.unit.text for m in memory.recall("ana", "coffee").memories]
     assert now == ["Ana: These days I take oat milk in my coffee."]
     then = memory.recall("ana", "coffee", as_of=datetime(2025, 2, 1, tzinfo=UTC)).memories
@@ -183,8 +183,8 @@ def test_invalidated_memory_is_hidden_now_but_answers_as_of(memory, tmp_path):
 
 def test_delete_document_cascades_and_leaves_other_documents(memory, tmp_path):
     memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
-    before = memory.stats("fx")
-    counts = memory.delete_document("fx", "fx-1")
+    before = memory.banks.stats("fx")
+    counts = memory.forget.delete_document("fx", "fx-1")
     assert counts["units"] == len(_fixture_turns("fx-1"))
     assert counts["chunks"] >= 3
     units = [u for b in memory.store.iter_units("fx") for u in b]
@@ -192,7 +192,7 @@ def test_delete_document_cascades_and_leaves_other_documents(memory, tmp_path):
     names = {e.name for e in memory.store.list_entities("fx")}
     assert "Noor" not in names and "Felix" not in names  # orphans removed
     assert {"Marta", "Olu"} <= names
-    after = memory.stats("fx")
+    after = memory.banks.stats("fx")
     assert after["graph"]["units"] == before["graph"]["units"] - counts["units"]
     assert all(m.unit.document_id == "fx-2" for m in memory.recall("fx", "allotment").memories)
 
@@ -201,13 +201,13 @@ def test_graph_is_rebuilt_from_milvus_when_the_snapshot_is_gone(settings, embedd
     path = write_locomo_fixture(tmp_path / "fx.json")
     with Memory(settings, embedder=embedder, extractor=extractor) as m:
         m.retain_file("fx", path)
-        stats = m.stats("fx")["graph"]
+        stats = m.banks.stats("fx")["graph"]
         expected = [x.unit.id for x in m.recall("fx", "glacier thesis").memories]
     for snap in settings.graph_dir.rglob("*"):
         if snap.is_file():
             snap.unlink()
     with Memory(settings, embedder=embedder, extractor=extractor) as m:
-        assert m.stats("fx")["graph"] == stats
+        assert m.banks.stats("fx")["graph"] == stats
         assert [x.unit.id for x in m.recall("fx", "glacier thesis").memories] == expected
 
 
@@ -240,7 +240,7 @@ def test_disposition_out_of_range_is_rejected_and_nothing_changes(memory):
         memory.create_bank("b", disposition={"skepticism": 9})
     with pytest.raises(InvalidInput, match="bias_strength"):
         memory.create_bank("b", disposition={"bias_strength": 1.5})
-    bank = memory.get_bank("b")
+    bank = memory.banks.get("b")
     assert bank.disposition.skepticism == 3 and bank.background == "I like tea."
 
 
@@ -255,20 +255,20 @@ def test_bad_files_write_nothing(memory, tmp_path):
     broken.write_text('[{"sample_id": "x", "conversation": ')
     with pytest.raises(InputError):
         memory.retain_file("b", broken)
-    assert memory.list_banks() == []  # not even the bank was created
+    assert memory.banks.list_all() == []  # not even the bank was created
 
 
 def test_delete_bank_removes_everything(memory, tmp_path):
     memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
     memory.create_bank("other")
-    memory.delete_bank("fx")
-    assert [b.bank_id for b in memory.list_banks()] == ["other"]
+    memory.banks.delete("fx")
+    assert [b.bank_id for b in memory.banks.list_all()] == ["other"]
     assert memory.store.count_units("fx") == 0
     assert memory.store.list_entities("fx") == []
     with pytest.raises(BankNotFound):
         memory.recall("fx", "allotment")
     with pytest.raises(BankNotFound):
-        memory.delete_bank("fx")
+        memory.banks.delete("fx")
 
 
 def test_a_second_engine_sees_writes_through_the_revision_token(settings, embedder, extractor, tmp_path):
@@ -365,7 +365,7 @@ def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extract
     ]
     temporal, tops = {}, {}
     for backend in ("memory", "milvus"):
-        settings = Settings(data_dir=tmp_path / backend, search_backend=backend)
+        settings = Settings(data_dir=tmp_path / backend, store={"search_backend": backend})
         with Memory(settings, embedder=embedder, extractor=extractor) as m:
             m.create_bank("ana")
             m.store.upsert_units("ana", units)
@@ -394,5 +394,5 @@ def test_auto_created_bank_has_no_owner_so_no_experience(memory, tmp_path):
         }
     ]
     memory.retain_file("priya", write_jsonl_fixture(tmp_path / "p.jsonl", rows))
-    assert memory.get_bank("priya").name == ""
+    assert memory.banks.get("priya").name == ""
     assert [m.unit.fact_type for m in memory.recall("priya", "dog").memories] == [FactType.world]

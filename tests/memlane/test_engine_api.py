@@ -21,7 +21,7 @@ def _items(*texts, **extra):
 
 
 def _texts(memory, bank, **kw):
-    units, total = memory.list_memories(bank, limit=1000, **kw)
+    units, total = memory.browse.list_memories(bank, limit=1000, **kw)
     assert total == len(units)
     return sorted(u.text for u in units)
 
@@ -34,18 +34,18 @@ def test_items_without_document_id_never_overwrite_each_other(memory):
     # the same request again (a client retry) leaves the same state
     memory.retain_items("a", _items("My dog is called Biscuit."))
     assert len(_texts(memory, "a")) == 2
-    assert len(memory.list_documents("a")) == 2
+    assert len(memory.browse.list_documents("a")) == 2
 
 
 def test_a_document_sent_again_replaces_its_previous_version(memory):
     memory.create_bank("a")
     memory.retain_items("a", _items("We moved to Lisbon.", "Sam joined the band."), document_id="chat")
-    assert memory.list_documents("a") == {"chat": {"units": 2, "chunks": 1}}
+    assert memory.browse.list_documents("a") == {"chat": {"units": 2, "chunks": 1}}
     memory.retain_items("a", _items("We moved to Porto."), document_id="chat")
     assert _texts(memory, "a") == ["Alice: We moved to Porto."]
     # Sam is mentioned by nothing any more: the entity went with the old version
-    assert "Sam" not in {e.name for e in memory.list_entities("a")}
-    assert memory.stats("a")["graph"]["units"] == 1
+    assert "Sam" not in {e.name for e in memory.browse.list_entities("a")}
+    assert memory.banks.stats("a")["graph"]["units"] == 1
 
 
 def test_item_validation_names_the_item_and_writes_nothing(memory):
@@ -61,7 +61,7 @@ def test_item_validation_names_the_item_and_writes_nothing(memory):
     with pytest.raises(BankNotFound):
         memory.retain_items("missing", _items("hello there"), create_bank=False)
     assert memory.store.count_units("a") == 0
-    assert memory.list_banks()[0].bank_id == "a" and len(memory.list_banks()) == 1
+    assert memory.banks.list_all()[0].bank_id == "a" and len(memory.banks.list_all()) == 1
 
 
 def test_item_tags_and_sessions_reach_the_memories(memory):
@@ -69,7 +69,7 @@ def test_item_tags_and_sessions_reach_the_memories(memory):
     memory.retain_items(
         "a", _items("Booked flights to Oslo.", session_id="s1", tags=["travel"]), tags=["api"]
     )
-    (unit,), _ = memory.list_memories("a")
+    (unit,), _ = memory.browse.list_memories("a")
     assert unit.tags == ["api", "travel"]
     assert unit.source_turns == ["s1:1"]
     assert unit.mentioned_at == T0
@@ -81,42 +81,42 @@ def test_list_memories_pages_in_id_order_and_filters(memory):
         "a", _items(*[f"Fact number {i} about gardening." for i in range(7)]), document_id="d1"
     )
     memory.retain_items("a", _items("Another document entirely."), document_id="d2")
-    everything, total = memory.list_memories("a", limit=1000)
+    everything, total = memory.browse.list_memories("a", limit=1000)
     assert total == 8
     ids = [u.id for u in everything]
     assert ids == sorted(ids)
-    page, total = memory.list_memories("a", offset=3, limit=3)
+    page, total = memory.browse.list_memories("a", offset=3, limit=3)
     assert total == 8 and [u.id for u in page] == ids[3:6]
-    only_d2, total = memory.list_memories("a", document_id="d2")
+    only_d2, total = memory.browse.list_memories("a", document_id="d2")
     assert total == 1 and only_d2[0].text == "Alice: Another document entirely."
-    assert memory.list_memories("a", types=["opinion"]) == ([], 0)
+    assert memory.browse.list_memories("a", types=["opinion"]) == ([], 0)
     with pytest.raises(InvalidInput, match="types"):
-        memory.list_memories("a", types=["gossip"])
+        memory.browse.list_memories("a", types=["gossip"])
     with pytest.raises(InvalidInput):
-        memory.list_memories("a", limit=0)
+        memory.browse.list_memories("a", limit=0)
 
 
 def test_delete_memory_and_missing_things_are_not_found(memory):
     memory.create_bank("a")
     memory.retain_items("a", _items("Alpha fact.", "Beta fact."), document_id="d")
-    units, _ = memory.list_memories("a")
-    assert memory.get_memory("a", units[0].id).text == units[0].text
-    memory.delete_memory("a", units[0].id)
-    assert [u.id for u in memory.list_memories("a")[0]] == [units[1].id]
-    assert memory.stats("a")["graph"]["units"] == 1
+    units, _ = memory.browse.list_memories("a")
+    assert memory.browse.get_memory("a", units[0].id).text == units[0].text
+    memory.forget.delete_memory("a", units[0].id)
+    assert [u.id for u in memory.browse.list_memories("a")[0]] == [units[1].id]
+    assert memory.banks.stats("a")["graph"]["units"] == 1
     with pytest.raises(NotFound, match="memory"):
-        memory.delete_memory("a", units[0].id)
+        memory.forget.delete_memory("a", units[0].id)
     with pytest.raises(NotFound, match="memory"):
-        memory.get_memory("a", "nope")
+        memory.browse.get_memory("a", "nope")
     with pytest.raises(NotFound, match="document"):
-        memory.delete_document("a", "no-such-doc")
+        memory.forget.delete_document("a", "no-such-doc")
 
 
 def test_deleting_facts_prunes_and_drops_their_observations(memory):
     memory.create_bank("a")
     memory.retain_items("a", _items("Alpha fact.", "Beta fact."), document_id="d1")
     memory.retain_items("a", _items("Gamma fact."), document_id="d2")
-    facts = {u.text.split(": ")[1]: u for u in memory.list_memories("a")[0]}
+    facts = {u.text.split(": ")[1]: u for u in memory.browse.list_memories("a")[0]}
     base = facts["Alpha fact."]
 
     def observation(oid, sources):
@@ -138,8 +138,8 @@ def test_deleting_facts_prunes_and_drops_their_observations(memory):
             observation("obs-d1", ["Alpha fact.", "Beta fact."]),
         ],
     )
-    memory.delete_document("a", "d1")
-    left = {u.id: u for u in memory.list_memories("a", types=["observation"])[0]}
+    memory.forget.delete_document("a", "d1")
+    left = {u.id: u for u in memory.browse.list_memories("a", types=["observation"])[0]}
     assert set(left) == {"obs-mixed"}
     assert left["obs-mixed"].source_fact_ids == [facts["Gamma fact."].id]
     assert left["obs-mixed"].proof_count == 1

@@ -68,36 +68,36 @@ def _texts(units):
 
 def test_memories_filter_by_tag_time_and_entity(memory):
     _retain(memory)
-    units, total = memory.list_memories("a", tags=["move"])
+    units, total = memory.browse.list_memories("a", tags=["move"])
     assert total == 1 and _texts(units) == ["Carla moved to Berlin."]
-    units, total = memory.list_memories("a", tags=["chat", "move"], tags_match="all")
+    units, total = memory.browse.list_memories("a", tags=["chat", "move"], tags_match="all")
     assert _texts(units) == ["Carla moved to Berlin."]
-    assert memory.list_memories("a", tags=["chat"])[1] == 3
+    assert memory.browse.list_memories("a", tags=["chat"])[1] == 3
     # the window is since <= mentioned_at < until
-    units, _ = memory.list_memories("a", since=T0 + timedelta(minutes=5), until=T0 + timedelta(days=7))
+    units, _ = memory.browse.list_memories("a", since=T0 + timedelta(minutes=5), until=T0 + timedelta(days=7))
     assert _texts(units) == ["Bob cooked dinner for Carla."]
-    units, _ = memory.list_memories("a", since=T0 + timedelta(days=7))
+    units, _ = memory.browse.list_memories("a", since=T0 + timedelta(days=7))
     assert _texts(units) == ["Carla moved to Berlin.", "I started learning the cello."]
-    bob = {e.name: e for e in memory.list_entities("a")}["Bob"]
-    units, total = memory.list_memories("a", entity_id=bob.entity_id)
+    bob = {e.name: e for e in memory.browse.list_entities("a")}["Bob"]
+    units, total = memory.browse.list_memories("a", entity_id=bob.entity_id)
     assert _texts(units) == ["Bob and I hiked near Lisbon.", "Bob cooked dinner for Carla."]
     # filters combine
-    units, _ = memory.list_memories("a", entity_id=bob.entity_id, since=T0 + timedelta(minutes=1))
+    units, _ = memory.browse.list_memories("a", entity_id=bob.entity_id, since=T0 + timedelta(minutes=1))
     assert _texts(units) == ["Bob cooked dinner for Carla."]
 
 
 def test_bad_filters_name_their_field(memory):
     _retain(memory)
     with pytest.raises(InvalidInput, match="^until: "):
-        memory.list_memories("a", since=T0, until=T0)
+        memory.browse.list_memories("a", since=T0, until=T0)
     with pytest.raises(InvalidInput, match="^tags_match: "):
-        memory.list_memories("a", tags=["x"], tags_match="most")
+        memory.browse.list_memories("a", tags=["x"], tags_match="most")
 
 
 def test_entity_with_its_facts_and_neighbours(memory):
     _retain(memory)
-    names = {e.name: e for e in memory.list_entities("a")}
-    out = memory.entity("a", names["Carla"].entity_id)
+    names = {e.name: e for e in memory.browse.list_entities("a")}
+    out = memory.browse.entity("a", names["Carla"].entity_id)
     assert out["entity"].name == "Carla" and out["total"] == 2
     # by mention time, earliest first
     assert [u.text.split(": ", 1)[1] for u in out["memories"]] == [
@@ -107,17 +107,17 @@ def test_entity_with_its_facts_and_neighbours(memory):
     shared = {n["entity"].name: n["shared"] for n in out["neighbours"]}
     assert shared["Bob"] == 1 and shared["Berlin"] == 1
     assert "Carla" not in shared and "Lisbon" not in shared
-    page = memory.entity("a", names["Carla"].entity_id, limit=1)
+    page = memory.browse.entity("a", names["Carla"].entity_id, limit=1)
     assert len(page["memories"]) == 1 and page["total"] == 2 and page["neighbours"] == out["neighbours"]
     with pytest.raises(NotFound, match="entity"):
-        memory.entity("a", "no-such-entity")
+        memory.browse.entity("a", "no-such-entity")
     with pytest.raises(InvalidInput, match="^limit: "):
-        memory.entity("a", names["Carla"].entity_id, limit=0)
+        memory.browse.entity("a", names["Carla"].entity_id, limit=0)
 
 
 def test_timeline_lists_sessions_by_start(memory):
     _retain(memory)
-    sessions = memory.timeline("a")
+    sessions = memory.browse.timeline("a")
     assert [(s["document_id"], s["start"]) for s in sessions] == [
         ("chat-1", T0),
         ("chat-move", T0 + timedelta(days=7)),
@@ -125,5 +125,5 @@ def test_timeline_lists_sessions_by_start(memory):
     ]
     assert [s["turns"] for s in sessions] == [2, 1, 1]
     assert sessions[0]["session_id"] == "s1" and sessions[1]["session_id"] == "s2"
-    memory.delete_document("a", "chat-1")
-    assert [s["document_id"] for s in memory.timeline("a")] == ["chat-move", "chat-2"]
+    memory.forget.delete_document("a", "chat-1")
+    assert [s["document_id"] for s in memory.browse.timeline("a")] == ["chat-move", "chat-2"]

@@ -283,7 +283,7 @@ def test_supersession_invalidates_never_deletes_and_answers_as_of(memory):
     )
     assert bristol.superseded_by == leeds.id and bristol.invalid_at == leeds.mentioned_at
     assert leeds.superseded_by == york.id and york.metadata["engram"]["supersedes"] == leeds.id
-    old = memory.get_memory("ana", bristol.id)  # still readable, with its history
+    old = memory.browse.get_memory("ana", bristol.id)  # still readable, with its history
     assert old.invalid_at is not None and old.text.endswith("Bristol and I love it.")
 
     now = memory.recall("ana", "Where does Ana live?")
@@ -307,11 +307,11 @@ def test_deleting_the_successor_restores_its_predecessor_and_manual_invalidation
     units = _by_text(memory, "ana")
     york = units["I now live in York, it is quieter."]
     bo = units["Bristol is lovely!"]
-    memory.invalidate("ana", bo.id)  # by hand: resolution must leave it alone
-    memory.delete_document("ana", "s3")
+    memory.forget.invalidate("ana", bo.id)  # by hand: resolution must leave it alone
+    memory.forget.delete_document("ana", "s3")
     units = _by_text(memory, "ana")  # restored by the delete itself, before any consolidation
     assert units["Big news: we moved to Leeds last week!"].invalid_at is None
-    assert memory.doctor("ana").ok
+    assert memory.banks.doctor("ana").ok
     memory.consolidate("ana")
     units = _by_text(memory, "ana")
     leeds = units["Big news: we moved to Leeds last week!"]
@@ -336,9 +336,8 @@ def server():
 def _llm_settings(settings, server):
     return settings.model_copy(
         update={
-            "llm": settings.llm.model_copy(
-                update={"base_url": server.base_url, "model": "fake", "max_retries": 0, "background": "off"}
-            )
+            "llm": settings.llm.model_copy(update={"base_url": server.base_url, "model": "fake", "max_retries": 0}),
+            "background": {"reflect": False},
         }
     )
 

@@ -103,7 +103,7 @@ def engine(tmp_path_factory, embedder, extractor):
     for bank in ("plain", "curated"):
         m.retain(bank, [("chat", _turns())])
         m.consolidate(bank, now=LATER, consolidator="rules")
-    m.put_mental_model("curated", "job", "Where does Lena work now?")
+    m.curated.put_mental_model("curated", "job", "Where does Lena work now?")
     yield m
     m.close()
 

@@ -89,12 +89,12 @@ def test_a_bank_keeps_its_embedder_in_a_process_configured_for_another(settings,
     bank from before the record as MiniLM's, and gives a new bank bge-small."""
     with _engine(settings, "minilm", extractor) as mini:
         mini.retain("b", [("d1", _turns())])
-        bank = mini.get_bank("b")
+        bank = mini.banks.get("b")
         assert (bank.embedder, bank.embedding_dim, bank.reembedding) == ("minilm", 384, "")
         # a bank from before the record (none stored) counts as MiniLM's
         mini.retain("legacy", [("d1", _turns())])
         mini.store.upsert_bank(
-            mini.get_bank("legacy").model_copy(update={"embedder": "", "embedding_dim": 0})
+            mini.banks.get("legacy").model_copy(update={"embedder": "", "embedding_dim": 0})
         )
         expected = _top(mini, "b")
     with _engine(settings, "bge-small", extractor) as bge:
@@ -102,14 +102,14 @@ def test_a_bank_keeps_its_embedder_in_a_process_configured_for_another(settings,
         assert _top(bge, "b") == expected and _top(bge, "legacy") == expected
         bge.retain("b", [("d2", _turns("d2"))])
         bge.retain("legacy", [("d2", _turns("d2"))])
-        assert bge.get_bank("legacy").embedder == "minilm"  # recorded by its first retain here
+        assert bge.banks.get("legacy").embedder == "minilm"  # recorded by its first retain here
         bge.retain("fresh", [("d1", _turns())])
-        assert (bge.get_bank("fresh").embedder, bge.get_bank("fresh").embedding_dim) == ("bge-small", 384)
+        assert (bge.banks.get("fresh").embedder, bge.banks.get("fresh").embedding_dim) == ("bge-small", 384)
     with _engine(settings, "minilm", extractor) as mini:
         for bank_id in ("b", "legacy"):  # d2's vectors are MiniLM's too
             assert mini.store.count_units(bank_id) == 2 * len(TEXTS)
             assert _stored_cosines(mini, bank_id).min() > 0.999
-            assert mini.doctor(bank_id).ok
+            assert mini.banks.doctor(bank_id).ok
     with _engine(settings, "bge-small", extractor) as bge:
         assert _stored_cosines(bge, "fresh").min() > 0.999
 
@@ -119,7 +119,7 @@ def test_a_bank_whose_embedder_is_not_here_is_refused_with_nothing_written(setti
 
     with _engine(settings, "bge-small", extractor) as bge:
         bge.retain("b", [("d1", _turns())])
-        bge.store.upsert_bank(bge.get_bank("b").model_copy(update={"embedder": "e5-large"}))
+        bge.store.upsert_bank(bge.banks.get("b").model_copy(update={"embedder": "e5-large"}))
         store = bge.store
         before = (store.list_unit_ids("b"), store.get_revision("b"), store.count_chunks("b"))
         expected = (
@@ -148,7 +148,7 @@ def test_an_export_of_a_minilm_bank_imports_into_a_bge_process_with_its_vectors(
     with _engine(settings, "bge-small", extractor) as bge:
         report = import_bank(bge, records, bank_id="copy")
         assert report["vectors"] != "re-embedded" and report.get("reembedded", 0) == 0
-        assert bge.get_bank("copy").embedder == "minilm"
+        assert bge.banks.get("copy").embedder == "minilm"
         assert _top(bge, "copy") == expected
 
 
@@ -168,8 +168,8 @@ def test_reembed_round_trip_keeps_ids_passes_doctor_and_recalls_as_from_scratch(
         assert (report.units, report.tree_nodes) == (len(ids), len(nodes))
         assert bge.store.list_unit_ids("b") == ids
         assert {n.id for n in bge.store.list_tree_nodes("b")} == nodes
-        assert (bge.get_bank("b").embedder, bge.get_bank("b").reembedding) == ("bge-small", "")
-        assert bge.doctor("b").ok, bge.doctor("b").as_dict()
+        assert (bge.banks.get("b").embedder, bge.banks.get("b").reembedding) == ("bge-small", "")
+        assert bge.banks.doctor("b").ok, bge.banks.doctor("b").as_dict()
         assert _stored_cosines(bge, "b").min() > 0.99
         reembedded = _top(bge, "b"), _link_counts(bge, "b")
         assert _reembed(bge, "b").status == "unchanged"  # already on bge-small: nothing to do
@@ -184,7 +184,7 @@ def test_reembed_round_trip_keeps_ids_passes_doctor_and_recalls_as_from_scratch(
     with _engine(settings, "minilm", extractor) as mini:
         assert _reembed(mini, "b").status == "done"
         assert mini.store.list_unit_ids("b") == ids
-        assert mini.doctor("b").ok
+        assert mini.banks.doctor("b").ok
         assert _top(mini, "b") == minilm_top
 
 
@@ -195,18 +195,18 @@ def test_a_reembed_cut_short_is_refused_until_a_rerun_finishes_it(settings, extr
     with _engine(settings, "bge-small", extractor) as bge:
         cut = _reembed(bge, "b", batch=4, stop_after=1)  # a run killed after its first write
         assert (cut.status, cut.units) == ("stopped", 4)
-        assert bge.get_bank("b").reembedding == "bge-small"
+        assert bge.banks.get("b").reembedding == "bge-small"
         for call in (lambda: bge.recall("b", "dog"), lambda: bge.retain("b", [("d2", _turns("d2"))])):
             with pytest.raises(EmbedderMismatch, match="is being re-embedded from minilm to bge-small"):
                 call()
-        report = bge.doctor("b")
+        report = bge.banks.doctor("b")
         assert not report.ok and [f.check for f in report.errors] == ["embedder"]
         assert "memlane reembed --bank b --embedder bge-small" in report.errors[0].message
         done = _reembed(bge, "b", batch=4)
         assert (done.status, done.units, done.writes) == ("done", len(ids), 3)
         assert bge.store.list_unit_ids("b") == ids
         assert _stored_cosines(bge, "b").min() > 0.99  # no unit left on MiniLM
-        assert bge.doctor("b").ok
+        assert bge.banks.doctor("b").ok
         assert bge.recall("b", "what is the dog called").memories
 
 
@@ -214,8 +214,8 @@ def test_doctor_finds_vectors_that_are_not_the_recorded_embedders(settings, extr
     with _engine(settings, "bge-small", extractor) as bge:
         bge.retain("b", [("d1", _turns())])
         # recorded as MiniLM's, vectors bge-small's: what a bank written without the record is
-        bge.store.upsert_bank(bge.get_bank("b").model_copy(update={"embedder": "minilm"}))
-        report = bge.doctor("b")
+        bge.store.upsert_bank(bge.banks.get("b").model_copy(update={"embedder": "minilm"}))
+        report = bge.banks.doctor("b")
         assert [f.check for f in report.errors] == ["embedder"]
         assert report.errors[0].count == len(TEXTS)
         assert "not minilm's" in report.errors[0].message

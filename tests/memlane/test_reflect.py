@@ -86,13 +86,16 @@ def server():
         yield s
 
 
+# How reflect's background work runs: after each retain, inline ("sync"), on the scheduler's
+# thread ("thread"), or not at all ("off").
+BACKGROUND = {"sync": {"reflect": True, "mode": "sync"}, "thread": {"reflect": True}, "off": {"reflect": False}}
+
+
 def _memory(settings, embedder, extractor, server, mode="sync"):
     s = settings.model_copy(
         update={
-            "llm_base_url": server.base_url,
-            "llm_model": "fake",
-            "llm_background": mode,
-            "llm_max_retries": 0,
+            "llm": {"base_url": server.base_url, "model": "fake", "max_retries": 0},
+            "background": BACKGROUND[mode],
         }
     )
     return Memory(s, embedder=embedder, extractor=extractor)
@@ -173,9 +176,9 @@ def test_reflect_answers_cites_and_forms_opinions(settings, embedder, extractor,
         assert res.answer == "Pixel is my beagle [M1]."
         assert res.memory_ids == [res.memories[0].unit.id]  # M1 once; M99 is not a memory
         # the cited memory gained salience (memlane/facts/salience.py); the others did not
-        assert memory.get_memory("ana", res.memory_ids[0]).metadata["salience"]["n"] == 1.0
+        assert memory.browse.get_memory("ana", res.memory_ids[0]).metadata["salience"]["n"] == 1.0
         others = [m.unit.id for m in res.memories[1:]]
-        assert others and all("salience" not in memory.get_memory("ana", i).metadata for i in others)
+        assert others and all("salience" not in memory.browse.get_memory("ana", i).metadata for i in others)
         req = next(r for r in server.requests if r["messages"][-1]["content"].startswith("Question:"))
         assert "I am a vet in Lisbon." in req["messages"][0]["content"]
         assert "highly skeptical" in req["messages"][0]["content"]
@@ -221,7 +224,7 @@ def test_retained_evidence_updates_related_opinions(
     with _memory(settings, embedder, extractor, server) as memory:
         memory.create_bank("ana", name="Ana")
         _retain(memory, tmp_path, DAY1, "d1")
-        bank = memory.get_bank("ana")
+        bank = memory.banks.get("ana")
         [op] = memory.reflection.form_opinions(
             bank,
             [OpinionDraft(statement="I think Pixel is well behaved.", confidence=0.6, entities=["Pixel"])],
@@ -248,7 +251,7 @@ def test_unrelated_opinions_are_not_assessed(settings, embedder, extractor, serv
         memory.create_bank("ana", name="Ana")
         _retain(memory, tmp_path, DAY1, "d1")
         memory.reflection.form_opinions(
-            memory.get_bank("ana"),
+            memory.banks.get("ana"),
             [OpinionDraft(statement="I believe quantum computers will break RSA by 2040.", confidence=0.3)],
             [],
             "q",
@@ -303,20 +306,20 @@ def test_thread_mode_returns_before_the_jobs_and_close_flushes(
 def test_background_merging(settings, embedder, extractor, server):
     with _memory(settings, embedder, extractor, server, mode="off") as memory:
         memory.create_bank("ana", name="Ana")
-        bank = memory.merge_background("ana", "I am a vet in Lisbon.")
+        bank = memory.reflection.merge_background("ana", "I am a vet in Lisbon.")
         assert bank.background == "I am a vet in Lisbon." and not server.requests  # no model call
-        bank = memory.merge_background("ana", "I moved to Porto and adopted a beagle.")
+        bank = memory.reflection.merge_background("ana", "I moved to Porto and adopted a beagle.")
         assert bank.background == "I am a vet in Porto. I have a beagle."
-        assert memory.get_bank("ana").background == bank.background
+        assert memory.banks.get("ana").background == bank.background
         [req] = server.requests
         assert "Current biography:\nI am a vet in Lisbon." in req["messages"][1]["content"]
         assert "New information:\nI moved to Porto" in req["messages"][1]["content"]
         assert "new information wins" in req["messages"][0]["content"]
         with pytest.raises(InvalidInput, match="must not be empty"):
-            memory.merge_background("ana", " ")
+            memory.reflection.merge_background("ana", " ")
 
 
 def test_merging_into_a_background_needs_an_llm(memory):
     memory.create_bank("ana", name="Ana", background="I am a vet.")
     with pytest.raises(LLMNotConfigured, match="background merging"):
-        memory.merge_background("ana", "I moved.")
+        memory.reflection.merge_background("ana", "I moved.")

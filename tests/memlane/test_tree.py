@@ -90,8 +90,8 @@ def _conversations(sessions=SESSIONS):
     return list(docs.items())
 
 
-def _settings(tmp_path, name="data", **tree) -> Settings:
-    return Settings(data_dir=tmp_path / name, tree={"online": "off", **tree})
+def _settings(tmp_path, name="data", background=None, **tree) -> Settings:
+    return Settings(data_dir=tmp_path / name, tree=tree, background={"tree": False, **(background or {})})
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_windows_close_by_next_session_idle_time_and_calendar():
 # ------------------------------------------------------------------- build and invariants
 def test_consolidation_builds_a_sound_tree(lena):
     report = lena.consolidate("lena", now=LATER)
-    nodes = lena.tree("lena")
+    nodes = lena.tree.nodes("lena")
     assert tree_problems(nodes, _unit_times(lena)) == []
     levels = _by_level(nodes)
     # 4 sessions; 3 days (Mon 4, Tue 5 with two sessions, Tue 12 March); 2 ISO weeks; 1 profile
@@ -180,7 +180,7 @@ def test_consolidation_builds_a_sound_tree(lena):
 
 def test_rerun_writes_nothing_and_a_fresh_bank_gets_the_same_tree(lena, tmp_path, embedder, extractor):
     lena.consolidate("lena", now=LATER)
-    first = {n.id: n.text for n in lena.tree("lena")}
+    first = {n.id: n.text for n in lena.tree.nodes("lena")}
     revision = lena.store.get_revision("lena")
     again = lena.consolidate("lena", now=LATER)
     assert sum(again.written.values()) == 0 and again.removed == 0
@@ -189,7 +189,7 @@ def test_rerun_writes_nothing_and_a_fresh_bank_gets_the_same_tree(lena, tmp_path
     with Memory(_settings(tmp_path, "other"), embedder=embedder, extractor=extractor) as other:
         other.retain("lena", _conversations())
         other.consolidate("lena", now=LATER)
-        assert {n.id: n.text for n in other.tree("lena")} == first
+        assert {n.id: n.text for n in other.tree.nodes("lena")} == first
 
 
 def test_open_windows_wait_and_late_data_rewrites_only_its_windows(lena):
@@ -200,14 +200,14 @@ def test_open_windows_wait_and_late_data_rewrites_only_its_windows(lena):
     report = lena.consolidate("lena", now=LATER)
     assert report.written == {"session": 1, "day": 1, "week": 1, "profile": 1}
     assert report.unchanged == {"session": 3, "day": 2, "week": 1, "profile": 0}
-    assert tree_problems(lena.tree("lena"), _unit_times(lena)) == []
+    assert tree_problems(lena.tree.nodes("lena"), _unit_times(lena)) == []
 
 
 def test_deleting_a_document_leaves_no_orphan_and_consolidation_rewrites(lena):
     lena.consolidate("lena", now=LATER)
-    before = _by_level(lena.tree("lena"))
-    lena.delete_document("lena", "chat-b")
-    nodes = lena.tree("lena")
+    before = _by_level(lena.tree.nodes("lena"))
+    lena.forget.delete_document("lena", "chat-b")
+    nodes = lena.tree.nodes("lena")
     # pruned at once: the chat-b session, Tuesday, week 10 and the profile are gone until the
     # next consolidation; nothing left points at a deleted unit
     assert tree_problems(nodes, _unit_times(lena)) == []
@@ -221,7 +221,7 @@ def test_deleting_a_document_leaves_no_orphan_and_consolidation_rewrites(lena):
         "2024-W11",
     }
     report = lena.consolidate("lena", now=LATER)
-    nodes = lena.tree("lena")
+    nodes = lena.tree.nodes("lena")
     assert tree_problems(nodes, _unit_times(lena)) == []
     assert report.nodes == {"session": 3, "day": 3, "week": 2, "profile": 1}
     tuesday = next(n for n in nodes if n.key == "2024-03-05")
@@ -231,42 +231,42 @@ def test_deleting_a_document_leaves_no_orphan_and_consolidation_rewrites(lena):
 
 def test_deleting_the_bank_deletes_its_tree(lena):
     lena.consolidate("lena", now=LATER)
-    assert lena.tree("lena")
-    lena.delete_bank("lena")
+    assert lena.tree.nodes("lena")
+    lena.banks.delete("lena")
     assert lena.store.list_tree_nodes("lena") == []
     lena.create_bank("lena")
-    assert lena.tree("lena") == []
+    assert lena.tree.nodes("lena") == []
 
 
 def test_tree_filters_by_level_and_window(lena):
     lena.consolidate("lena", now=LATER)
-    days = lena.tree("lena", level="day")
+    days = lena.tree.nodes("lena", level="day")
     assert [d.key for d in days] == ["2024-03-04", "2024-03-05", "2024-03-12"]
-    assert [d.key for d in lena.tree("lena", level=3, since=T0 + timedelta(days=1))] == [
+    assert [d.key for d in lena.tree.nodes("lena", level=3, since=T0 + timedelta(days=1))] == [
         "2024-03-05",
         "2024-03-12",
     ]
-    assert [d.key for d in lena.tree("lena", level="day", until=T0 + timedelta(days=1))] == ["2024-03-04"]
+    assert [d.key for d in lena.tree.nodes("lena", level="day", until=T0 + timedelta(days=1))] == ["2024-03-04"]
     with pytest.raises(InvalidInput, match="unknown tree level 'month'"):
-        lena.tree("lena", level="month")
+        lena.tree.nodes("lena", level="month")
     with pytest.raises(InvalidInput, match="level: 1 is the memory units"):
-        lena.tree("lena", level=1)
+        lena.tree.nodes("lena", level=1)
     with pytest.raises(InvalidInput, match="until: must be after since"):
-        lena.tree("lena", since=T0, until=T0)
+        lena.tree.nodes("lena", since=T0, until=T0)
 
 
 def test_sync_online_consolidation_follows_retain(tmp_path, embedder, extractor):
-    with Memory(_settings(tmp_path, online="sync"), embedder=embedder, extractor=extractor) as m:
+    with Memory(_settings(tmp_path, background={"tree": True, "mode": "sync"}), embedder=embedder, extractor=extractor) as m:
         m.retain("lena", _conversations())
-        assert len(m.tree("lena", level="session")) == 4  # every session of 2024 is closed now
-        assert tree_problems(m.tree("lena"), _unit_times(m)) == []
+        assert len(m.tree.nodes("lena", level="session")) == 4  # every session of 2024 is closed now
+        assert tree_problems(m.tree.nodes("lena"), _unit_times(m)) == []
 
 
 def test_background_online_consolidation_builds_the_tree_after_the_retain(tmp_path, embedder, extractor):
-    with Memory(_settings(tmp_path, online="background"), embedder=embedder, extractor=extractor) as m:
+    with Memory(_settings(tmp_path, background={"tree": True}), embedder=embedder, extractor=extractor) as m:
         m.retain("lena", _conversations())
-        m.wait_tree()
-        assert len(m.tree("lena", level="profile")) == 1
+        m.wait_background()
+        assert len(m.tree.nodes("lena", level="profile")) == 1
 
 
 # --------------------------------------------------------------------- the LLM consolidator
@@ -290,12 +290,8 @@ class Consolidating:
 def _llm_memory(tmp_path, embedder, extractor, server):
     s = Settings(
         data_dir=tmp_path / "llm",
-        tree={"online": "off"},
-        llm={
-            "consolidation": {"base_url": server.base_url, "model": "fake"},
-            "background": "off",
-            "max_retries": 0,
-        },
+        llm={"consolidation": {"base_url": server.base_url, "model": "fake"}, "max_retries": 0},
+        background={"tree": False, "reflect": False},
     )
     return Memory(s, embedder=embedder, extractor=extractor)
 
@@ -306,7 +302,7 @@ def test_llm_consolidator_writes_every_level_with_history(tmp_path, embedder, ex
         with _llm_memory(tmp_path, embedder, extractor, server) as m:
             m.retain("lena", _conversations())
             report = m.consolidate("lena", now=LATER)
-            nodes = m.tree("lena")
+            nodes = m.tree.nodes("lena")
             times = _unit_times(m)
     assert report.fallbacks == 0 and report.nodes == {"session": 4, "day": 3, "week": 2, "profile": 1}
     assert {n.consolidator for n in nodes} == {"llm:fake"}
@@ -326,7 +322,7 @@ def test_malformed_llm_output_falls_back_per_node_and_loses_nothing(tmp_path, em
         with _llm_memory(tmp_path, embedder, extractor, server) as m:
             m.retain("lena", _conversations())
             report = m.consolidate("lena", now=LATER)
-            nodes = m.tree("lena")
+            nodes = m.tree.nodes("lena")
             times = _unit_times(m)
     assert report.fallbacks == 4
     assert tree_problems(nodes, times) == []
@@ -381,7 +377,7 @@ def test_llm_planner_and_its_fallback(tmp_path, embedder, extractor):
 # ---------------------------------------------------------------------- hierarchical recall
 def test_tree_recall_adds_the_ancestors_of_the_best_units_after_them(lena):
     lena.consolidate("lena", now=LATER)
-    index = {n.id: n for n in lena.tree("lena")}
+    index = {n.id: n for n in lena.tree.nodes("lena")}
     parent = {c: n.id for n in index.values() for c in n.children}
     q = "Which greyhound did Lena adopt from a rescue?"
     # The gate never cuts the `leaves` best units; 2 of this bank's 11, and a floor of 0.8,

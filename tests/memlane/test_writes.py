@@ -84,13 +84,13 @@ def test_each_write_bumps_the_revision_once_and_another_engine_sees_it(pair, mon
     assert "Ana: I sold the kayak and bought a canoe." in seen
     assert "Ana: I bought a kayak for the lake." not in seen
 
-    [canoe] = [u for u in a.list_memories("ana", document_id="boat")[0]]
-    a.invalidate("ana", canoe.id)
+    [canoe] = [u for u in a.browse.list_memories("ana", document_id="boat")[0]]
+    a.forget.invalidate("ana", canoe.id)
     assert bumps.take() == 1
     assert "Ana: I sold the kayak and bought a canoe." not in _texts(b, "canoe")
 
     [op] = a.reflection.form_opinions(
-        a.get_bank("ana"),
+        a.banks.get("ana"),
         [OpinionDraft(statement="I think Mochi is the laziest cat.", confidence=0.7)],
         [],
         "q",
@@ -98,21 +98,21 @@ def test_each_write_bumps_the_revision_once_and_another_engine_sees_it(pair, mon
     assert bumps.take() == 1
     assert _texts(b, "lazy cat", types=["opinion"]) == ["I think Mochi is the laziest cat."]
 
-    a.delete_memory("ana", op.id)
+    a.forget.delete_memory("ana", op.id)
     assert bumps.take() == 1
     assert _texts(b, "lazy cat", types=["opinion"]) == []
 
-    assert a.delete_document("ana", "pets")["units"] == 2
+    assert a.forget.delete_document("ana", "pets")["units"] == 2
     assert bumps.take() == 1
     assert "Mochi" not in " ".join(_texts(b, "Mochi the cat"))
 
     with pytest.raises(NotFound):
-        a.delete_document("ana", "pets")
+        a.forget.delete_document("ana", "pets")
     with pytest.raises(InvalidInput):
-        a.invalidate("ana", "no-such-unit")
+        a.forget.invalidate("ana", "no-such-unit")
     assert bumps.take() == 0  # writes that write nothing tell nobody
 
-    a.delete_bank("ana")
+    a.banks.delete("ana")
     assert bumps.take() == 0  # the revision row goes with the bank
     assert b.store.get_revision("ana") == ""
 
@@ -127,7 +127,7 @@ def test_own_writes_update_the_state_in_place_and_a_race_marks_it_stale(pair, mo
     assert "Ana: Mochi caught a mouse in the garden." in _texts(a, "mouse")
     assert loads.take() == 0  # this process's own write: no reload
 
-    [unit] = a.list_memories("ana", document_id="pets")[0]
+    [unit] = a.browse.list_memories("ana", document_id="pets")[0]
     unit = a.store.get_units("ana", [unit.id], with_embedding=True)[0]
     unit.metadata = {"checked": True}
     # Writers of one bank take turns (the bank lease, memlane/leases.py), so this race needs
@@ -142,7 +142,7 @@ def test_own_writes_update_the_state_in_place_and_a_race_marks_it_stale(pair, mo
     # stale, and the next recall reloads it and sees both.
     assert "Ana: I bought a kayak for the lake." in _texts(a, "kayak")
     assert loads.take() >= 1
-    assert a.get_memory("ana", unit.id).metadata == {"checked": True}
+    assert a.browse.get_memory("ana", unit.id).metadata == {"checked": True}
     assert "Ana: I bought a kayak for the lake." in _texts(b, "kayak")
 
 
@@ -151,7 +151,7 @@ def test_a_failed_write_still_tells_the_others_and_reloads_here(pair, monkeypatc
     a.retain_items("ana", [_item("My cat is called Mochi.", "pets", 2)])
     _texts(a, "Mochi"), _texts(b, "Mochi")
     before = a.store.get_revision("ana")
-    [unit] = a.list_memories("ana")[0]
+    [unit] = a.browse.list_memories("ana")[0]
     unit = a.store.get_units("ana", [unit.id], with_embedding=True)[0]
     unit.text = "Ana: My cat is called Miso."
     loads = Counter(monkeypatch, a.store, "iter_units")
@@ -187,7 +187,7 @@ def test_retain_with_a_per_call_extractor(memory):
     later = memory.plan_items("ana", [_item("I bought a kayak.", "boat", 3)])["boat"][1]
     memory.retain("ana", [("boat", later)])
     assert memory.retainer.extractor is configured
-    marks = {u.document_id: u.metadata.get("by") for u in memory.list_memories("ana")[0]}
+    marks = {u.document_id: u.metadata.get("by") for u in memory.browse.list_memories("ana")[0]}
     assert marks == {"pets": "marking", "boat": None}
 
 
@@ -206,7 +206,7 @@ def test_plan_items_validates_and_groups_without_writing(memory):
         memory.plan_items("ana", [_item("One.", "d1", 2), {"content": ""}])
     with pytest.raises(InvalidInput, match="tags"):
         memory.plan_items("ana", [_item("One.", "d1", 2)], tags=[" "])
-    assert memory.list_banks() == [] and memory.store.get_revision("ana") == ""
+    assert memory.banks.list_all() == [] and memory.store.get_revision("ana") == ""
 
 
 def test_observations_lose_deleted_sources(memory):
@@ -217,7 +217,7 @@ def test_observations_lose_deleted_sources(memory):
     memory.retain_items(
         "ana", [_item("My cat is called Mochi.", "pets", 2), _item("Mochi sleeps a lot.", "sleep", 3)]
     )
-    facts = {u.document_id: u.id for u in memory.list_memories("ana")[0]}
+    facts = {u.document_id: u.id for u in memory.browse.list_memories("ana")[0]}
     vec = memory.embedder.embed(["Mochi is a cat who sleeps a lot."])[0].tolist()
     now = now_utc()
     obs = MemoryUnit(
@@ -233,12 +233,12 @@ def test_observations_lose_deleted_sources(memory):
     )
     with memory.writer.write("ana") as w:
         w.units([obs])
-    memory.delete_document("ana", "sleep")
-    kept = memory.get_memory("ana", obs.id)
+    memory.forget.delete_document("ana", "sleep")
+    kept = memory.browse.get_memory("ana", obs.id)
     assert kept.source_fact_ids == [facts["pets"]] and kept.proof_count == 1
-    memory.delete_memory("ana", facts["pets"])
+    memory.forget.delete_memory("ana", facts["pets"])
     with pytest.raises(NotFound):
-        memory.get_memory("ana", obs.id)
+        memory.browse.get_memory("ana", obs.id)
 
 
 def test_consolidation_writes_opinions_and_observations_in_one_write(
@@ -264,10 +264,8 @@ def test_consolidation_writes_opinions_and_observations_in_one_write(
         server.responder = answer
         s = settings.model_copy(
             update={
-                "llm_base_url": server.base_url,
-                "llm_model": "fake",
-                "llm_background": "sync",
-                "llm_max_retries": 0,
+                "llm": {"base_url": server.base_url, "model": "fake", "max_retries": 0},
+                "background": {"reflect": True, "mode": "sync"},
             }
         )
         with (
@@ -277,7 +275,7 @@ def test_consolidation_writes_opinions_and_observations_in_one_write(
             a.create_bank("ana", name="Ana", background="I am a vet.")
             a.retain_items("ana", [_item("I adopted a beagle called Pixel last week.", "pets", 2)])
             [op] = a.reflection.form_opinions(
-                a.get_bank("ana"),
+                a.banks.get("ana"),
                 [
                     OpinionDraft(
                         statement="I think Pixel is well behaved.", confidence=0.6, entities=["Pixel"]
@@ -289,9 +287,9 @@ def test_consolidation_writes_opinions_and_observations_in_one_write(
             bumps = Counter(monkeypatch, a.store, "bump_revision")
             a.retain_items("ana", [_item("My beagle Pixel chewed my running shoes.", "more", 3)])
             assert bumps.take() == 2  # the retain, then its consolidation job
-            assert a.get_memory("ana", op.id).confidence == pytest.approx(0.7)
+            assert a.browse.get_memory("ana", op.id).confidence == pytest.approx(0.7)
             assert "Pixel is Ana's beagle." in _texts(b, "Pixel", types=["observation"])
 
-            merged = a.merge_background("ana", "I have a beagle.")
-            assert merged.background == "I am a vet. I have a beagle." == b.get_bank("ana").background
+            merged = a.reflection.merge_background("ana", "I have a beagle.")
+            assert merged.background == "I am a vet. I have a beagle." == b.banks.get("ana").background
             assert bumps.take() == 0  # the profile is not derived state

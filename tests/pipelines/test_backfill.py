@@ -48,7 +48,7 @@ def _assert_doctor_clean(uri: str, banks) -> None:
 
     with Memory(Settings(store={"milvus_uri": uri})) as memory:
         for bank_id in sorted(banks):
-            report = memory.doctor(bank_id)
+            report = memory.banks.doctor(bank_id)
             assert report.ok and report.counts["graph_units"] == report.counts["units"] > 0, (
                 bank_id,
                 [f.as_dict() for f in report.findings],
@@ -226,7 +226,7 @@ def _server_counts(cluster, banks) -> dict[str, int]:
     from memlane.settings import Settings
     from memlane.stores.milvus import MilvusStore
 
-    store = MilvusStore(Settings(milvus_uri=cluster.uri), dim=384)
+    store = MilvusStore(Settings(store={"milvus_uri": cluster.uri}), dim=384)
     try:
         return {b: store.count_units(b) for b in banks}
     finally:
@@ -280,7 +280,7 @@ def test_interrupted_run_resumes_without_duplicates(cluster, tmp_path):
     ledger = (data / "backfill-ledger.jsonl").read_text().splitlines()
     kept = [json.loads(x)["bank_id"] for x in ledger[:3]]
     (data / "backfill-ledger.jsonl").write_text("\n".join(ledger[:3]) + "\n")
-    store = MilvusStore(Settings(milvus_uri=cluster.uri), dim=384)
+    store = MilvusStore(Settings(store={"milvus_uri": cluster.uri}), dim=384)
     try:
         store.delete_bank(kept[2])
     finally:

@@ -169,7 +169,7 @@ def _doctor(data: Path, banks) -> None:
 
     with Memory(Settings(data_dir=data)) as memory:
         for bank_id in sorted(banks):
-            report = memory.doctor(bank_id)
+            report = memory.banks.doctor(bank_id)
             assert report.ok and report.counts["graph_units"] == report.counts["units"] > 0, (
                 bank_id,
                 [f.as_dict() for f in report.findings],

@@ -67,10 +67,10 @@ def test_job_reembeds_a_bank_to_bge_small_and_a_rerun_has_nothing_to_do(tmp_path
         assert (again.unchanged, again.done, again.units) == (1, 0, 0)
         bge = mini.model_copy(update={"models": mini.models.model_copy(update={"embedder": "bge-small"})})
         with Memory(bge) as memory:
-            bank = memory.get_bank("b")
+            bank = memory.banks.get("b")
             assert (bank.embedder, bank.embedding_dim, bank.reembedding) == ("bge-small", 384, "")
             assert memory.store.list_unit_ids("b") == ids
-            assert memory.doctor("b").ok
+            assert memory.banks.doctor("b").ok
             assert (
                 memory.recall("b", "what is the dog called")
                 .memories[0]

@@ -327,10 +327,10 @@ def test_one_memory_looks_the_same_through_rest_mcp_and_the_engine(service, tmp_
     store = {"milvus_uri": service["milvus_uri"]}
     memory = Memory(Settings(data_dir=tmp_path / "data", store=store), embedder=embedder)
     try:
-        stored = memory.get_memory("ana", unit["id"])
+        stored = memory.browse.get_memory("ana", unit["id"])
         assert "Pixel settling in" in stored.context  # hidden, not missing
         assert unit_view(stored) == unit
-        mcp = anyio.run(EngineBackend(memory).recall, "ana", {"query": PROJECTION_QUERY})
+        mcp = anyio.run(EngineBackend(memory).call, "recall", "ana", {"query": PROJECTION_QUERY})
         assert {m["unit"]["id"]: m["unit"] for m in mcp["memories"]}[unit["id"]] == unit
     finally:
         memory.close()
