@@ -1,2 +1,2 @@
 """Ray Serve: the FastAPI ingress and the embed / recall / rerank / reflect / memory
-deployments (see README.md)."""
+deployments (see docs/service.md)."""

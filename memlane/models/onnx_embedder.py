@@ -30,7 +30,7 @@ class OnnxEmbedder:
 
     ``threads``: ONNX Runtime's intra-op threads (0 = all cores; Ray sets OMP_NUM_THREADS=1 in
     workers, which ONNX Runtime does not read, so the count is always explicit). ``variant``:
-    ``int8`` runs a dynamically quantised copy (measured, not the default: see the README).
+    ``int8`` runs a dynamically quantised copy (measured, not the default: see docs/models.md).
     """
 
     def __init__(

@@ -46,7 +46,7 @@ after seeing those two held-out figures).
   splits the questions, the margin under 5 % is set by cross-fold inside that half) from the
   signals of this code: held-out half (954 questions) category 5 28.3 %, categories 1-4 3.8 %,
   precision 65.9 %; all 1986: 31.2 % / 4.4 % / 67.1 %. That held-out half had been read before
-  (a run on the previous commit's signals, README "Honest benchmarks" row).
+  (a run on the previous commit's signals, docs/results.md).
 * before (the <= 3.5 % point): ``abstain_gap=0.25``, ``abstain_named_max=0.4``, depth 10,
   unknown names "all", cosine floor 0.0. Category 5 abstains 30.2 % (calibration) / 25.7 %
   (held-out) / 28.0 % (all); categories 1-4 3.0 % / 4.1 % / 3.6 % (precision of ``abstain``

@@ -12,7 +12,7 @@ temporal 0.5: memlane/settings/areas.py says what measured them). On LoCoMo (tur
 categories 1-4) BM25 alone scored 0.678 and MiniLM dense 0.445; equal-weight RRF gave 0.579,
 the weighted one (semantic 0.2 then) 0.720. The score-based and
 confidence-weighted fusions were measured beside it on LoCoMo and LongMemEval and did not
-hold up on both (README, "Recall that generalises").
+hold up on both (docs/results.md).
 """
 
 from __future__ import annotations

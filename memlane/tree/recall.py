@@ -46,7 +46,7 @@ CACHE_BANKS = 64  # banks whose tree one process keeps when no budget is given (
 # Nov 2026): 9.4 KB per node held (index and node); this estimate gives 9.8 KB.
 NODE_BYTES, ID_BYTES = 1024, 100
 # The scale the unit gate reads (memlane/recall/state.py): the fused order's, which
-# tree.unit_floor was set on (tree = flat to four decimals on both dev sets, README).
+# tree.unit_floor was set on (tree = flat to four decimals on both dev sets, docs/results.md).
 UNIT_GATE_SCORE: ScoreName = "fused"
 
 
