@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memlane.settings import Settings
+from memlane.settings.entry_points import Context, with_entry_point
 
 
 def assigned_cpus() -> float:
@@ -24,22 +25,17 @@ def engine_settings(
     settings: Mapping[str, Any], *, use_gpu: bool = False, cpus: float | None = None
 ) -> Settings:
     """:class:`Settings` from ``settings`` (keyword arguments; this process's ``MEMLANE_*``
-    variables below them, as always), then:
+    variables below them, as always), with the actor's changes to the defaults where the user
+    left them (``ENTRY_POINT_DEFAULTS["engine"]`` in memlane/settings/entry_points.py):
 
-    * ``models.torch_threads`` left at 0 (unset: "all cores") becomes the actor's CPUs
-      (``cpus``, default :func:`assigned_cpus`): Ray sets OMP_NUM_THREADS=1 in workers, and all
-      cores would oversubscribe a node that runs several actors. A value the user set
-      (``MEMLANE_MODELS__TORCH_THREADS``, or the job's settings) is kept.
+    * ``models.torch_threads`` left at 0 ("all cores") becomes the actor's CPUs (``cpus``,
+      default :func:`assigned_cpus`); a value the user set is kept.
     * ``models.embedder_device`` left at ``"cpu"`` becomes ``"cuda"`` for an actor given a
       GPU (``use_gpu``); a device the user named (``"cuda:1"``) is kept.
     """
     s = Settings(**settings)
-    models: dict[str, Any] = {}
-    if s.models.torch_threads == 0:
-        models["torch_threads"] = max(1, round(assigned_cpus() if cpus is None else cpus))
-    if use_gpu and s.models.embedder_device == "cpu":
-        models["embedder_device"] = "cuda"
-    return s.model_copy(update={"models": models}) if models else s
+    context = Context(cpus=assigned_cpus() if cpus is None else cpus, gpu=use_gpu)
+    return with_entry_point("engine", s, context)
 
 
 def open_engine(settings: Settings):

@@ -81,8 +81,8 @@ def measure(mode: str, n: int, base_url: str, data_dir: Path) -> dict:
     from memlane.settings import Settings
 
     retain = {"extractor": "rules" if mode == "rules" else "llm", "defer_llm": mode == "llm-deferred"}
-    llm = {"base_url": base_url, "model": "bench", "max_retries": 0, "background": "off"}
-    settings = Settings(data_dir=data_dir, retain=retain, llm=llm)
+    llm = {"base_url": base_url, "model": "bench", "max_retries": 0}
+    settings = Settings(data_dir=data_dir, retain=retain, llm=llm, background={"reflect": False})
     out: dict = {"mode": mode, "n": n}
     with Memory(settings) as m:
         m.create_bank("hot")

@@ -4,8 +4,6 @@ the process that builds it."""
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from memlane.settings import Settings
 
 
@@ -22,7 +20,7 @@ def configure_process(settings: Settings | None = None) -> None:
     if settings is None:
         try:
             settings = Settings()
-        except ValidationError:
+        except ValueError:  # a ValidationError, or a removed setting name (RemovedSetting)
             return
     if settings.store.search_backend == "memory":
         from threadpoolctl import threadpool_limits

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.settings import Settings, is_secret
+from memlane.settings.entry_points import entry_point_changes, nest
 
 # Default pool: one worker per this many CPUs (see plan_resources).
 DEFAULT_CPUS_PER_WORKER = 1
@@ -29,8 +30,9 @@ def worker_settings(
 ) -> dict[str, Any]:
     """The settings a job's workers build their engine from: ``settings`` (the driver's
     :class:`Settings`, or keyword overrides) with the job's Milvus URI and data directory when
-    given (the driver's own are left out: they are not the job's), and no online tree
-    consolidation (the batch path builds trees in its own job, every bank cut at one time).
+    given (the driver's own are left out: they are not the job's), and the batch jobs' changes
+    to the defaults (no tree consolidation after writes: ``ENTRY_POINT_DEFAULTS["backfill"]``
+    in memlane/settings/entry_points.py).
 
     Secrets are never sent: the Milvus token and the LLM API keys would land in Ray's object
     store (and a SecretStr dumps as asterisks); workers read MEMLANE_STORE__MILVUS_TOKEN and
@@ -45,7 +47,9 @@ def worker_settings(
         }
 
     out = public(tree)
-    out["background"] = {**out.get("background", {}), "tree": False}
+    base = settings if isinstance(settings, Settings) else None
+    for area, fields in nest(entry_point_changes("backfill", base)).items():
+        out[area] = {**out.get(area, {}), **fields}
     if milvus_uri is not None:
         out["store"] = {**out.get("store", {}), "milvus_uri": milvus_uri}
     if data_dir is not None:

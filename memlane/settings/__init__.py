@@ -2,17 +2,18 @@
 
 Each field reads ``MEMLANE_<AREA>__<FIELD>`` (for example ``MEMLANE_STORE__MILVUS_URI``,
 ``MEMLANE_RECALL__RRF_K``, ``MEMLANE_LLM__RETAIN__BASE_URL``); ``MEMLANE_DATA_DIR`` is the one
-top-level field. The areas are in :mod:`memlane.settings.areas`. The flat names of the first
-release (``MEMLANE_MILVUS_URI``, ``Settings(rrf_k=...)``, ``settings.rrf_k``) still work for
-construction and ``model_copy``: :data:`LEGACY` maps each to its new place, and a warning names
-the new one; so do the settings that moved into the background area (:data:`RENAMED`:
-``tree.online``, ``llm.background``). Reading an old attribute name fails with an
-AttributeError that names the new one.
+top-level field. The areas are in :mod:`memlane.settings.areas` (recall's in
+:mod:`memlane.settings.recall_area`). A setting has one name: the names removed at 0.1.0 (the
+first release's flat ``MEMLANE_RRF_K`` or ``Settings(rrf_k=...)``, and ``tree.online`` and
+``llm.background``, now in the background area) fail wherever they are given with an error
+naming the setting to use (:mod:`memlane.settings.removed`); reading ``settings.rrf_k`` fails
+with an AttributeError naming ``settings.recall.rrf_k``. What each entry point (the service,
+the batch jobs, their actors) changes in the defaults is declared in
+:mod:`memlane.settings.entry_points` and shown by ``memlane config show --for ...``.
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -20,8 +21,6 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memlane.settings.areas import (
-    BUDGET_DEPTH,
-    DEFAULT_CHANNEL_WEIGHTS,
     ENV_PREFIX,
     LLM_ROLES,
     BackgroundSettings,
@@ -30,25 +29,20 @@ from memlane.settings.areas import (
     LLMRoleSettings,
     LLMSettings,
     ModelSettings,
-    RecallSettings,
     ReflectSettings,
     RetainSettings,
     ServeSettings,
     StoreSettings,
     TreeSettings,
 )
+from memlane.settings.recall_area import BUDGET_DEPTH, DEFAULT_CHANNEL_WEIGHTS, RecallSettings
+from memlane.settings.removed import FLAT, RemovedSetting, check_keywords, env_name
 from memlane.settings.sources import (
-    FLAT_RENAMED,
-    LEGACY,
-    RENAMED,
     SECRETS_FILE_VAR,
-    _LegacyEnv,
     _plain,
-    _put,
+    _RemovedNames,
     _secrets_file_source,
-    env_name,
     is_secret,
-    move_renamed,
     split_secrets,
 )
 
@@ -56,10 +50,7 @@ __all__ = [
     "BUDGET_DEPTH",
     "DEFAULT_CHANNEL_WEIGHTS",
     "ENV_PREFIX",
-    "FLAT_RENAMED",
-    "LEGACY",
     "LLM_ROLES",
-    "RENAMED",
     "SECRETS_FILE_VAR",
     "BackgroundSettings",
     "FactsSettings",
@@ -69,6 +60,7 @@ __all__ = [
     "ModelSettings",
     "RecallSettings",
     "ReflectSettings",
+    "RemovedSetting",
     "RetainSettings",
     "ServeSettings",
     "Settings",
@@ -105,14 +97,14 @@ class Settings(BaseSettings):
     def settings_customise_sources(
         cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
     ):
-        # Complex values of legacy variables (JSON objects) are parsed by the field validators.
+        # _RemovedNames first: a removed name fails before any source is read.
         from_file = _secrets_file_source(settings_cls)
         return tuple(
             source
             for source in (
+                _RemovedNames(settings_cls),
                 init_settings,
                 env_settings,
-                _LegacyEnv(settings_cls),
                 from_file,
                 dotenv_settings,
                 file_secret_settings,
@@ -122,46 +114,28 @@ class Settings(BaseSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _nest_legacy(cls, data: Any) -> Any:
-        """``Settings(rrf_k=5)`` -> ``Settings(recall={"rrf_k": 5})``, and the renamed settings
-        into the background area, each with a DeprecationWarning."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        for name in [n for n in data if n in LEGACY or n in FLAT_RENAMED]:
-            path = LEGACY.get(name) or FLAT_RENAMED[name]
-            if name in LEGACY:  # a renamed one is named with its new place by move_renamed
-                warnings.warn(
-                    f"Settings({name}=...) is deprecated: use {'.'.join(path)}",
-                    DeprecationWarning,
-                    stacklevel=4,
-                )
-            _put(data, path, _plain(data.pop(name)))
-        move_renamed(data)
+    def _no_removed_names(cls, data: Any) -> Any:
+        """``Settings(rrf_k=5)`` or ``Settings(tree={"online": "off"})``: an error naming the
+        setting to use (``recall.rrf_k``, ``background.tree``), not a silently ignored keyword."""
+        if isinstance(data, dict):
+            check_keywords(data, "Settings keyword")
         return data
 
     def __getattr__(self, name: str) -> Any:
-        if name in LEGACY:
-            raise AttributeError(f"Settings.{name} moved to Settings.{'.'.join(LEGACY[name])}")
+        if name in FLAT:
+            raise AttributeError(f"Settings.{name} was renamed: use Settings.{'.'.join(FLAT[name])}")
         return super().__getattr__(name)  # type: ignore[misc]
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
-        """A copy with ``update`` applied and validated; keys may be nested dicts for an area
-        (``{"recall": {"rrf_k": 5}}``), an area object, or first-release flat names."""
+        """A copy with ``update`` applied and validated; keys are areas, each a nested dict of
+        the fields to change (``{"recall": {"rrf_k": 5}}``) or an area object. A removed name
+        fails with :class:`RemovedSetting` naming the one to use."""
         if not update:
             return super().model_copy(deep=deep)
+        check_keywords(update, "model_copy key")
         data = self.model_dump()
         for key, value in update.items():
-            path = LEGACY.get(key) or FLAT_RENAMED.get(key)
-            if path:
-                if key in LEGACY:  # a renamed one is named with its new place by move_renamed
-                    warnings.warn(
-                        f"model_copy(update={{{key!r}: ...}}) is deprecated: use {'.'.join(path)}",
-                        DeprecationWarning,
-                        stacklevel=2,
-                    )
-                _put(data, path, _plain(value))
-            elif isinstance(value, dict) and isinstance(data.get(key), dict):
+            if isinstance(value, dict) and isinstance(data.get(key), dict):
                 data[key] = {**data[key], **value}
             else:
                 data[key] = _plain(value)

@@ -54,10 +54,10 @@ def _one_line(result) -> str:
 
 
 def _llm_env(monkeypatch, server):
-    monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
-    monkeypatch.setenv("MEMLANE_LLM_MODEL", "fake")
-    monkeypatch.setenv("MEMLANE_LLM_MAX_RETRIES", "0")
-    monkeypatch.setenv("MEMLANE_LLM_BACKGROUND", "off")
+    monkeypatch.setenv("MEMLANE_LLM__BASE_URL", server.base_url)
+    monkeypatch.setenv("MEMLANE_LLM__MODEL", "fake")
+    monkeypatch.setenv("MEMLANE_LLM__MAX_RETRIES", "0")
+    monkeypatch.setenv("MEMLANE_BACKGROUND__REFLECT", "false")
 
 
 def test_reflect_without_an_llm_exits_2_naming_the_setting(run, tmp_path):

@@ -146,7 +146,8 @@ def test_off_computes_nothing(settings, embedder, extractor, tmp_path):
 def _gate_engine(settings, embedder, extractor, tmp_path, server):
     s = settings.model_copy(
         update={
-            "llm": {"base_url": server.base_url, "model": "fake", "background": "off", "max_retries": 0},
+            "llm": {"base_url": server.base_url, "model": "fake", "max_retries": 0},
+            "background": {"reflect": False},
             "facts": {"abstain": "llm"},
         }
     )
@@ -204,7 +205,8 @@ def test_reflect_says_it_does_not_know_without_asking_the_model(settings, embedd
     with FakeLLMServer() as server:
         s = settings.model_copy(
             update={
-                "llm": {"base_url": server.base_url, "model": "fake", "background": "off", "max_retries": 0}
+                "llm": {"base_url": server.base_url, "model": "fake", "max_retries": 0},
+                "background": {"reflect": False},
             }
         )
         server.responder = lambda body: json.dumps({"answer": "Ben plays the trumpet [M1].", "cited": ["M1"]})

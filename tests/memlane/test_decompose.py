@@ -259,7 +259,8 @@ def test_engine_join_recalls_the_second_fact_only_with_decomposition(tmp_path, e
         )
         s = Settings(
             data_dir=tmp_path / "data",
-            llm={"consolidation": {"base_url": server.base_url, "model": "fake"}, "background": "off"},
+            llm={"consolidation": {"base_url": server.base_url, "model": "fake"}},
+            background={"reflect": False},
             recall={"decompose": "auto"},
         )
         with Memory(s, embedder=embedder, extractor=extractor) as m:

@@ -33,7 +33,7 @@ def chunks(tmp_path_factory):
 
 def _llm(server, **kw):
     return build_llm(
-        Settings(llm_base_url=server.base_url, llm_model="fake", llm_max_retries=0, **kw), "retain"
+        Settings(llm={"base_url": server.base_url, "model": "fake", "max_retries": 0}, **kw), "retain"
     )
 
 
@@ -157,10 +157,9 @@ def test_retain_with_the_llm_extractor(server, settings, embedder, extractor, tm
     server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
     s = settings.model_copy(
         update={
-            "llm_base_url": server.base_url,
-            "llm_model": "fake",
-            "extractor": "llm",
-            "llm_background": "off",
+            "llm": {"base_url": server.base_url, "model": "fake"},
+            "retain": {"extractor": "llm"},
+            "background": {"reflect": False},
         }
     )
     path = write_locomo_fixture(tmp_path / "fx.json")
@@ -185,11 +184,11 @@ def test_engine_builds_the_llm_extractor_from_settings(settings):
     from memlane.engine import Memory
     from memlane.errors import LLMNotConfigured
 
-    with Memory(settings.model_copy(update={"extractor": "llm"})) as m:
+    with Memory(settings.model_copy(update={"retain": {"extractor": "llm"}})) as m:
         with pytest.raises(LLMNotConfigured, match="MEMLANE_LLM__BASE_URL"):
             _ = m.extractor
     s = settings.model_copy(
-        update={"extractor": "llm", "llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "x"}
+        update={"retain": {"extractor": "llm"}, "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}}
     )
     with Memory(s) as m:
         assert isinstance(m.extractor, LLMExtractor) and m.extractor.fallback.name == "rules"
@@ -211,10 +210,9 @@ def test_eval_locomo_retains_through_the_llm(server, settings, embedder, extract
     server.responder = respond
     s = settings.model_copy(
         update={
-            "llm_base_url": server.base_url,
-            "llm_model": "fake",
-            "extractor": "llm",
-            "llm_background": "off",
+            "llm": {"base_url": server.base_url, "model": "fake"},
+            "retain": {"extractor": "llm"},
+            "background": {"reflect": False},
         }
     )
     path = write_locomo_fixture(tmp_path / "fx.json")

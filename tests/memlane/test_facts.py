@@ -336,7 +336,9 @@ def server():
 def _llm_settings(settings, server):
     return settings.model_copy(
         update={
-            "llm": settings.llm.model_copy(update={"base_url": server.base_url, "model": "fake", "max_retries": 0}),
+            "llm": settings.llm.model_copy(
+                update={"base_url": server.base_url, "model": "fake", "max_retries": 0}
+            ),
             "background": {"reflect": False},
         }
     )

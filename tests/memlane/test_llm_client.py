@@ -247,12 +247,13 @@ def test_parse_json_object_variants():
 def test_build_llm_per_role_settings(monkeypatch):
     assert build_llm(Settings(), "reflect") is None
     s = Settings(
-        llm_base_url="http://a/v1",
-        llm_model="small",
-        llm_reflect_model="large",
-        llm_qa_base_url="http://b/v1/",
-        llm_api_key="k1",
-        llm_reflect_api_key="k2",
+        llm={
+            "base_url": "http://a/v1",
+            "model": "small",
+            "reflect": {"model": "large", "api_key": "k2"},
+            "qa": {"base_url": "http://b/v1/"},
+            "api_key": "k1",
+        }
     )
     assert role_config(s, "retain").model == "small"
     r = role_config(s, "reflect")
@@ -265,10 +266,10 @@ def test_build_llm_per_role_settings(monkeypatch):
     with pytest.raises(ConfigError, match="unknown LLM role 'chat'"):
         build_llm(s, "chat")
     with pytest.raises(ConfigError, match="MEMLANE_LLM__MODEL"):
-        build_llm(Settings(llm_base_url="http://a/v1"), "retain")
-    monkeypatch.setenv("MEMLANE_LLM_BASE_URL", "http://env/v1")
-    monkeypatch.setenv("MEMLANE_LLM_MODEL", "m0")
-    monkeypatch.setenv("MEMLANE_LLM_RETAIN_MODEL", "m1")
+        build_llm(Settings(llm={"base_url": "http://a/v1"}), "retain")
+    monkeypatch.setenv("MEMLANE_LLM__BASE_URL", "http://env/v1")
+    monkeypatch.setenv("MEMLANE_LLM__MODEL", "m0")
+    monkeypatch.setenv("MEMLANE_LLM__RETAIN__MODEL", "m1")
     env = Settings()
     assert role_config(env, "retain").model == "m1" and role_config(env, "reflect").model == "m0"
     assert json.loads(env.model_dump_json())["llm"]["base_url"] == "http://env/v1"

@@ -553,7 +553,9 @@ def test_bad_inputs_raise_clear_errors(store):
     with pytest.raises(ValueError, match="JSON"):
         store.upsert_units("b1", [unit("b1", "m", metadata={"when": day(0)})])
     with pytest.raises(ValueError, match="collection_prefix"):
-        MilvusStore(Settings(data_dir=store.settings.data_dir, collection_prefix="bad-prefix"), dim=DIM)
+        MilvusStore(
+            Settings(data_dir=store.settings.data_dir, store={"collection_prefix": "bad-prefix"}), dim=DIM
+        )
     # nothing was written by the failed calls
     assert store.count_units("b1") == 0 and store.count_units("b2") == 0
 

@@ -88,7 +88,11 @@ def server():
 
 # How reflect's background work runs: after each retain, inline ("sync"), on the scheduler's
 # thread ("thread"), or not at all ("off").
-BACKGROUND = {"sync": {"reflect": True, "mode": "sync"}, "thread": {"reflect": True}, "off": {"reflect": False}}
+BACKGROUND = {
+    "sync": {"reflect": True, "mode": "sync"},
+    "thread": {"reflect": True},
+    "off": {"reflect": False},
+}
 
 
 def _memory(settings, embedder, extractor, server, mode="sync"):

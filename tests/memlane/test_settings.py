@@ -1,15 +1,16 @@
-"""The settings object: nested areas, their environment variables, and the first release's flat
-names (kept working with a warning, or failing with a message that names the new place)."""
+"""The settings object: nested areas, their environment variables, the secrets file; the names
+removed at 0.1.0 failing wherever they are given with an error that names the setting to use;
+and the entry points' changes to the defaults, applied from their one table."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 from pydantic import ValidationError
 
 from cluster.backfill_cmd import worker_settings
-from memlane.settings import LEGACY, Settings, env_name
+from memlane.settings import SECRETS_FILE_VAR, RemovedSetting, Settings, env_name
+from memlane.settings.entry_points import ENTRY_POINT_DEFAULTS, with_entry_point
+from memlane.settings.removed import FLAT
 
 
 def test_nested_environment_variables(monkeypatch):
@@ -23,31 +24,31 @@ def test_nested_environment_variables(monkeypatch):
     assert s.serve.api_keys == {"k1": ["alice"], "admin": "*"}
 
 
-def test_legacy_environment_variables_map_and_warn(monkeypatch, caplog):
+def test_removed_flat_variable_fails_naming_its_replacement(monkeypatch):
     monkeypatch.setenv("MEMLANE_RRF_K", "23")
+    with pytest.raises(
+        RemovedSetting, match=r"^MEMLANE_RRF_K was renamed: use MEMLANE_RECALL__RRF_K \(recall.rrf_k\)$"
+    ):
+        Settings()
+    # The new name beside it does not hide the old one: one name per setting.
+    monkeypatch.setenv("MEMLANE_RECALL__RRF_K", "23")
+    with pytest.raises(RemovedSetting, match="MEMLANE_RRF_K"):
+        Settings()
+    monkeypatch.delenv("MEMLANE_RRF_K")
     monkeypatch.setenv("MEMLANE_LLM_QA_MODEL", "judge")
-    monkeypatch.setenv("MEMLANE_CHANNEL_WEIGHTS", '{"lexical": 1.0, "semantic": 0.5}')
-    with caplog.at_level(logging.WARNING, logger="memlane.settings"):
-        s = Settings()
-    assert s.recall.rrf_k == 23
-    assert s.llm.qa.model == "judge"
-    assert s.recall.channel_weights == {"lexical": 1.0, "semantic": 0.5}
-    assert any("MEMLANE_RECALL__RRF_K" in r.getMessage() for r in caplog.records)
+    with pytest.raises(RemovedSetting, match="use MEMLANE_LLM__QA__MODEL"):
+        Settings()
+    monkeypatch.delenv("MEMLANE_LLM_QA_MODEL")
+    assert Settings().recall.rrf_k == 23
 
 
-def test_new_variable_wins_over_legacy(monkeypatch):
-    monkeypatch.setenv("MEMLANE_MILVUS_URI", "http://old:1")
-    monkeypatch.setenv("MEMLANE_STORE__MILVUS_URI", "http://new:2")
-    assert Settings().store.milvus_uri == "http://new:2"
-    assert Settings().milvus_target() == "http://new:2"
-
-
-def test_legacy_keyword_and_model_copy():
-    with pytest.warns(DeprecationWarning, match="retain.chunk_max_turns"):
-        s = Settings(chunk_max_turns=3)
-    assert s.retain.chunk_max_turns == 3
-    with pytest.warns(DeprecationWarning, match="llm.base_url"):
-        t = s.model_copy(update={"llm_base_url": "http://x/v1", "recall": {"graph_hops": 3}})
+def test_removed_keyword_and_model_copy_key_fail_naming_the_new_place():
+    with pytest.raises(ValidationError, match="'chunk_max_turns' was renamed: use retain.chunk_max_turns"):
+        Settings(chunk_max_turns=3)
+    s = Settings(retain={"chunk_max_turns": 3})
+    with pytest.raises(RemovedSetting, match="'llm_base_url' was renamed: use llm.base_url"):
+        s.model_copy(update={"llm_base_url": "http://x/v1"})
+    t = s.model_copy(update={"llm": {"base_url": "http://x/v1"}, "recall": {"graph_hops": 3}})
     assert t.llm.base_url == "http://x/v1"
     assert t.recall.graph_hops == 3
     assert t.recall.rrf_k == s.recall.rrf_k  # the rest of the area is kept
@@ -67,9 +68,9 @@ def test_old_attribute_names_the_new_place():
         _ = Settings().no_such_field  # type: ignore[attr-defined]
 
 
-def test_every_legacy_name_has_a_home():
+def test_every_removed_flat_name_points_to_a_setting():
     s = Settings()
-    for name, path in LEGACY.items():
+    for name, path in FLAT.items():
         node = s
         for part in path:
             node = getattr(node, part)  # raises if the map points nowhere
@@ -112,12 +113,12 @@ def test_secrets_file_supplies_keys_below_the_environment(tmp_path, monkeypatch)
         Settings()
 
 
-def test_split_secrets_moves_every_credential_under_its_current_name():
+def test_split_secrets_separates_every_credential():
     from memlane.settings import split_secrets
 
     public, secret = split_secrets(
         {
-            "MEMLANE_API_KEYS": '{"k": "*"}',  # first-release flat name
+            "MEMLANE_SERVE__API_KEYS": '{"k": "*"}',
             "MEMLANE_LLM__REFLECT__API_KEY": "sk-r",
             "MEMLANE_STORE__MILVUS_TOKEN": "root:pw",
             "MEMLANE_RECALL__RRF_K": "60",
@@ -132,7 +133,7 @@ def test_split_secrets_moves_every_credential_under_its_current_name():
     }
 
 
-def test_background_jobs_have_one_area_and_the_old_names_map_into_it(monkeypatch):
+def test_background_jobs_have_one_area_and_the_old_names_fail(monkeypatch):
     s = Settings()
     assert (s.background.mode, s.background.tree, s.background.reflect, s.background.models) == (
         "thread",
@@ -140,19 +141,70 @@ def test_background_jobs_have_one_area_and_the_old_names_map_into_it(monkeypatch
         True,
         True,
     )
-    with pytest.warns(DeprecationWarning, match="background.tree=True, background.mode=sync"):
-        assert Settings(tree={"online": "sync"}).background.model_dump() == {
-            "mode": "sync",
-            "tree": True,
-            "reflect": True,
-            "models": True,
-            "delay_s": 2.0,
-            "max_delay_s": 60.0,
-        }
-    with pytest.warns(DeprecationWarning, match="background.reflect=False"):
-        assert not s.model_copy(update={"llm_background": "off"}).background.reflect
+    # Each old value names the background fields it meant.
+    with pytest.raises(
+        ValidationError, match=r"tree.online was renamed: use background.tree=True and background.mode='sync'"
+    ):
+        Settings(tree={"online": "sync"})
+    with pytest.raises(RemovedSetting, match=r"llm_background' was renamed: use background.reflect=False"):
+        s.model_copy(update={"llm_background": "off"})
+    with pytest.raises(
+        RemovedSetting, match=r"tree.online was renamed: use background.tree and background.mode"
+    ):
+        s.model_copy(update={"tree": {"online": "later"}})
     monkeypatch.setenv("MEMLANE_TREE__ONLINE", "background")
-    with pytest.warns(DeprecationWarning, match="MEMLANE_TREE__ONLINE"):
-        assert Settings().background.tree
-    with pytest.raises(ValidationError, match="tree.online must be one of background, sync, off"):
-        Settings(tree={"online": "later"})
+    with pytest.raises(
+        RemovedSetting, match=r"^MEMLANE_TREE__ONLINE was renamed: use MEMLANE_BACKGROUND__TREE=true$"
+    ):
+        Settings()
+    monkeypatch.delenv("MEMLANE_TREE__ONLINE")
+    monkeypatch.setenv("MEMLANE_LLM__BACKGROUND", "sync")
+    with pytest.raises(
+        RemovedSetting,
+        match=r"^MEMLANE_LLM__BACKGROUND was renamed: use MEMLANE_BACKGROUND__REFLECT=true and "
+        r"MEMLANE_BACKGROUND__MODE=sync$",
+    ):
+        Settings()
+
+
+def test_removed_name_in_the_secrets_file_fails_naming_the_file_and_the_replacement(tmp_path, monkeypatch):
+    path = tmp_path / "secrets.env"
+    path.write_text("MEMLANE_LLM__API_KEY=sk-a\nMEMLANE_TREE__ONLINE=off\n")
+    monkeypatch.setenv(SECRETS_FILE_VAR, str(path))
+    with pytest.raises(RemovedSetting) as caught:
+        Settings()
+    assert str(caught.value) == (
+        f"MEMLANE_TREE__ONLINE in {SECRETS_FILE_VAR} ({path}) was renamed: use MEMLANE_BACKGROUND__TREE=false"
+    )
+    path.write_text("MEMLANE_LLM_API_KEY=sk-a\n")  # a first-release flat name
+    with pytest.raises(RemovedSetting, match="MEMLANE_LLM_API_KEY in .* use MEMLANE_LLM__API_KEY"):
+        Settings()
+    path.write_text("MEMLANE_LLM__API_KEY=sk-a\n")
+    assert Settings().llm.api_key.get_secret_value() == "sk-a"
+
+
+def test_serve_turns_the_tree_on_unless_the_user_set_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMLANE_BACKGROUND__TREE", raising=False)
+    monkeypatch.delenv("MEMLANE_RECALL__COLD_BANK", raising=False)
+    served = with_entry_point("serve", Settings())
+    assert served.background.tree is True and served.recall.cold_bank == "store"
+    assert Settings().background.tree is False  # the engine's own default is untouched
+    monkeypatch.setenv("MEMLANE_BACKGROUND__TREE", "false")  # the user's false is kept
+    served = with_entry_point("serve", Settings())
+    assert served.background.tree is False and served.recall.cold_bank == "store"
+    monkeypatch.delenv("MEMLANE_BACKGROUND__TREE")
+    path = tmp_path / "secrets.env"  # so is one from the secrets file
+    path.write_text("MEMLANE_RECALL__COLD_BANK=wait\n")
+    monkeypatch.setenv(SECRETS_FILE_VAR, str(path))
+    served = with_entry_point("serve", Settings())
+    assert served.background.tree is True and served.recall.cold_bank == "wait"
+
+
+def test_every_entry_point_change_names_a_setting_and_says_why():
+    s = Settings()
+    for entry, changes in ENTRY_POINT_DEFAULTS.items():
+        for path, change in changes.items():
+            node = s
+            for part in path.split("."):
+                node = getattr(node, part)  # raises if the table points nowhere
+            assert len(change.why) > 20, (entry, path)

@@ -246,7 +246,9 @@ def test_tree_filters_by_level_and_window(lena):
         "2024-03-05",
         "2024-03-12",
     ]
-    assert [d.key for d in lena.tree.nodes("lena", level="day", until=T0 + timedelta(days=1))] == ["2024-03-04"]
+    assert [d.key for d in lena.tree.nodes("lena", level="day", until=T0 + timedelta(days=1))] == [
+        "2024-03-04"
+    ]
     with pytest.raises(InvalidInput, match="unknown tree level 'month'"):
         lena.tree.nodes("lena", level="month")
     with pytest.raises(InvalidInput, match="level: 1 is the memory units"):
@@ -256,7 +258,9 @@ def test_tree_filters_by_level_and_window(lena):
 
 
 def test_sync_online_consolidation_follows_retain(tmp_path, embedder, extractor):
-    with Memory(_settings(tmp_path, background={"tree": True, "mode": "sync"}), embedder=embedder, extractor=extractor) as m:
+    with Memory(
+        _settings(tmp_path, background={"tree": True, "mode": "sync"}), embedder=embedder, extractor=extractor
+    ) as m:
         m.retain("lena", _conversations())
         assert len(m.tree.nodes("lena", level="session")) == 4  # every session of 2024 is closed now
         assert tree_problems(m.tree.nodes("lena"), _unit_times(m)) == []

@@ -72,7 +72,7 @@ def test_backfill_on_two_nodes(tmp_path):
         )
         assert (summary.banks, summary.turns, summary.memories, summary.failed_banks) == (4, 48, 48, 0)
         assert len({r["node_id"] for r in results}) == 2  # both nodes retained banks
-        store = MilvusStore(Settings(milvus_uri=server.uri), dim=384)
+        store = MilvusStore(Settings(store={"milvus_uri": server.uri}), dim=384)
         try:
             assert {b: store.count_units(b) for b in ("b0", "b1", "b2", "b3")} == dict(
                 Counter(r["bank_id"] for r in rows)

@@ -1,5 +1,5 @@
-"""MEMLANE_EXTRACTOR=llm through the backfill: the settings reach the workers (API key from the
-workers' own environment, never in the payload), and a real `memlane backfill` on local Ray
+"""MEMLANE_RETAIN__EXTRACTOR=llm through the backfill: the settings reach the workers (API key
+from the workers' own environment, never in the payload), and a real `memlane backfill` on local Ray
 extracts with a fake OpenAI-compatible server."""
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ def server():
 
 
 def _env(monkeypatch, server):
-    monkeypatch.setenv("MEMLANE_EXTRACTOR", "llm")
-    monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
-    monkeypatch.setenv("MEMLANE_LLM_MODEL", "fake")
-    monkeypatch.setenv("MEMLANE_LLM_API_KEY", "sk-secret")
-    monkeypatch.setenv("MEMLANE_LLM_BACKGROUND", "off")
+    monkeypatch.setenv("MEMLANE_RETAIN__EXTRACTOR", "llm")
+    monkeypatch.setenv("MEMLANE_LLM__BASE_URL", server.base_url)
+    monkeypatch.setenv("MEMLANE_LLM__MODEL", "fake")
+    monkeypatch.setenv("MEMLANE_LLM__API_KEY", "sk-secret")
+    monkeypatch.setenv("MEMLANE_BACKGROUND__REFLECT", "false")
 
 
 def test_worker_settings_carry_the_llm_but_not_the_keys(monkeypatch, server):
@@ -44,7 +44,7 @@ def test_worker_settings_carry_the_llm_but_not_the_keys(monkeypatch, server):
     from memlane.settings import Settings
 
     _env(monkeypatch, server)
-    monkeypatch.setenv("MEMLANE_LLM_REFLECT_API_KEY", "sk-other")
+    monkeypatch.setenv("MEMLANE_LLM__REFLECT__API_KEY", "sk-other")
     sent = worker_settings(Settings())
     assert sent["retain"]["extractor"] == "llm" and sent["llm"]["base_url"] == server.base_url
 

@@ -176,7 +176,7 @@ def test_backfill_retains_vllm_batch_replies(tmp_path, monkeypatch):
             summary = run_backfill(cfg)
         finally:
             ray.shutdown()
-        store = MilvusStore(Settings(milvus_uri=server.uri), dim=384)
+        store = MilvusStore(Settings(store={"milvus_uri": server.uri}), dim=384)
         try:
             units = {b: [u for batch in store.iter_units(b) for u in batch] for b in ("b0", "b1")}
         finally:

@@ -14,7 +14,6 @@ from pipelines.job import worker_settings
 @pytest.fixture(autouse=True)
 def _no_thread_env(monkeypatch):
     monkeypatch.delenv("MEMLANE_MODELS__TORCH_THREADS", raising=False)
-    monkeypatch.delenv("MEMLANE_TORCH_THREADS", raising=False)
     monkeypatch.delenv("MEMLANE_MODELS__EMBEDDER_DEVICE", raising=False)
 
 

@@ -105,14 +105,7 @@ def service(tmp_path_factory):
     port = free_port()
     env = {**os.environ, "MEMLANE_SERVE__API_KEYS": json.dumps(KEYS), "MEMLANE_SERVE__AUTH": "on"}
     env["MEMLANE_SERVE__MAX_BODY_BYTES"] = str(BODY_LIMIT)
-    for name in (
-        "MEMLANE_LLM__BASE_URL",
-        "MEMLANE_LLM_BASE_URL",
-        "MEMLANE_API_KEYS",
-        "MEMLANE_AUTH",
-        "MEMLANE_MAX_BODY_BYTES",
-    ):
-        env.pop(name, None)
+    env.pop("MEMLANE_LLM__BASE_URL", None)
     data = root / "data"
     started = _memlane(
         "serve",

@@ -50,9 +50,9 @@ def service(tmp_path_factory):
     port = free_port()
     env = {
         **os.environ,
-        "MEMLANE_API_KEYS": json.dumps(KEYS),
-        "MEMLANE_AUTH": "on",
-        "MEMLANE_MAX_BODY_BYTES": str(BODY_LIMIT),
+        "MEMLANE_SERVE__API_KEYS": json.dumps(KEYS),
+        "MEMLANE_SERVE__AUTH": "on",
+        "MEMLANE_SERVE__MAX_BODY_BYTES": str(BODY_LIMIT),
         "MEMLANE_LLM__API_KEY": LLM_KEY,
         # An async retain whose replica died is reported failed after this long without a
         # heartbeat (default 120 s; replicas beat every stale_s / 4 = 2.5 s), and a dead
@@ -61,7 +61,7 @@ def service(tmp_path_factory):
         "MEMLANE_SERVE__OPERATION_STALE_S": "10",
         "MEMLANE_STORE__WRITE_LEASE_TTL_S": "10",
     }
-    env.pop("MEMLANE_LLM_BASE_URL", None)
+    env.pop("MEMLANE_LLM__BASE_URL", None)
     started = _memlane(
         "serve",
         "--port",

@@ -56,9 +56,9 @@ def llm_service(tmp_path_factory):
         # Only the reflect role has an LLM: retain stays LLM-free and consolidation off.
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_LLM")}
         env.update(
-            MEMLANE_AUTH="off",
-            MEMLANE_LLM_REFLECT_BASE_URL=llm.base_url,
-            MEMLANE_LLM_REFLECT_MODEL="fake-model",
+            MEMLANE_SERVE__AUTH="off",
+            MEMLANE_LLM__REFLECT__BASE_URL=llm.base_url,
+            MEMLANE_LLM__REFLECT__MODEL="fake-model",
         )
         started = _memlane(
             "serve",

@@ -23,7 +23,7 @@ def service(tmp_path_factory):
     # The tree is built by the route under test only. The tree's unit gate never cuts the
     # `leaves` best units, and a node that only quotes kept units is redundant: with the default
     # 10, every unit of this 6-item bank stays and no node is left to answer; 2 leaves it a tail.
-    env = {"MEMLANE_TREE__ONLINE": "off", "MEMLANE_TREE__LEAVES": "2"}
+    env = {"MEMLANE_BACKGROUND__TREE": "false", "MEMLANE_TREE__LEAVES": "2"}
     with live_service(tmp_path_factory.mktemp("tree-service"), keys=KEYS, env=env) as state:
         yield state
 
