@@ -134,7 +134,9 @@ def _all_units(memory, bank_id: str) -> list[Any]:
     """Every memory of the bank, invalidated ones included (list_memories pages by 1000)."""
     units: list[Any] = []
     while True:
-        page, total = memory.browse.list_memories(bank_id, offset=len(units), limit=1000, include_invalid=True)
+        page, total = memory.browse.list_memories(
+            bank_id, offset=len(units), limit=1000, include_invalid=True
+        )
         units += page
         if not page or len(units) >= total:
             return units
