@@ -36,7 +36,7 @@ def _browse(memory):
 
 
 def _banks(memory):
-    return memory.list_banks() if hasattr(memory, "list_banks") else memory.banks.list_all()
+    return memory.banks.list_all()
 
 
 @pytest.fixture

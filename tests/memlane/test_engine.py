@@ -299,7 +299,7 @@ def test_a_second_engine_sees_writes_through_the_revision_token(settings, embedd
         writer.retain_file("ana", write_jsonl_fixture(tmp_path / "b.jsonl", more))
         top = reader.recall("ana", "kayak").memories[0].unit.text
         assert top == "Ana: I bought a kayak for the lake."
-        writer.delete_document("ana", "b")
+        writer.forget.delete_document("ana", "b")
         assert "kayak" not in " ".join(m.unit.text for m in reader.recall("ana", "kayak").memories)
 
 

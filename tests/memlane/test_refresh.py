@@ -119,26 +119,26 @@ def test_a_retain_applies_as_a_delta_and_equals_a_full_load(engines):
 
 def test_re_retaining_a_document_replaces_its_units(engines):
     writer, reader, fresh = engines
-    old = {u.id for u in writer.list_memories("ana", document_id="pets")[0]}
+    old = {u.id for u in writer.browse.list_memories("ana", document_id="pets")[0]}
     writer.retain_items("ana", [_item("My dog is called Pepper.", "pets", 9)])
     state = _refreshed(reader, "delta")
-    new = {u.id for u in writer.list_memories("ana", document_id="pets")[0]}
+    new = {u.id for u in writer.browse.list_memories("ana", document_id="pets")[0]}
     assert new and (old - new) and not (old - new) & set(state["ids"])
     assert state == _loaded(fresh)
 
 
 def test_delete_document_and_delete_memory_apply_as_deltas(engines):
     writer, reader, fresh = engines
-    writer.delete_document("ana", "mouse")
+    writer.forget.delete_document("ana", "mouse")
     state = _refreshed(reader, "delta")
     assert not any(f["document_id"] == "mouse" for f in state["fields"].values())
     assert state == _loaded(fresh) == _state(writer)
 
     # a unit other units link to: their stored links are pruned, and the reader reads them
     # again, a link the graph draws no edge for (temporal type, zero weight) included
-    [victim] = [u.id for u in writer.list_memories("ana", document_id="boat")[0]][:1]
-    a, b = [u.id for u in writer.list_memories("ana", document_id="family")[0]][:1] + [
-        u.id for u in writer.list_memories("ana", document_id="music")[0]
+    [victim] = [u.id for u in writer.browse.list_memories("ana", document_id="boat")[0]][:1]
+    a, b = [u.id for u in writer.browse.list_memories("ana", document_id="family")[0]][:1] + [
+        u.id for u in writer.browse.list_memories("ana", document_id="music")[0]
     ][:1]
     linking = writer.store.get_units("ana", [a, b], with_embedding=True)
     linking[0].links = [Link(target_id=victim, type=LinkType.semantic, weight=0.8)]
@@ -146,7 +146,7 @@ def test_delete_document_and_delete_memory_apply_as_deltas(engines):
     with writer.writer.write("ana") as w:
         w.units(linking)
     reader.derived.ensure("ana")
-    writer.delete_memory("ana", victim)
+    writer.forget.delete_memory("ana", victim)
     state = _refreshed(reader, "delta")
     assert victim not in state["ids"]
     assert state["fields"][a]["links"] == [] and state["fields"][b]["links"] == []
@@ -159,7 +159,7 @@ def test_a_delete_hook_s_changes_are_part_of_the_delta(engines):
     from memlane.reflect.observations import observation_id
 
     writer, reader, fresh = engines
-    facts = [u.id for u in writer.list_memories("ana", document_id="pets")[0]]
+    facts = [u.id for u in writer.browse.list_memories("ana", document_id="pets")[0]]
     now = now_utc()
     obs = MemoryUnit(
         id=observation_id("ana", "mochi"),
@@ -175,7 +175,7 @@ def test_a_delete_hook_s_changes_are_part_of_the_delta(engines):
     with writer.writer.write("ana") as w:
         w.units([obs])
     reader.derived.ensure("ana")
-    writer.delete_memory("ana", facts[0])
+    writer.forget.delete_memory("ana", facts[0])
     state = _refreshed(reader, "delta")
     assert state["fields"][obs.id]["source_fact_ids"] == facts[1:]
     assert state == _loaded(fresh) == _state(writer)
@@ -183,8 +183,8 @@ def test_a_delete_hook_s_changes_are_part_of_the_delta(engines):
 
 def test_an_invalidation_applies_as_a_delta(engines):
     writer, reader, fresh = engines
-    [unit] = writer.list_memories("ana", document_id="boat")[0][:1]
-    writer.invalidate("ana", unit.id)
+    [unit] = writer.browse.list_memories("ana", document_id="boat")[0][:1]
+    writer.forget.invalidate("ana", unit.id)
     state = _refreshed(reader, "delta")
     assert state["fields"][unit.id]["invalid_at"] is not None
     assert state == _loaded(fresh)
@@ -194,7 +194,7 @@ def test_an_invalidation_applies_as_a_delta(engines):
 def test_a_reader_several_writes_behind_walks_the_log(engines):
     writer, reader, fresh = engines
     writer.retain_items("ana", [_item("Rita moved to Porto.", "family2", 10)])
-    writer.delete_document("ana", "music")
+    writer.forget.delete_document("ana", "music")
     writer.retain_items("ana", [_item("I am practising the cello now.", "music", 11)])
     assert _refreshed(reader, "delta") == _loaded(fresh)
 
@@ -218,7 +218,7 @@ def test_a_log_that_overflowed_or_a_bare_bump_means_a_full_reload(engines, monke
 
 def test_a_deleted_bank_reloads_empty(engines):
     writer, reader, _ = engines
-    writer.delete_bank("ana")
+    writer.banks.delete("ana")
     assert writer.store.revision_log("ana") == ("", [])
     assert len(reader.derived.ensure("ana")) == 0
     assert reader.derived.last_refresh["ana"] == "load"
