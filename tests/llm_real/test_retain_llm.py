@@ -66,19 +66,26 @@ def _check_bank(m, bank, conv):
     return units
 
 
-def test_llm_extraction_writes_valid_facts_or_the_rules_with_the_error(
-    local_llm, tmp_path, embedder, extractor, noor
-):
+def test_llm_extraction_writes_valid_facts_or_the_rules_with_the_error(local_llm, tmp_path, embedder, noor):
+    """MEMLANE_RETAIN__EXTRACTOR=llm: the engine's own wiring (the LLM extractor of the retain
+    role, its concurrency and token limit from the settings, the rules as its fallback), then
+    what its extraction writes. One test for both: each retained the fixture's chunks through
+    the same extractor, and each chunk costs a model reply of up to ~25 s on 2 cores."""
+    from memlane.retain.extract_rules import RuleExtractor
+
     noor = _sessions(noor, "session_1", "session_2")  # two chunks: both requests at once
-    s = llm_settings(tmp_path, local_llm, retain={"extractor": "llm", "defer_llm": False})
-    llm_ext = LLMExtractor(
-        build_llm(s, "retain"), extractor, concurrency=2, max_tokens=s.llm.extract_max_tokens
+    s = llm_settings(
+        tmp_path, local_llm, llm={"concurrency": 2}, retain={"extractor": "llm", "defer_llm": False}
     )
-    with Memory(s, embedder=embedder, extractor=llm_ext) as m:
+    with Memory(s, embedder=embedder) as m:
+        llm_ext = m.extractor
+        assert isinstance(llm_ext, LLMExtractor) and isinstance(llm_ext.fallback, RuleExtractor)
+        assert (llm_ext.concurrency, llm_ext.max_tokens) == (2, s.llm.extract_max_tokens)
         m.create_bank("noor", name="Noor")
         report = m.retain("noor", [(noor.document_id, noor.turns)])
         units = _check_bank(m, "noor", noor)
         assert report.units == len(units)
+        assert sum(llm_ext.stats.values()) == report.chunks  # each chunk: the model's or the rules'
         assert llm_ext.stats["llm"] + llm_ext.stats["fallback"] == report.chunks
         assert llm_ext.llm.usage["requests"] >= report.chunks  # every chunk went to the model
         # The same document again: greedy decoding gives the same replies, so the same memories
@@ -86,19 +93,6 @@ def test_llm_extraction_writes_valid_facts_or_the_rules_with_the_error(
         m.retain("noor", [(noor.document_id, noor.turns)])
         again = _check_bank(m, "noor", noor)
         assert sorted((u.id, u.text) for u in again) == sorted((u.id, u.text) for u in units)
-
-
-def test_engine_builds_the_llm_extractor_from_the_settings(local_llm, tmp_path, embedder, noor):
-    """MEMLANE_RETAIN__EXTRACTOR=llm: the engine's own wiring, the rules as its fallback (one
-    session, one chunk: the extraction itself is checked on more in the test above)."""
-    noor = _sessions(noor, "session_1")
-    s = llm_settings(tmp_path, local_llm, retain={"extractor": "llm", "defer_llm": False})
-    with Memory(s, embedder=embedder) as m:
-        assert isinstance(m.extractor, LLMExtractor)
-        m.create_bank("noor", name="Noor")
-        m.retain("noor", [(noor.document_id, noor.turns)])
-        _check_bank(m, "noor", noor)
-        assert sum(m.extractor.stats.values()) == 1
 
 
 def test_deferred_extraction_replaces_the_episode(local_llm, tmp_path, embedder, extractor, noor):
