@@ -171,6 +171,15 @@ class DerivedState:
             self.graph.add_nodes(bank_id, [node_of(u) for u in units])
         return RevisionDelta("", sorted(found), gone)
 
+    def linking_to(self, bank_id: str, ids: Sequence[str]) -> set[str] | None:
+        """The units of the bank's state held here that declare a link to one of ``ids`` (the
+        units a deletion of ``ids`` prunes), or None when this process holds no state for the
+        bank. Exact for a writer under the bank's lease (memlane/writes.py): its state was
+        brought to the store's at the write's start and kept there in place."""
+        if bank_id not in self._indexes or not self.graph.has_bank(bank_id):
+            return None
+        return self.graph.linking_to(bank_id, ids)
+
     def held(self, bank_id: str) -> bool:
         """True when this process holds the bank's state (current or not)."""
         return bank_id in self._indexes

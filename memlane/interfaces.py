@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Collection, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -201,10 +201,25 @@ class VectorStore(SearchBackend, Protocol):
         """``{document_id: {"units": n, "chunks": m}}``."""
         ...
 
+    def list_invalid_unit_ids(self, bank_id: str) -> list[str]:
+        """Sorted ids of the invalidated units (as the two listings above would give them, in
+        one read of those rows only)."""
+        ...
+
     def count_units(self, bank_id: str) -> int: ...
-    def delete_units(self, bank_id: str, ids: Sequence[str]) -> int: ...
-    def delete_document(self, bank_id: str, document_id: str) -> dict[str, int]:
-        """Delete a document's units and chunks; returns counts removed per kind."""
+    def delete_units(
+        self, bank_id: str, ids: Sequence[str], *, linking: Collection[str] | None = None
+    ) -> int:
+        """Delete units by id (links to them pruned); returns how many existed."""
+        ...
+
+    def delete_document(
+        self, bank_id: str, document_id: str, *, linking: Collection[str] | None = None
+    ) -> dict[str, int]:
+        """Delete a document's units and chunks; returns counts removed per kind. Links of
+        other units to the deleted ones are pruned: ``linking`` names the units that may hold
+        them (a superset the caller vouches for: the writer's graph); None: the store finds
+        them itself."""
         ...
 
     # chunks

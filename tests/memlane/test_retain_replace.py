@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from memlane.engine import Memory
+from memlane.interfaces import UnitFilter
 from memlane.records import Turn
 from memlane.settings import Settings
 
@@ -217,6 +218,50 @@ def test_a_call_replaces_the_documents_it_names_and_keeps_the_others(memory, fre
     assert _state(memory) == _state(fresh)
     assert sorted(memory.browse.list_documents(BANK)) == [DOC, "conv-2"]
     _clean(memory)
+
+
+def test_replacing_a_document_prunes_the_links_to_it_from_the_graph_as_a_scan_would(
+    memory, fresh, monkeypatch
+):
+    """The links other documents hold to a replaced document's units are pruned; the writer
+    names the units holding them from its graph (read by id), and the bank ends as the store's
+    own scan of every unit's links leaves it (``fresh``, its graph hidden from the store)."""
+    from memlane.derived import DerivedState
+    from memlane.stores.milvus.store import MilvusStore
+
+    other = [t.model_copy(update={"document_id": "conv-2"}) for t in _turns([OTHER, FIRST[1]])]
+    for m in (memory, fresh):
+        m.retain(BANK, [(DOC, _turns(FIRST))])
+        m.retain(BANK, [("conv-2", other)])  # its units link to DOC's
+    ids = set(memory.store.list_unit_ids(BANK, UnitFilter(document_id=DOC, only_valid=False)))
+    assert any(x.target_id in ids for u in _units(memory, "conv-2") for x in u.links)
+
+    scans: list[str] = []
+    query = MilvusStore._bank_query
+
+    def spy(self, bank_id, name, expr, fields):
+        scans.append(expr)
+        return query(self, bank_id, name, expr, fields)
+
+    monkeypatch.setattr(MilvusStore, "_bank_query", spy)
+    monkeypatch.setattr(fresh.derived, "linking_to", lambda bank_id, ids: None)
+    assert isinstance(fresh.derived, DerivedState)
+    fresh.retain(BANK, [(DOC, _turns(SECOND))])
+    assert any("array_contains_any" in e for e in scans)  # the scan ran where no graph was given
+    scans.clear()
+    memory.retain(BANK, [(DOC, _turns(SECOND))])
+    assert not any("array_contains_any" in e for e in scans)
+
+    assert _state(memory) == _state(fresh)
+    gone = ids - set(memory.store.list_unit_ids(BANK, UnitFilter(only_valid=False)))
+    assert gone and not any(x.target_id in gone for u in _units(memory, "conv-2") for x in u.links)
+    _clean(memory)
+    _clean(fresh)
+
+
+def _units(memory: Memory, document_id: str):
+    ids = memory.store.list_unit_ids(BANK, UnitFilter(document_id=document_id, only_valid=False))
+    return memory.store.get_units(BANK, ids)
 
 
 def test_a_text_said_twice_in_one_retain_is_embedded_once(memory, monkeypatch):
