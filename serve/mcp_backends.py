@@ -90,7 +90,7 @@ def engine_lifespan(
         try:
             # Open the store now (the engine opens it on first use): a data directory that
             # cannot be used stops the server at start, not at the agent's first call.
-            await anyio.to_thread.run_sync(memory.list_banks)
+            await anyio.to_thread.run_sync(memory.banks.list_all)
         except BaseException:
             await anyio.to_thread.run_sync(memory.close)
             raise
