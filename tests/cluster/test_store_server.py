@@ -240,3 +240,39 @@ def test_a_cold_bank_on_milvus_2_3_is_answered_without_the_lexical_channel(
         warm = reader.recall("ana", "What is the name of the beagle Ana adopted?")
         assert not warm.cold and warm.channels_missing == []
         assert "Pixel" in warm.memories[0].unit.text
+
+
+def test_the_jobs_and_export_reach_the_server_the_settings_name(run, tmp_path, milvus_server_uri):
+    """With MEMLANE_STORE__MILVUS_URI set, the backfill (and its consolidation), `export`,
+    `doctor` and `status` all use that server, agree on what it holds, and open no Milvus Lite."""
+    from pymilvus import MilvusClient
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "conversations.jsonl"
+    rows = [json.loads(line) for line in sample.read_text().splitlines()]
+    corpus = tmp_path / "priya.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows if r["bank_id"] == "priya"))
+    env = {
+        "MEMLANE_STORE__MILVUS_URI": milvus_server_uri,
+        "MEMLANE_STORE__COLLECTION_PREFIX": "jobs",
+        "MEMLANE_DATA_DIR": str(tmp_path / "data"),
+    }
+    try:
+        done = run("backfill", str(corpus), "--consolidate", "--json", env=env)
+        assert done.exit_code == 0, done.output
+        summary = json.loads(done.stdout.strip().splitlines()[-1])
+        assert summary["banks"] == 1 and summary["memories"] > 0
+        exported = run("export", "--bank", "priya", env=env)
+        assert exported.exit_code == 0, exported.output
+        header = json.loads(exported.stdout.splitlines()[0])
+        assert header["counts"]["units"] == summary["memories"] and header["counts"]["tree_nodes"] > 0
+        doctor = json.loads(run("doctor", "--bank", "priya", "--json", env=env).stdout)
+        assert doctor["ok"] is True
+        status = json.loads(run("status", "--json", env=env).stdout)
+        assert [b["bank_id"] for b in status["banks"]["banks"]] == ["priya"]
+        assert not list((tmp_path / "data").glob("**/*.db")), "a command opened a Milvus Lite"
+    finally:
+        client = MilvusClient(uri=milvus_server_uri)
+        for name in client.list_collections():
+            if name.startswith("jobs"):
+                client.drop_collection(name)
+        client.close()
