@@ -437,3 +437,19 @@ def call(memory: Memory, name: str, bank_id: str | None = None, /, **params: Any
     args = () if not op.bank else (bank_id,)
     result = fn(*args, **kwargs, **op.fixed)
     return result if op.view is None else op.view(result, params)
+
+
+def markdown() -> str:
+    """The catalogue as a markdown table (docs/service.md holds it; a test keeps it current)."""
+
+    def cell(value: str | None) -> str:
+        return f"`{value}`" if value else ""
+
+    lines = ["| operation | HTTP | SDK | MCP tool | CLI | engine |", "| --- | --- | --- | --- | --- | --- |"]
+    for op in OPERATIONS:
+        http = f"{op.http[0]} {op.http[1]}" if op.http else None
+        engine = f"memory.{op.engine}" if op.engine else None
+        cli = f"memlane {op.cli}" if op.cli else None
+        row = (op.summary, cell(http), cell(op.sdk_method), cell(op.mcp), cell(cli), cell(engine))
+        lines.append(f"| `{op.name}`: {row[0]} | " + " | ".join(row[1:]) + " |")
+    return "\n".join(lines) + "\n"

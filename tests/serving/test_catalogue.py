@@ -237,3 +237,10 @@ def test_the_rules_apply_on_the_engine(engine: Memory) -> None:
         catalogue.call(engine, "list_memories", "ghost", colour="red")
     page = catalogue.call(engine, "list_memories", "ghost", limit=5)
     assert page["total"] == report["units"] and page["limit"] == 5 and "embedding" not in page["items"][0]
+
+
+def test_the_docs_table_is_the_catalogue() -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
+    assert catalogue.markdown() in docs
