@@ -40,7 +40,8 @@ from memlane.timings import stage
 
 # Called with (store, bank_id) after units were deleted and before the derived state reloads:
 # a rule that keeps summaries consistent with their sources (observations, memlane/reflect).
-DeleteHook = Callable[[VectorStore, str], None]
+# A delete hook: (the store, recording its writes; the bank; the unit ids this write deleted)
+DeleteHook = Callable[[VectorStore, str, frozenset[str]], None]
 
 
 class BankWriter:
@@ -179,7 +180,7 @@ class BankWrite:
         bank_id, store, derived = self.bank_id, self.store, self.writer.derived
         for hook in self.writer.on_delete:
             with stage(f"delete.hook.{getattr(hook, '__name__', 'hook')}"):
-                hook(recorder.as_store(), bank_id)
+                hook(recorder.as_store(), bank_id, frozenset(recorder.removed))
         with stage("delete.apply_delta"):
             applied = derived.apply_delta(bank_id, recorder.upserted, recorder.removed)
         self.upserted.update(applied.upserted)

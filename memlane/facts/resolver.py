@@ -193,7 +193,7 @@ class FactResolver:
         return report
 
 
-def restore_superseded(store, bank_id: str) -> None:
+def restore_superseded(store, bank_id: str, removed: frozenset[str] = frozenset()) -> None:
     """The writer's delete hook: a fact resolution invalidated whose successor was deleted is
     valid again at once (not only at the next consolidation), so no fact points at nothing and
     the value it held is current again. Invalidations made by hand are left alone."""

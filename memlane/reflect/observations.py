@@ -37,7 +37,7 @@ def observation_messages(name: str, facts: list[tuple[str, str]]) -> list[dict]:
     ]
 
 
-def prune_observations(store: VectorStore, bank_id: str) -> None:
+def prune_observations(store: VectorStore, bank_id: str, removed: frozenset[str] = frozenset()) -> None:
     """After facts were deleted: an observation keeps only the sources that still exist
     (proof_count follows) and goes when none is left, so no summary outlives its evidence.
     Its text is rewritten by the next consolidation. (A delete hook of memlane/writes.py.)"""

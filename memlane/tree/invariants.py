@@ -48,14 +48,21 @@ def tree_problems(nodes: Iterable[TreeNode], units: dict[str, datetime]) -> list
     return problems
 
 
-def prune_tree(store: VectorStore, bank_id: str) -> None:
+def prune_tree(store: VectorStore, bank_id: str, removed: frozenset[str] | None = None) -> None:
     """After memory units were deleted: remove every node with a child that no longer exists,
     and its ancestors (their children lists name it), so the tree never points at nothing. The
-    next consolidation writes the removed windows again from what remains."""
+    next consolidation writes the removed windows again from what remains. ``removed``: the
+    unit ids just deleted (the writer's delete hook), so the bank's ids are not listed (that
+    listing made every re-retain of a document O(bank), benchmarks/replace_cost.py); None
+    checks the children against every unit the store holds (consolidation)."""
+    if removed is not None and not removed:
+        return
     nodes = store.list_tree_nodes(bank_id)
     if not nodes:
         return
-    units = set(store.list_unit_ids(bank_id))
+    if removed is None:
+        held = set(store.list_unit_ids(bank_id))
+        removed = frozenset(c for n in nodes if n.level == Level.session for c in n.children if c not in held)
     by_id = {n.id: n for n in nodes}
     gone: set[str] = set()
     for lv in (Level.session, Level.day, Level.week, Level.profile):
@@ -63,7 +70,7 @@ def prune_tree(store: VectorStore, bank_id: str) -> None:
             if n.level != lv:
                 continue
             if lv == Level.session:
-                broken = any(c not in units for c in n.children)
+                broken = any(c in removed for c in n.children)
             else:
                 broken = any(c in gone or c not in by_id for c in n.children)
             if broken:
