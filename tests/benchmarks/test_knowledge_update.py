@@ -192,10 +192,11 @@ def test_a_small_run_end_to_end(tmp_path, embedder):
 
 
 class _Bank:
-    """A stand-in engine whose bank holds given units (list_memories only)."""
+    """A stand-in engine whose bank holds given units (``browse.list_memories`` only)."""
 
     def __init__(self, units):
         self.units = units
+        self.browse = self
 
     def list_memories(self, bank_id, *, limit, include_invalid):
         assert include_invalid  # invalidated memories are what is counted
