@@ -8,18 +8,25 @@ composed from real phrase embeddings go straight into an in-process BankIndex ov
 bank of a Milvus Lite store in a temporary directory; 25 recalls per size, the first 5 warm-up.
 Dense search is exact at every size, or with ``--ann`` takes the path the engine chooses: the
 HNSW graph from ``recall.ann_threshold`` live memories (built here before the recalls, its
-build time printed), exact below it. Each line also has the whole recall's p50 / p95.
+build time printed), exact below it. Each line also has the whole recall's p50 / p95, and a
+second line each stage's p95.
+
+Before / after a change, the same script over two checkouts (the engine line says which ran):
+``git worktree add /tmp/before HEAD`` then ``PYTHONPATH=/tmp/before .venv/bin/python
+benchmarks/recall_stages.py ...`` beside ``PYTHONPATH=. ...``, alternated.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
 
 import numpy as np
 
+import memlane
 from benchmarks.engine import bench_queries, phrase_vectors, synthetic_batches, trim_heap
 from memlane.derived import node_of
 from memlane.engine import Memory
@@ -32,6 +39,8 @@ def main() -> None:
     ap.add_argument("sizes", help="Comma-separated bank sizes (memories).")
     ap.add_argument("--ann", action="store_true", help="The graph from recall.ann_threshold, as the engine.")
     args = ap.parse_args()
+    # Which tree's engine runs (a before/after pair points PYTHONPATH at two checkouts).
+    print("engine:", os.path.dirname(os.path.dirname(memlane.__file__)), flush=True)
     memory = Memory(Settings(data_dir=tempfile.mkdtemp(prefix="memlane-stages-")))
     threshold = memory.settings.recall.ann_threshold if args.ann else 1 << 62
     phrases = phrase_vectors(memory.embedder)
@@ -71,6 +80,8 @@ def main() -> None:
         p50, p95 = np.percentile(whole, [50, 95])
         path = "graph" if index.ann_active else "exact"
         print(size, path, {s: round(statistics.median(v), 1) for s, v in stages.items()}, flush=True)
+        tails = {s: round(float(np.percentile(v, 95)), 1) for s, v in stages.items()}
+        print(size, path, "p95", tails, flush=True)
         print(f"{size} {path}: whole recall p50 / p95 {p50:.1f} / {p95:.1f} ms{built}", flush=True)
         memory.derived.drop(bank)
         del index

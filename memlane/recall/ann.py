@@ -1,7 +1,9 @@
 """An HNSW graph over a bank index's dense rows: the dense search of big banks.
 
 A thin wrapper so :class:`memlane.recall.index.BankIndex` sees three calls: ``add`` rows
-(labels are the index's row numbers), ``search`` a query for the nearest rows, ``len``. The
+(labels are the index's row numbers; in the graph over chunk centroids, which
+memlane/recall/dense.py keeps beside it for the chunk prior, chunk numbers), ``search`` a
+query for the nearest rows, ``len``. The
 index keeps deletions itself (its ``alive`` column): a dead or replaced row stays in the graph
 and is dropped when candidates are masked; the index rebuilds the graph when too many are dead.
 
@@ -51,7 +53,9 @@ class HnswIndex:
         return int(self._index.get_current_count())
 
     def add(self, rows: np.ndarray, vectors: np.ndarray) -> None:
-        """Add ``vectors`` under the labels ``rows`` (new row numbers, never reused)."""
+        """Add ``vectors`` under the labels ``rows`` (new row numbers, never reused); a label
+        already present has its vector replaced (hnswlib updates the element in place: the
+        chunk graph's centroid of a chunk that gained a row)."""
         if len(rows) == 0:
             return
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)

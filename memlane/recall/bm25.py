@@ -32,8 +32,10 @@ def query_terms(text: str) -> set[str]:
 
 
 class Postings:
-    """Term postings over a bank index's rows. Not thread-safe: the bank index calls it under
-    its lock."""
+    """Term postings over a bank index's rows. The bank index writes them under its write lock
+    and scores under a read, searches side by side: the one thing a search writes is the
+    numpy copy of a term's postings (``_post_np``), a dict entry set whole, to the arrays any
+    search would make of the same postings, and dropped by writes only."""
 
     def __init__(self) -> None:
         self.clear()
@@ -104,9 +106,14 @@ class Postings:
             # answer, without a pass over every row.
             return parts[0]
         scores = np.zeros(n)
+        # The rows some term occurs in, found in a one-byte-a-row array: every part is
+        # positive, so they are the rows scoring above 0 (a pass over every row's float score
+        # was 2 of 4.8 ms of a search at 300k units, whose query terms post ~80k rows).
+        touched = np.zeros(n, dtype=np.bool_)
         for pos, part in parts:
             scores[pos] += part
-        rows = np.flatnonzero(scores)
+            touched[pos] = True
+        rows = np.flatnonzero(touched)
         return rows, scores[rows]
 
     def _postings_np(self, term: str) -> tuple[np.ndarray, np.ndarray]:

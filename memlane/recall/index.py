@@ -7,9 +7,16 @@ dense top-100 search took 47 ms p50 and a whole recall 109 ms p50 / 167 ms p95 (
 engine, Nov 2026), against a 50 ms p95 target. A 10k x 384 matrix product is under 1 ms. With
 a Milvus server (C++, segment pruning) ``search_backend="milvus"`` searches the store directly.
 
-:class:`BankIndex` holds the lock and the HNSW graph's life cycle, and composes three parts:
+:class:`BankIndex` holds the lock and the HNSW graphs' life cycle, and composes three parts:
 the rows (memlane/recall/index_rows.py), dense search (memlane/recall/dense.py) and the BM25
 postings (memlane/recall/bm25.py).
+
+Threads: a reader-writer lock (memlane/recall/rwlock.py). Searches share it, so a recall's
+semantic, lexical and temporal channels run side by side (with one lock the lexical search
+waited for the dense one: most of a 1M bank's distance from a small one, issue 38); writes
+hold it alone. What a search computes lazily is safe among readers: the chunk centroids are
+published as one tuple (memlane/recall/dense.py), a graph build is started under a small mutex
+of its own, and the BM25 postings' numpy cache holds values any reader would compute alike.
 """
 
 from __future__ import annotations
@@ -22,10 +29,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from memlane.interfaces import Hit, UnitFilter
-from memlane.recall.ann import HnswIndex
 from memlane.recall.bm25 import Postings, query_terms, unit_tokens
-from memlane.recall.dense import DenseSearch
+from memlane.recall.dense import AnnGraphs, DenseSearch
 from memlane.recall.index_rows import IndexRows
+from memlane.recall.rwlock import RWLock
 from memlane.records import MemoryUnit
 from memlane.units import CANDIDATE_FIELDS
 
@@ -71,22 +78,26 @@ class BankIndex:
         self.revision = revision
         self.ann_threshold = ann_threshold
         self.ann_background = ann_background
-        self._lock = threading.RLock()
+        self._lock = RWLock()
         self.rows = IndexRows(dim)
         self.lexical = Postings()
         self.dense = DenseSearch(self.rows)
-        # The HNSW graph over rows [0, rows.n) once built (None below the threshold); a new
-        # generation invalidates a build in flight (the rows it read were renumbered).
-        self._ann: HnswIndex | None = None
+        # The HNSW graphs once built (None below the threshold): over rows [0, rows.n), and
+        # over the chunk centroids (labelled by chunk number, for the chunk prior); a new
+        # generation invalidates a build in flight (the rows it read were renumbered). Set
+        # under the write lock; the start of a build (``_ann_building``) under ``_ann_state``
+        # too, since searches (readers, side by side) start it.
+        self._ann: AnnGraphs | None = None
         self._ann_building = False
         self._ann_gen = 0
+        self._ann_state = threading.Lock()
 
     def __len__(self) -> int:
         return self.rows.alive_n
 
     def unit_ids(self) -> list[str]:
         """The ids of the units the index holds (what ``memlane doctor`` compares with the store)."""
-        with self._lock:
+        with self._lock.read():
             return list(self.rows.pos)
 
     # writes ---------------------------------------------------------------------------------
@@ -98,7 +109,7 @@ class BankIndex:
             return
         _check_embedded(units)
         tokens = [unit_tokens(u) for u in units]
-        with self._lock:
+        with self._lock.write():
             self._remove([u.id for u in units if u.id in self.rows.pos])
             lo = self.rows.append(units, [len(t) for t in tokens])
             self.lexical.add(lo, tokens)
@@ -113,7 +124,7 @@ class BankIndex:
         if not units:
             return
         tokens = [unit_tokens(u) for u in units]
-        with self._lock:
+        with self._lock.write():
             self._remove([u.id for u in units if u.id in self.rows.pos])
             lo = self.rows.append_bulk(units, [len(t) for t in tokens])
             self.lexical.add(lo, tokens)
@@ -121,7 +132,7 @@ class BankIndex:
 
     def remove(self, ids: Iterable[str]) -> None:
         """Drop the units ``ids`` (absent ones are ignored)."""
-        with self._lock:
+        with self._lock.write():
             self._remove([i for i in ids if i in self.rows.pos])
             if self.rows.n > 1000 and self.rows.alive_n < self.rows.n // 2:
                 self._compact()
@@ -130,8 +141,8 @@ class BankIndex:
         self.lexical.remove(self.rows.remove(ids))
 
     def _compact(self) -> None:
-        """Rebuild without dead rows (after many deletes or replacements); the graph goes with
-        the old row numbers, and the next search that needs it rebuilds it."""
+        """Rebuild without dead rows (after many deletes or replacements); the graphs go with
+        the old row numbers, and the next search that needs them rebuilds them."""
         self.lexical.compact(self.rows.compact())
         self._ann = None
         self._ann_building = False
@@ -145,51 +156,61 @@ class BankIndex:
 
     def _ann_extend(self) -> None:
         """Add the rows written since the graph was built (a replaced unit's old row stays in
-        the graph, dead, and is masked out). Too many dead rows: drop the graph, so the next
-        search rebuilds it over the live ones (after a compaction)."""
+        the graph, dead, and is masked out); the chunk graph takes their chunks' centroids at
+        the next search that needs it (:meth:`DenseSearch.through_graph`). Too many dead rows:
+        drop the graphs, so the next search rebuilds them over the live ones (after a
+        compaction). Caller holds the write lock."""
         ann, rows = self._ann, self.rows
         if ann is None:
             return
         if rows.n - rows.alive_n > 0.25 * rows.n:
             self._compact()
             return
-        have = len(ann)
+        have = len(ann.units)
         if have < rows.n:
-            ann.add(np.arange(have, rows.n), rows.vec[have : rows.n])
+            ann.units.add(np.arange(have, rows.n), rows.vec[have : rows.n])
 
-    def _ann_for_search(self) -> HnswIndex | None:
+    def _ann_for_search(self) -> tuple[AnnGraphs | None, bool]:
+        """The graphs a search goes through (None: exact), and whether this search is to build
+        them first (``ann_background=False``: it releases its read, builds, and reads again).
+        Caller holds a read: searches start a build under ``_ann_state``, so only one does."""
         if self.rows.alive_n < self.ann_threshold:
-            return None  # exact (a graph built earlier is kept in step, for a bank that grows back)
-        if self._ann is None and not self._ann_building:
-            if self.ann_background:
-                self._ann_building = True
-                threading.Thread(target=self._build_ann, args=(self._ann_gen,), daemon=True).start()
-            else:
-                self.build_ann()
-        return self._ann
+            return None, False  # exact (a graph built earlier is kept in step, for a bank that grows back)
+        if self._ann is None:
+            with self._ann_state:
+                if not self._ann_building:
+                    self._ann_building = True
+                    if not self.ann_background:
+                        return None, True
+                    threading.Thread(target=self._build_ann, args=(self._ann_gen,), daemon=True).start()
+        return self._ann, False
 
     def build_ann(self) -> None:
-        """Build the HNSW graph over the current rows now (whatever the size)."""
-        with self._lock:
+        """Build the HNSW graphs over the current rows now (whatever the size)."""
+        with self._lock.read(), self._ann_state:
             self._ann_building = True
-        self._build_ann(self._ann_gen)
+            gen = self._ann_gen
+        self._build_ann(gen)
 
     def _build_ann(self, gen: int) -> None:
-        """Build over the rows present at the start, outside the lock (rows are append-only
-        and never change in place, so the snapshot stays valid while writes go on), then add
-        the rows written meanwhile and publish, unless a compaction renumbered the rows."""
-        with self._lock:
-            n0, vec = self.rows.n, self.rows.vec
+        """Build over the rows (and chunk centroids) present at the start, outside the lock
+        (rows are append-only and never change in place, so the snapshot stays valid while
+        writes go on), then add the rows written meanwhile and publish under the write lock,
+        unless a compaction renumbered the rows."""
+        graphs = None
         try:
-            ann = HnswIndex(self.dim, threads=min(2, os.cpu_count() or 1))
-            ann.add(np.arange(n0), vec[:n0])
-            with self._lock:
-                if gen == self._ann_gen:
-                    self._ann = ann
-                    self._ann_extend()
+            with self._lock.read():
+                if gen != self._ann_gen:
+                    return
+                n0, vec = self.rows.n, self.rows.vec
+                centroids = self.dense.chunk_centroids()[1]
+            graphs = AnnGraphs.build(self.dim, vec[:n0], centroids, n0, threads=min(2, os.cpu_count() or 1))
         finally:
-            with self._lock:
+            with self._lock.write():
                 if gen == self._ann_gen:
+                    if graphs is not None:
+                        self._ann = graphs
+                        self._ann_extend()
                     self._ann_building = False
 
     # search ---------------------------------------------------------------------------------
@@ -203,20 +224,33 @@ class BankIndex:
         Exact below ``ann_threshold`` live units; from there through the HNSW graph (see
         :meth:`DenseSearch.through_graph`), exact again when the graph is not built yet or the
         filter is selective."""
-        with self._lock:
-            q = np.asarray(vector, dtype=np.float32).reshape(-1)
-            mask = self.rows.mask(flt)
-            ann = self._ann_for_search()
-            if ann is not None:
-                hits = self.dense.through_graph(ann, q, limit, mask, chunk_prior)
-                if hits is not None:
-                    return hits
-            return self.dense.exact(q, limit, mask, chunk_prior)
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._lock.read():
+            ann, build = self._ann_for_search()
+            if not build:
+                return self._search_dense(q, limit, flt, chunk_prior, ann)
+            gen = self._ann_gen
+        # No read -> write upgrade: the read is released, the graphs built (published under
+        # the write lock), and the search made under a new read.
+        self._build_ann(gen)
+        with self._lock.read():
+            ann = self._ann if self.rows.alive_n >= self.ann_threshold else None
+            return self._search_dense(q, limit, flt, chunk_prior, ann)
+
+    def _search_dense(
+        self, q: np.ndarray, limit: int, flt: UnitFilter | None, chunk_prior: float, ann: AnnGraphs | None
+    ) -> list[Hit]:
+        mask = self.rows.mask(flt)
+        if ann is not None:
+            hits = self.dense.through_graph(ann, q, limit, mask, chunk_prior)
+            if hits is not None:
+                return hits
+        return self.dense.exact(q, limit, mask, chunk_prior)
 
     def search_lexical(self, text: str, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
         """BM25 over the units' text and context (see memlane/recall/bm25.py)."""
         terms = query_terms(text)
-        with self._lock:
+        with self._lock.read():
             rows = self.rows
             if not terms or not rows.alive_n:
                 return []
@@ -228,7 +262,7 @@ class BankIndex:
     def search_time(self, start: float, end: float, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
         """Units whose occurrence interval overlaps [start, end], nearest middle first, with
         their time fields (epoch seconds)."""
-        with self._lock:
+        with self._lock.read():
             rows = self.rows
             n, c = rows.n, rows.cols
             mask = rows.mask(flt) & (c["t_start"][:n] <= end) & (c["t_end"][:n] >= start)
@@ -245,14 +279,14 @@ class BankIndex:
 
     def mentioned_at(self, ids: Iterable[str]) -> dict[str, float]:
         """Each present id's mention time (epoch seconds)."""
-        with self._lock:
+        with self._lock.read():
             pos, mentioned = self.rows.pos, self.rows.cols["mentioned"]
             return {i: float(mentioned[pos[i]]) for i in ids if i in pos}
 
     def candidates(self, ids: Sequence[str], flt: UnitFilter | None = None) -> dict[str, dict]:
         """The fields (as :func:`memlane.units.unit_fields`, less ``context``) of each id that
         exists and passes ``flt``. The values are shared: callers must not modify them."""
-        with self._lock:
+        with self._lock.read():
             rows = self.rows
             found = [(uid, rows.pos[uid]) for uid in ids if uid in rows.pos]
             at = np.fromiter((i for _, i in found), dtype=np.int64, count=len(found))

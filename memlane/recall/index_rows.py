@@ -2,8 +2,9 @@
 the filters and time search read, and its fields for recall, by row number.
 
 Rows are append-only: a replaced or removed unit's row is marked dead (the ``alive`` column)
-and stays until :meth:`IndexRows.compact` renumbers the live ones. Not thread-safe: the bank
-index calls it under its lock.
+and stays until :meth:`IndexRows.compact` renumbers the live ones. The bank index writes under
+its write lock and reads under a shared one: the reads (masks, top, fields) change nothing
+and cache nothing, so searches side by side need no more.
 """
 
 from __future__ import annotations

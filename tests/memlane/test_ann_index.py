@@ -261,3 +261,67 @@ def test_rows_hold_the_unit_fields():
     idx.bulk_load(units)
     got = idx.candidates([u.id for u in units])
     assert got == {u.id: unit_fields(u, CANDIDATE_FIELDS) for u in units}
+
+
+def prior_only_bank(n_mates: int = 7) -> tuple[list[MemoryUnit], np.ndarray, str]:
+    """The clustered units, plus a chunk ``cP`` whose mates lie on a query direction and one
+    unit (``lone``) orthogonal to it: ``lone`` ranks high only through its chunk's centroid."""
+    units = make_units(clustered(N))
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal(DIM).astype(np.float32)
+    q /= np.linalg.norm(q)
+    lone = rng.standard_normal(DIM).astype(np.float32)
+    lone -= (lone @ q) * q  # orthogonal to the query: its own similarity is 0
+    lone /= np.linalg.norm(lone)
+    mates = q + 0.05 * rng.standard_normal((n_mates, DIM)).astype(np.float32)
+    mates /= np.linalg.norm(mates, axis=1, keepdims=True)
+    extra = make_units(np.vstack([mates, lone[None, :]]), prefix="p")
+    for u in extra:
+        u.chunk_id = "cP"
+    return units + extra, q, extra[-1].id
+
+
+def test_graph_path_finds_a_unit_raised_only_by_its_chunk():
+    """The chunk prior through the chunk graph (no product over every centroid): a unit whose
+    own similarity is 0, below thousands of others, is found through its chunk, with the
+    exact search's ranking and scores."""
+    units, q, lone = prior_only_bank()
+    ann, exact = ann_and_exact(units)
+    got = ann.search_dense(q, 10, chunk_prior=1.0)
+    assert ann.ann_active
+    want = exact.search_dense(q, 10, chunk_prior=1.0)
+    assert lone in {h.id for h in want}
+    assert [h.id for h in got] == [h.id for h in want]
+    assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+    # ... and not because the unit graph offered it: only its chunk did.
+    assert ann._ann is not None
+    assert ann.rows.pos[lone] not in set(ann._ann.units.search(q, 200, 256).tolist())
+
+
+def test_chunks_written_after_the_graph_are_found_through_it():
+    """A chunk written after the graphs were built (and a chunk that gains a row) reaches the
+    chunk graph at the next search."""
+    units, q, lone = prior_only_bank()
+    head = [u for u in units if u.chunk_id != "cP"]
+    tail = [u for u in units if u.chunk_id == "cP"]
+    ann, exact = ann_and_exact(head)
+    ann.search_dense(q, 10, chunk_prior=1.0)  # builds the graphs without cP
+    assert ann.ann_active
+    ann.upsert(tail[:4])  # cP: a new chunk, half its mates
+    exact.upsert(tail[:4])
+    ann.search_dense(q, 10, chunk_prior=1.0)
+    ann.upsert(tail[4:])  # cP gains the rest, the lone unit among them
+    exact.upsert(tail[4:])
+    got, want = ann.search_dense(q, 10, chunk_prior=1.0), exact.search_dense(q, 10, chunk_prior=1.0)
+    assert lone in {h.id for h in got}
+    assert [h.id for h in got] == [h.id for h in want]
+
+
+def test_the_exact_path_is_unchanged_below_the_threshold():
+    """Below the threshold no graph is built, chunk graph included."""
+    units, q, lone = prior_only_bank()
+    idx = BankIndex(DIM, ann_background=False)
+    idx.upsert(units)
+    got = idx.search_dense(q, 10, chunk_prior=1.0)
+    assert not idx.ann_active and idx._ann is None
+    assert lone in {h.id for h in got}

@@ -369,6 +369,30 @@ def test_spread_on_10k_units_with_a_hub_returns_full_limit():
         assert [a for _, a in res] == sorted((a for _, a in res), reverse=True)
 
 
+@pytest.mark.parametrize("limit", [1, 10, 40])
+def test_the_sampled_cut_keeps_the_lists(limit, monkeypatch):
+    """The best-``limit`` cut over a dense hop first looks at a sample of the scores (its
+    limit-th best is a floor under the cut): the same lists, scores to the bit, as selecting
+    among every positive score. A hub of every unit, a few middling entities and ties."""
+    rng = random.Random(5)
+    n = 30_000
+    nodes = [
+        GraphNode(
+            id=f"u{i}",
+            entity_ids=["speaker", f"e{rng.randrange(40)}", f"r{rng.randrange(3000)}"],
+            timestamp=BASE + i * 60.0,
+        )
+        for i in range(n)
+    ]
+    g = SparseGraphStore()
+    g.add_nodes("bank", nodes)
+    seed_sets = [{f"u{rng.randrange(n)}": rng.random() + 0.1 for _ in range(10)} for _ in range(8)]
+    sampled = [g.spread("bank", s, hops=2, decay=0.5, limit=limit) for s in seed_sets]
+    monkeypatch.setattr(graph_store_module, "CUT_SAMPLE", 1 << 40)  # no sample: every score
+    full = [g.spread("bank", s, hops=2, decay=0.5, limit=limit) for s in seed_sets]
+    assert sampled == full and all(len(x) == limit for x in full)
+
+
 # ----------------------------------------------------------------------------- lifecycle
 
 
