@@ -4,6 +4,7 @@ is healthy), or stop it with ``--stop``."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -22,6 +23,9 @@ def serve_command(
         None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
     ),
     timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds to wait for health."),
+    ray_dashboard: bool = typer.Option(
+        False, "--ray-dashboard", help="Also start the Ray dashboard (MEMLANE_SERVE__RAY_DASHBOARD)."
+    ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Start Memlane on Ray Serve (local Ray, Milvus Lite server, all on loopback); with
@@ -37,6 +41,8 @@ def serve_command(
         stopped = stop_service(root)
         typer.echo("stopped" if stopped else f"no service running for {root}")
         return
+    if ray_dashboard:  # the supervisor reads its settings from the environment it inherits
+        os.environ["MEMLANE_SERVE__RAY_DASHBOARD"] = "true"
     settings = Settings()
     if settings.store.milvus_uri:  # a server the operator runs: it must answer before Ray starts
         from memlane.errors import StoreUnavailable

@@ -126,7 +126,8 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
 
     # A Milvus server the operator runs (MEMLANE_STORE__MILVUS_URI: `memlane store server`, or
     # a cluster's) is used as it is; without one, the service runs Milvus Lite in data_dir.
-    uri = Settings(data_dir=data_dir).store.milvus_uri
+    settings = Settings(data_dir=data_dir)
+    uri = settings.store.milvus_uri
     server = None
     if not uri:
         server = MilvusLiteServer(data_dir).start()
@@ -146,8 +147,12 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
         # autoscaled replicas in 4 logical CPUs; on 2 cores most replicas wait on others.
         ctx = start_local_ray(
             num_cpus or max(4, os.cpu_count() or 1),
+            include_dashboard=settings.serve.ray_dashboard,
             # serve/loopback.py: Serve binds each replica's gRPC server to all interfaces
             runtime_env={"env_vars": env, "worker_process_setup_hook": LOOPBACK_HOOK},
+            # Ray starts one idle worker per logical CPU ahead of any task, ~44 MB PSS each;
+            # the service runs only actors (Serve's), which start their own workers.
+            _system_config={"enable_worker_prestart": False, "prestart_worker_first_driver": False},
         )
         # ray.init installs Ray's own SIGTERM handler, which dies without cleanup: take the
         # signals back so a stop shuts Serve, Ray and Milvus down in order.

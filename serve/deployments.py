@@ -148,6 +148,11 @@ class MemoryDeployment:
 
         self.memory = service_memory(embedder)
         keep_torch_out(self.memory)  # this replica process's entry point: see keep_torch_out
+        # Serve routes to a replica once __init__ returns: build what retain uses (the
+        # extractor's spaCy model, the embedder's first pass) now, or the first retain waits
+        # for it (856 ms more than the next ones on the peer workload, Nov 2026).
+        self.memory.retainer  # noqa: B018 - a lazily built part: this builds it
+        self.memory.embedder.embed(["warm-up"])
         from ray.serve.metrics import Gauge
 
         from actors.gauges import export_held_state

@@ -34,12 +34,14 @@ def live_service(
     keys: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     replicas: dict[str, int] | None = None,
+    ray_dashboard: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """``memlane serve`` over ``root/data``; yields its state (``url``, ``pid``, ...).
 
     ``keys``: the API keys (auth on); None turns auth off. ``env``: extra variables, over the
     test's environment without its MEMLANE_LLM* (no test reaches a real LLM by accident).
-    ``replicas``: a fixed replica count per deployment name (a config written under root)."""
+    ``replicas``: a fixed replica count per deployment name (a config written under root).
+    ``ray_dashboard``: start the Ray dashboard too (``memlane serve --ray-dashboard``)."""
     from cluster.local import free_port
 
     data = root / "data"
@@ -50,6 +52,8 @@ def live_service(
         base.update(MEMLANE_SERVE__AUTH="on", MEMLANE_SERVE__API_KEYS=json.dumps(keys))
     base.update(env or {})
     args = ["serve", "--port", str(free_port()), "--data-dir", str(data), "--timeout", "420", "--json"]
+    if ray_dashboard:
+        args.append("--ray-dashboard")
     if replicas:
         config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
         for dep in config["applications"][0]["deployments"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
@@ -26,13 +27,17 @@ DIM = 384
 class BgeEmbedder:
     """An :class:`~memlane.interfaces.Embedder`: CLS pooling, then unit rows.
 
-    ``threads``: ONNX Runtime intra-op threads (0 = all cores), as the ONNX MiniLM's.
+    ``threads``: forward passes run side by side (0 = one per core), each on a session with
+    one intra-op thread. Passes this small scale badly across intra-op threads: 788 LoCoMo
+    turns in 38 calls of one session each ran at 211-213 texts/s as 2 passes side by side
+    against 105-116 as one pass on 2 intra-op threads, with identical vectors (max abs
+    difference 0.0); a single query's pass took 6.2-8.7 ms p50 on either session, alternated
+    three times (2-core machine, Nov 2026; docs/models.md).
     ``batch_size``: texts per forward pass (0: one). The int8 model quantises its activations
     with one scale per batch tensor, so a text's vector moves with its batch mates (cosine
     0.991-0.998 against the text alone, 20 chat turns in batches of 4): one text per pass
     gives every text the same vector wherever it is embedded (a query alone, its turn in a
-    retain batch), and was no slower on 400 LoCoMo turns (9.4 texts/s against 7.4-11.4 at 16,
-    2 threads, machine at load 10)."""
+    retain batch)."""
 
     def __init__(self, *, batch_size: int = 0, threads: int = 0) -> None:
         from tokenizers import Tokenizer
@@ -44,7 +49,10 @@ class BgeEmbedder:
         self.max_seq_length = MAX_TOKENS
         self.batch_size = batch_size or 1
         self.threads = threads or os.cpu_count() or 1
-        self._session = shared_session(folder / "model.onnx", self.threads)
+        self._session = shared_session(folder / "model.onnx", 1)
+        self._passes = (
+            ThreadPoolExecutor(self.threads, thread_name_prefix="memlane-bge") if self.threads > 1 else None
+        )
         self._inputs = {i.name for i in self._session.get_inputs()}
         tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # Never pad to 512 (13x slower): each batch is padded here to its longest text.
@@ -64,10 +72,17 @@ class BgeEmbedder:
             encs = self._tok.encode_batch(list(texts))
         # Sorted by token length so a batch pads to similar lengths (as sentence-transformers).
         order = sorted(range(n), key=lambda i: len(encs[i].ids))
-        for start in range(0, n, self.batch_size):
-            idx = order[start : start + self.batch_size]
-            hidden = self._session.run(None, padded_feed([encs[i] for i in idx], self._inputs))[0]
-            out[idx] = hidden[:, 0]  # CLS pooling
+        batches = [order[start : start + self.batch_size] for start in range(0, n, self.batch_size)]
+
+        def forward(idx: list[int]) -> np.ndarray:
+            return self._session.run(None, padded_feed([encs[i] for i in idx], self._inputs))[0][:, 0]
+
+        # Side by side when there is more than one pass; a lone pass (a query) runs here.
+        runs = (
+            self._passes.map(forward, batches) if self._passes and len(batches) > 1 else map(forward, batches)
+        )
+        for idx, cls in zip(batches, runs):
+            out[idx] = cls  # CLS pooling
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 

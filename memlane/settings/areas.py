@@ -61,8 +61,10 @@ class ModelSettings(_Area):
     embedder_batch_size: int = Field(0, ge=0)
     embedder_device: str = "cpu"
     # Ray sets OMP_NUM_THREADS=1 in workers; torch threads are set explicitly (0 = all cores).
-    # The ONNX backend takes its intra-op thread count from here too (the batch actors set it
-    # to the CPUs Ray gave them when it is 0, whichever backend embeds: actors/engine_settings.py).
+    # The ONNX MiniLM takes its intra-op thread count from here too, and bge-small the number
+    # of single-threaded passes it runs side by side (2x the texts/s of one pass on 2 threads:
+    # memlane/models/bge_embedder.py); the batch actors set it to the CPUs Ray gave them when
+    # it is 0, whichever backend embeds (actors/engine_settings.py).
     torch_threads: int = Field(0, ge=0)
     # "onnx": MiniLM exported once to ONNX and run on ONNX Runtime, torch never imported by the
     # process that embeds (memlane/models/onnx_embedder.py); "torch": sentence-transformers;
@@ -149,6 +151,11 @@ class ServeSettings(_Area):
     # makes ~17 recalls/s, far below the default.
     rate_limit_per_s: float = Field(50.0, ge=0)
     rate_limit_burst: int = Field(100, ge=1)
+    # The Ray dashboard's web UI beside `memlane serve` (`memlane serve --ray-dashboard`). Off
+    # by default: its head process and nine module processes held 206 MB PSS of a local Ray
+    # at rest (745 -> 539 MB, 2-core machine, Nov 2026). Metrics are exported either way (Ray's
+    # metrics agent, `metrics_export_port`), so Prometheus and Grafana need nothing more.
+    ray_dashboard: bool = False
 
 
 class LLMRoleSettings(_Area):

@@ -90,11 +90,17 @@ def test_bge_ranks_the_answering_turn_above_the_lookalike(bge):
 
 
 def test_a_batch_gives_the_vectors_of_one_by_one(bge):
+    """Two passes at a time (threads=2) place every row where its text was, and each text
+    gets the vector it gets alone (one text per pass: no batch mates), as with one thread."""
     # Lengths from 3 to ~600 tokens (cut at 512): one text truncates.
     texts = [t for triple in TRIPLES for t in triple] + ["ok", "see you " * 300]
+    assert bge.threads == 2 and bge._passes is not None
     batched = bge.embed(texts)
     single = np.concatenate([bge.embed([t]) for t in texts])
-    assert float((batched * single).sum(axis=1).min()) >= 0.999
+    np.testing.assert_array_equal(batched, single)
+    one_thread = build_embedder(_settings(embedder="bge-small", torch_threads=1))
+    assert one_thread._passes is None
+    np.testing.assert_array_equal(one_thread.embed(texts), batched)
 
 
 def test_an_unknown_embedder_name_is_rejected_by_name():

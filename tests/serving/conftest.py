@@ -38,7 +38,10 @@ class _Shared:
         if self.state is None:
             from live import live_service
 
-            cm = live_service(tmp_path_factory.mktemp("default-service"), keys=DEFAULT_KEYS)
+            # test_explorer also checks the Ray dashboard that --ray-dashboard starts
+            cm = live_service(
+                tmp_path_factory.mktemp("default-service"), keys=DEFAULT_KEYS, ray_dashboard=True
+            )
             self.state = cm.__enter__()
             self.cm = cm
         return self.state

@@ -111,3 +111,33 @@ def test_every_queried_metric_is_exported_by_the_live_service(worked, dashboard)
     assert len(wanted) >= 3
     problems = wait_for(worked["metrics_export_port"], wanted, timeout_s=150)
     assert not problems, f"{dashboard} queries metrics the live service does not export: {problems}"
+
+
+def test_the_metrics_come_without_the_ray_dashboard_or_idle_workers(worked):
+    """The local service starts no Ray dashboard unless asked (memlane serve --ray-dashboard)
+    and no idle Ray workers ahead of use, while the metrics above are exported."""
+    assert worked["dashboard_url"] is None
+    names = _process_tree_names(worked["pid"])
+    assert any("ServeReplica:memlane:Memory" in n for n in names), names  # the tree is the service's
+    assert not [n for n in names if "ray-dashboard-" in n or n.startswith("ray::IDLE")], names
+
+
+def _process_tree_names(root: int) -> list[str]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    names, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            names.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip())
+        except OSError:
+            continue
+    return names

@@ -151,6 +151,14 @@ def test_timeline_route_lists_sessions_in_time_order(service):
     assert datetime.fromisoformat(sessions[1]["start"]) == T0 + timedelta(days=7)
 
 
+def test_the_ray_dashboard_answers_on_loopback_when_serve_asks_for_it(service):
+    # This module's service was started with --ray-dashboard (tests/serving/conftest.py).
+    url = service["dashboard_url"]
+    assert url and url.startswith("http://127.0.0.1:"), service
+    page = httpx.get(url, timeout=30)
+    assert page.status_code == 200 and "<html" in page.text.lower()
+
+
 def test_ui_assets_are_served_with_security_headers(service):
     with _http(service, key=None) as http:
         redirect = http.get("/ui")
