@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memlane.models.onnx_session import padded_feed, shared_session
+from memlane.models.onnx_session import LONG_PASS_TOKENS, padded_feed, release_freed_memory, shared_session
 from memlane.models.tokens import TokenCounter
 from memlane.models.vectrix import vectrix_model_dir
 
@@ -83,6 +83,8 @@ class BgeEmbedder:
         )
         for idx, cls in zip(batches, runs):
             out[idx] = cls  # CLS pooling
+        if len(encs[order[-1]].ids) >= LONG_PASS_TOKENS:
+            release_freed_memory()
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
