@@ -152,7 +152,8 @@ class MemoryDeployment:
         # extractor's spaCy model, the embedder's first pass) now, or the first retain waits
         # for it (856 ms more than the next ones on the peer workload, Nov 2026).
         self.memory.retainer  # noqa: B018 - a lazily built part: this builds it
-        self.memory.embedder.embed(["warm-up"])
+        if embedder is None:  # a remote Embedder warms itself
+            self.memory.embedder.embed(["warm-up"])
         from ray.serve.metrics import Gauge
 
         from actors.gauges import export_held_state

@@ -32,7 +32,8 @@ class BgeEmbedder:
     turns in 38 calls of one session each ran at 211-213 texts/s as 2 passes side by side
     against 105-116 as one pass on 2 intra-op threads, with identical vectors (max abs
     difference 0.0); a single query's pass took 6.2-8.7 ms p50 on either session, alternated
-    three times (2-core machine, Nov 2026; docs/models.md).
+    three times (2-core machine, Nov 2026). The raw rate of ``benchmarks/retain_profile.py``
+    shows it: 106.6 texts/s before, 204.7-291.9 after (docs/results.md).
     ``batch_size``: texts per forward pass (0: one). The int8 model quantises its activations
     with one scale per batch tensor, so a text's vector moves with its batch mates (cosine
     0.991-0.998 against the text alone, 20 chat turns in batches of 4): one text per pass
