@@ -23,9 +23,9 @@ from memlane.derived import node_of
 from memlane.engine import Memory
 from memlane.interfaces import GraphNode
 from memlane.settings import Settings
-from memlane.stores.sparse_graph import store as graph_store
+from memlane.stores.sparse_graph import spread as graph_spread
 
-WAYS = {"sparse": graph_store.SPARSE_HOP_FACTOR, "dense": 1 << 62}
+WAYS = {"sparse": graph_spread.SPARSE_HOP_FACTOR, "dense": 1 << 62}
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
     graph.spread("b", seed_sets[0], hops=2, decay=0.5, limit=100)  # builds the matrix
     answers = {}
     for way in [*WAYS, *WAYS]:
-        graph_store.SPARSE_HOP_FACTOR = WAYS[way]
+        graph_spread.SPARSE_HOP_FACTOR = WAYS[way]
         ms, got = [], []
         for seeds in seed_sets:
             t0 = time.perf_counter()

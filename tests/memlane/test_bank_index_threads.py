@@ -16,9 +16,8 @@ from tests.memlane.test_ann_index import DIM, clustered, make_units
 WAIT = 10.0
 
 
-def test_lexical_search_runs_while_a_dense_search_is_in_flight(monkeypatch):
-    idx = BankIndex(DIM)
-    idx.upsert(make_units(clustered(300)))
+def _hold_exact_search(monkeypatch, idx: BankIndex) -> tuple[threading.Event, threading.Event]:
+    """Make the index's exact dense search signal ``inside`` and wait for ``release``."""
     inside, release = threading.Event(), threading.Event()
     exact = idx.dense.exact
 
@@ -28,6 +27,13 @@ def test_lexical_search_runs_while_a_dense_search_is_in_flight(monkeypatch):
         return exact(*args, **kwargs)
 
     monkeypatch.setattr(idx.dense, "exact", slow_exact)
+    return inside, release
+
+
+def test_lexical_search_runs_while_a_dense_search_is_in_flight(monkeypatch):
+    idx = BankIndex(DIM)
+    idx.upsert(make_units(clustered(300)))
+    inside, release = _hold_exact_search(monkeypatch, idx)
     with ThreadPoolExecutor(2) as pool:
         dense = pool.submit(idx.search_dense, clustered(1, seed=5)[0], 5)
         assert inside.wait(WAIT)
@@ -43,15 +49,7 @@ def test_a_write_waits_for_the_searches_in_flight(monkeypatch):
     idx = BankIndex(DIM)
     units = make_units(clustered(300))
     idx.upsert(units[:200])
-    inside, release = threading.Event(), threading.Event()
-    exact = idx.dense.exact
-
-    def slow_exact(*args, **kwargs):
-        inside.set()
-        assert release.wait(WAIT)
-        return exact(*args, **kwargs)
-
-    monkeypatch.setattr(idx.dense, "exact", slow_exact)
+    inside, release = _hold_exact_search(monkeypatch, idx)
     with ThreadPoolExecutor(2) as pool:
         dense = pool.submit(idx.search_dense, clustered(1, seed=5)[0], 300)
         assert inside.wait(WAIT)

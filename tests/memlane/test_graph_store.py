@@ -17,7 +17,7 @@ import pytest
 from memlane.interfaces import GraphNode, GraphStore
 from memlane.records import Link, LinkType
 from memlane.stores.sparse_graph import SparseGraphStore
-from memlane.stores.sparse_graph import store as graph_store_module
+from memlane.stores.sparse_graph import spread as spread_module
 
 BASE = 1_700_000_000.0
 HOUR = 3600.0
@@ -328,8 +328,8 @@ HOP_PATHS = {"sparse": (1.0, 0), "gather": (1.0, 1 << 40), "matvec": (-1.0, 0)}
 )
 def test_spread_matches_dense_reference(seed, hops, decay, k, path, monkeypatch):
     gather_fraction, sparse_factor = HOP_PATHS[path]
-    monkeypatch.setattr(graph_store_module, "GATHER_MAX_FRACTION", gather_fraction)
-    monkeypatch.setattr(graph_store_module, "SPARSE_HOP_FACTOR", sparse_factor)
+    monkeypatch.setattr(spread_module, "GATHER_MAX_FRACTION", gather_fraction)
+    monkeypatch.setattr(spread_module, "SPARSE_HOP_FACTOR", sparse_factor)
     nodes = random_nodes(80, seed=seed)
     # Duplicate ids: the last one wins in both implementations.
     nodes.append(node("u005", BASE + 3 * HOUR, ["e1"], [link("u006", LinkType.enables, 0.7)]))
@@ -388,7 +388,7 @@ def test_the_sampled_cut_keeps_the_lists(limit, monkeypatch):
     g.add_nodes("bank", nodes)
     seed_sets = [{f"u{rng.randrange(n)}": rng.random() + 0.1 for _ in range(10)} for _ in range(8)]
     sampled = [g.spread("bank", s, hops=2, decay=0.5, limit=limit) for s in seed_sets]
-    monkeypatch.setattr(graph_store_module, "CUT_SAMPLE", 1 << 40)  # no sample: every score
+    monkeypatch.setattr(spread_module, "CUT_SAMPLE", 1 << 40)  # no sample: every score
     full = [g.spread("bank", s, hops=2, decay=0.5, limit=limit) for s in seed_sets]
     assert sampled == full and all(len(x) == limit for x in full)
 
