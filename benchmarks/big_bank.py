@@ -36,6 +36,7 @@ from benchmarks.engine import bench_queries, phrase_vectors, rss_bytes, syntheti
 from benchmarks.many_banks_layout import pct, rss_kb
 from cluster import milvus_server
 from cluster.local import free_port
+from cluster.processes import exit_on_sigterm
 from memlane.engine import Memory
 from memlane.settings import Settings
 
@@ -174,6 +175,7 @@ def main() -> None:
     ap.add_argument("--ef", default="64,128", help="Server HNSW search beams.")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    exit_on_sigterm()  # a `kill` still stops the Milvus server below
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
     efs = [int(x) for x in args.ef.split(",") if x.strip()]
     root = Path(tempfile.mkdtemp(prefix="memlane-bigbank-"))

@@ -378,6 +378,9 @@ def main(argv: list[str] | None = None) -> None:
         help="cara-facts: only opinion assessments, observations and the adjudicator, on rules facts",
     )
     args = parser.parse_args(argv)
+    from cluster.processes import exit_on_sigterm
+
+    exit_on_sigterm()  # a `kill` still stops the model server it starts
     with tempfile.TemporaryDirectory(prefix="memlane-llm-paths-") as tmp:
         work = Path(tmp)
         server = None

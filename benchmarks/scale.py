@@ -32,6 +32,7 @@ import numpy as np
 
 from benchmarks.many_banks_layout import DIM, bank_units, pct, rss_kb
 from cluster import milvus_server
+from cluster.processes import exit_on_sigterm
 from memlane.records import Bank
 from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore
@@ -179,6 +180,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    exit_on_sigterm()  # a `kill` still stops the Milvus server it starts
     sizes = [int(x) for x in args.banks.split(",") if x.strip()]
     root = Path(tempfile.mkdtemp(prefix="memlane-scale-"))
     out: dict = {"vectors": "synthetic random unit vectors (384-d) at every size", "server": {}, "rows": []}

@@ -1,10 +1,12 @@
 """Stopping a detached server process (the local model server, the local Milvus server): the one
-home of the SIGTERM-then-SIGKILL wait both use."""
+home of the SIGTERM-then-SIGKILL wait both use, and of what a process that started servers does
+when it is sent SIGTERM itself."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 
@@ -37,3 +39,11 @@ def terminate(pid: int, timeout_s: float) -> None:
             if not alive(pid):
                 return
             time.sleep(0.2)
+
+
+def exit_on_sigterm() -> None:
+    """Make SIGTERM end this process through ``SystemExit`` (status 143), so its ``finally``
+    blocks stop the servers it started. Python's default for SIGTERM ends the process at once:
+    a benchmark stopped with ``kill`` left its Milvus server running (seen 28 Nov 2026 with
+    benchmarks/big_bank.py). Call it from a main thread's entry point only."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
