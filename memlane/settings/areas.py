@@ -58,7 +58,7 @@ class ModelSettings(_Area):
     # the longest text of each batch dominates: MiniLM on 2 cores embedded LoCoMo turns, sent 128
     # at a time, at 112 texts/s with batch 64 and 160 with batch 16 (Nov 2026). On an H100,
     # 8,000 LongMemEval turns in one call ran at 2,240-2,750 texts/s with batch 128, 1,170-1,340
-    # with 16, and no faster with 256 or 512 (2x-3.5x the GPU memory): benchmarks/gpu_embed.py.
+    # with 16, and no faster with 256 or 512 (1.8x-3.5x the GPU memory): benchmarks/gpu_embed.py.
     embedder_batch_size: int = Field(0, ge=0)
     embedder_device: str = "cpu"
     # Ray sets OMP_NUM_THREADS=1 in workers; torch threads are set explicitly (0 = all cores).
