@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,10 +31,7 @@ def _terminated(tmp_path: Path, install: bool) -> tuple[int, Path]:
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None and child.stdout.readline().strip() == "ready"
     child.send_signal(signal.SIGTERM)
-    started = time.monotonic()
-    rc = child.wait(timeout=30)
-    assert time.monotonic() - started < 30
-    return rc, marker
+    return child.wait(timeout=30), marker  # a child still sleeping raises TimeoutExpired
 
 
 def test_sigterm_runs_the_finally_blocks_and_exits_143(tmp_path):
