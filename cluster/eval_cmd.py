@@ -235,6 +235,53 @@ def eval_longmemeval(
     _finish(report, run_dir, json_out, markdown(report), plots)
 
 
+def eval_answers(
+    paths: list[Path] = typer.Argument(
+        None, help="Answer-set files (default: the repository's, per --split)."
+    ),
+    split: str = typer.Option(
+        "calibration", "--split", help="calibration | held | all: the repository's files (without FILE)."
+    ),
+    reuse_banks: bool = typer.Option(False, "--reuse-banks", help="Skip retain for banks already built."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Run directory (default: <data-dir>/runs/answers-<time>)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots"),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
+    systems: list[str] | None = typer.Option(None, "--systems", help=SYSTEMS_HELP),
+    budget: str = typer.Option("mid", "--budget", help=BUDGET_HELP),
+) -> None:
+    """Answer precision on the answer set: whether the top memory states the answer
+    (precision@1), hit@3 and mrr@10 per kind of question, for Memlane beside BM25 and dense."""
+    from evals.answers import format_report, run_answers
+    from evals.answers_data import default_answer_paths, load_answer_set
+    from evals.report import QuestionLog
+
+    with errors():
+        _check_budget(budget)
+        chosen = _systems(systems)
+        files = list(paths) if paths else default_answer_paths(split)
+        for f in files:
+            if not f.exists():
+                raise FileNotFoundError(f"answer-set file not found: {f}")
+            load_answer_set(f)  # validate every file before any bank is written
+        run_dir = _run_dir(out, data_dir, "answers")
+        with open_memory(data_dir) as memory:
+            with QuestionLog(run_dir / "questions.jsonl") as log:
+                report = run_answers(
+                    memory,
+                    files,
+                    systems=chosen,
+                    budget=budget,
+                    reuse_banks=reuse_banks,
+                    progress=not json_out,
+                    log=log,
+                    command=_command(),
+                )
+    _finish(report, run_dir, json_out, format_report(report), plots)
+
+
 def serve_bench_runner():
     """:func:`benchmarks.serve_load.run_serve_bench` bound to this package's service (start,
     stop, joining its Ray cluster), or None when the load generator is not importable."""
@@ -323,4 +370,5 @@ def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the eval and bench-suite commands to the CLI's groups."""
     eval_app.command("locomo")(eval_locomo)
     eval_app.command("longmemeval")(eval_longmemeval)
+    eval_app.command("answers")(eval_answers)
     bench_app.command("suite")(bench_suite)
