@@ -206,6 +206,10 @@ class VectorStore(SearchBackend, Protocol):
         one read of those rows only)."""
         ...
 
+    def list_superseded_unit_ids(self, bank_id: str, successors: Collection[str]) -> list[str]:
+        """Sorted ids of the units whose ``superseded_by`` is one of ``successors``."""
+        ...
+
     def count_units(self, bank_id: str) -> int: ...
     def delete_units(
         self, bank_id: str, ids: Sequence[str], *, linking: Collection[str] | None = None

@@ -163,29 +163,46 @@ def test_similar_predicates_are_a_likely_update_but_canonical_pairs_never_are():
     assert all(d.possibly_superseded_by is None and d.invalid_at is None for d in r.decisions.values())
 
 
+def _facts(*recs):
+    return {"facts": [dict(Slot(*r[:3]).as_metadata(), **(r[3] if len(r) > 3 else {})) for r in recs]}
+
+
 def test_ordering_puts_successors_first_unless_asked_about_before():
     fields = {
-        "old": {"superseded_by": "new", "metadata": {"engram": {"resolved_invalid": True}}},
-        "new": {
-            "metadata": {
-                "engram": {"supersedes": "old"},
-                "slot": Slot("Ana", "lives_in", "Leeds").as_metadata(),
-            }
+        "old": {
+            "superseded_by": "new",
+            "metadata": _facts(("Ana", "lives_in", "Bristol", {"superseded_by": "new#0"})),
         },
-        "maybe": {"metadata": {"engram": {"possibly_superseded_by": "other"}}},
-        "other": {"metadata": {}},
+        "new": {"metadata": _facts(("Ana", "lives_in", "Leeds", {"supersedes": "old#0"}))},
+        "maybe": {"metadata": _facts(("Ana", "works_at", "Acme", {"possibly_superseded_by": "other#0"}))},
+        "other": {"metadata": _facts(("Ana", "works_at", "Initech"))},
         "x": {"metadata": {}},
     }
     assert order(["old", "x", "new", "maybe", "other"], fields, analyse("where does Ana live"), False) == [
         "x",
         "new",
         "old",
+        "maybe",
+        "other",
+    ]
+    # the job question: the job facts move, the home ones do not
+    assert order(["old", "x", "new", "maybe", "other"], fields, analyse("where does Ana work"), False) == [
+        "old",
+        "x",
+        "new",
         "other",
         "maybe",
     ]
     assert order(["new", "x", "old"], fields, analyse("where did Ana live before Leeds"), True)[:2] == [
         "old",
         "new",
+    ]
+    # a unit an earlier resolution invalidated whole follows its successor whatever is asked
+    legacy = {"superseded_by": "new", "metadata": {"engram": {"resolved_invalid": True}}}
+    assert order(["old", "x", "new"], {**fields, "old": legacy}, analyse("what did Ana eat"), False) == [
+        "x",
+        "new",
+        "old",
     ]
     assert history_intent("Where did she live before Bristol?") and history_intent(
         "What job did I used to have?"
@@ -266,7 +283,12 @@ def _by_text(memory, bank):
     return {u.text.split(": ", 1)[1]: u for batch in memory.store.iter_units(bank) for u in batch}
 
 
-def test_supersession_invalidates_never_deletes_and_answers_as_of(memory):
+def _fact(unit, predicate="lives_in"):
+    (rec,) = [r for r in unit.metadata.get("facts", []) if r["predicate"] == predicate]
+    return rec
+
+
+def test_supersession_invalidates_the_fact_keeps_the_turn_and_answers_as_of(memory):
     memory.retain("ana", MOVES)
     before = memory.store.count_units("ana")
     report = memory.consolidate("ana")
@@ -281,24 +303,51 @@ def test_supersession_invalidates_never_deletes_and_answers_as_of(memory):
             "I now live in York, it is quieter.",
         )
     )
-    assert bristol.superseded_by == leeds.id and bristol.invalid_at == leeds.mentioned_at
-    assert leeds.superseded_by == york.id and york.metadata["engram"]["supersedes"] == leeds.id
-    old = memory.browse.get_memory("ana", bristol.id)  # still readable, with its history
-    assert old.invalid_at is not None and old.text.endswith("Bristol and I love it.")
+    # the facts are superseded, each pointing at what replaced it; the turns stay valid
+    assert _fact(bristol)["superseded_by"] == f"{leeds.id}#0"
+    assert _fact(bristol)["invalid_at"] == leeds.mentioned_at.timestamp()
+    assert _fact(leeds)["superseded_by"] == f"{york.id}#0" and _fact(york)["supersedes"] == f"{leeds.id}#0"
+    assert "superseded_by" not in _fact(york)
+    assert all(u.invalid_at is None for u in (bristol, leeds, york))
+    assert bristol.superseded_by == leeds.id  # the delete hook's index of who superseded it
 
-    now = memory.recall("ana", "Where does Ana live?")
+    now = memory.recall("ana", "Where does Ana live?", planner="off")
     ids = [m.unit.id for m in now.memories]
-    assert ids[0] == york.id and bristol.id not in ids and leeds.id not in ids
-    then = memory.recall("ana", "Where does Ana live?", as_of=T0 + timedelta(days=45))
+    # the newest value first; the older statements still recallable, after it
+    assert ids[0] == york.id and ids.index(york.id) < ids.index(leeds.id) < ids.index(bristol.id)
+    then = memory.recall("ana", "Where does Ana live?", as_of=T0 + timedelta(days=45), planner="off")
     assert then.memories[0].unit.id == leeds.id and york.id not in [m.unit.id for m in then.memories]
-    history = memory.recall("ana", "Where does Ana live?", include_history=True, planner="off")
-    hids = [m.unit.id for m in history.memories]
-    assert hids.index(york.id) < hids.index(leeds.id) and bristol.id in hids
     before_leeds = memory.recall("ana", "Where did Ana live before Leeds?", planner="off")
     assert before_leeds.memories[0].unit.id == bristol.id
+    # a question about something else: the superseded turn is ranked as any other
+    chat = memory.recall("ana", "Does Ana love Bristol?", planner="off")
+    assert chat.memories[0].unit.id in (bristol.id, units["Bristol is lovely!"].id)
 
     again = memory.consolidate("ana")  # idempotent
     assert again.facts["written"] == 0
+
+
+def test_a_turn_with_two_facts_keeps_the_one_not_superseded(memory):
+    # the rules' one-slot patterns give a turn one fact: a turn with two comes from an
+    # extractor that stores them (the LLM's), here written directly
+    memory.retain("ana", MOVES[:1])
+    (first,) = [u for u in _by_text(memory, "ana").values() if u.text.startswith("Ana: I live")]
+    two = {
+        "facts": [
+            dict(Slot("Ana", "lives_in", "Bristol", by="llm").as_metadata()),
+            dict(Slot("Ana", "works_at", "Acme", by="llm").as_metadata()),
+        ],
+        "speaker": "Ana",
+    }
+    memory.store.upsert_units("ana", [first.model_copy(update={"metadata": two})])
+    memory.retain("ana", MOVES[1:2])
+    memory.consolidate("ana")
+    units = _by_text(memory, "ana")
+    first = units["I live in Bristol and I love it."]
+    assert first.invalid_at is None
+    assert _fact(first, "lives_in").get("superseded_by") and not _fact(first, "works_at").get("superseded_by")
+    job = memory.recall("ana", "Where does Ana work?", planner="off")
+    assert job.memories[0].unit.id == first.id
 
 
 def test_deleting_the_successor_restores_its_predecessor_and_manual_invalidation_stays(memory):
@@ -310,12 +359,13 @@ def test_deleting_the_successor_restores_its_predecessor_and_manual_invalidation
     memory.forget.invalidate("ana", bo.id)  # by hand: resolution must leave it alone
     memory.forget.delete_document("ana", "s3")
     units = _by_text(memory, "ana")  # restored by the delete itself, before any consolidation
-    assert units["Big news: we moved to Leeds last week!"].invalid_at is None
+    leeds = units["Big news: we moved to Leeds last week!"]
+    assert "superseded_by" not in _fact(leeds) and leeds.superseded_by is None
     assert memory.banks.doctor("ana").ok
     memory.consolidate("ana")
     units = _by_text(memory, "ana")
     leeds = units["Big news: we moved to Leeds last week!"]
-    assert leeds.invalid_at is None and leeds.superseded_by is None
+    assert "superseded_by" not in _fact(leeds) and leeds.superseded_by is None
     assert york.id not in {u.id for u in units.values()}
     assert units["Bristol is lovely!"].invalid_at is not None
 
@@ -370,15 +420,16 @@ def test_llm_adjudicator_on_an_ambiguous_pair(server, settings, embedder, extrac
         # said at the same instant: which is "newer" is the tie-break's, not the test's to say
         older, newer = (
             (bristol, leeds)
-            if bristol.superseded_by or "possibly_superseded_by" in bristol.metadata.get("engram", {})
+            if bristol.superseded_by or "possibly_superseded_by" in _fact(bristol)
             else (leeds, bristol)
         )
         if superseded:
-            assert older.superseded_by == newer.id and newer.invalid_at is None
+            assert older.superseded_by == newer.id and _fact(older)["superseded_by"] == f"{newer.id}#0"
+            assert newer.invalid_at is None and older.invalid_at is None
             assert report.facts["superseded"] == 1
         else:  # both valid, the older ranked below its sibling
             assert bristol.invalid_at is None and leeds.invalid_at is None
-            assert older.metadata["engram"]["possibly_superseded_by"] == newer.id
+            assert _fact(older)["possibly_superseded_by"] == f"{newer.id}#0"
         n = len(server.requests)
         memory.consolidate("ana")
         assert len(server.requests) == n + (0 if superseded else 2)  # a verdict is kept, a failure retried
@@ -419,3 +470,4 @@ def test_llm_extractor_slots_drive_supersession(server, settings, embedder, extr
         memory.consolidate("ana")
         units = {u.document_id: u for batch in memory.store.iter_units("ana") for u in batch}
         assert units["a"].superseded_by == units["b"].id and units["b"].superseded_by == units["c"].id
+        assert _fact(units["a"])["by"] == "llm" and _fact(units["c"])["by"] == "rules"
