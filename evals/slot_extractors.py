@@ -36,11 +36,11 @@ def rules_extractor(statements: Sequence[Statement]) -> list[list[Predicted]]:
 def classifier_extractor(settings, embedder_name: str) -> Extractor:
     """The learned extractor of ``embedder_name``'s shipped weights; ValueError when there
     are none."""
-    from memlane.facts.classifier import SlotClassifier, weights_path
     from memlane.facts.learned import LearnedExtractor, SpacyEntities
+    from memlane.facts.slot_weights import SlotWeights, weights_path
     from memlane.models.embedder import build_embedder
 
-    clf = SlotClassifier.for_embedder(embedder_name)
+    clf = SlotWeights.for_embedder(embedder_name)
     if clf is None:
         raise ValueError(f"no slot classifier weights for embedder {embedder_name!r} ({weights_path(embedder_name)})")
 

@@ -2,7 +2,7 @@
 
 For each turn, every candidate value (memlane/facts/values.py) is scored by its family's
 logistic regression over :data:`FEATURES`: the classifier's topic and gate probabilities for
-the turn (memlane/facts/classifier.py), the cues of the candidate's own sentence (so "I work at
+the turn (memlane/facts/slot_weights.py), the cues of the candidate's own sentence (so "I work at
 X. My brother works at Y." keeps the two apart), where and how the candidate was found, and
 whether the rules (memlane/facts/patterns.py) found the same. A family's best candidate is a
 fact when its score reaches the family's threshold, chosen on the statement set's calibration
@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from memlane.facts.classifier import SlotClassifier, sigmoid, strip_speaker
+from memlane.facts.slot_weights import SlotWeights, sigmoid, strip_speaker
 from memlane.facts.cues import CUES, sentence_cues, sentences
 from memlane.facts.families import FAMILIES, family_of
 from memlane.facts.patterns import find_facts
@@ -28,7 +28,7 @@ from memlane.facts.values import SOURCES, Candidate, candidates
 from memlane.facts.vocab import OTHERS_RE
 from memlane.query.slot_words import COUNTABLE, PLURALS
 
-BY = "classifier"  # Slot.by of the facts this extractor writes
+BY = "classifier"  # Slot.by of the facts this extractor writes: "classifier:<embedder>"
 
 # Words that say what a sentence is about, per family.
 _KEYWORDS = {
@@ -173,23 +173,26 @@ class SpacyEntities:
 class LearnedExtractor:
     """Slot facts of turns, from the shipped weights of one embedder (see the module docstring)."""
 
-    def __init__(self, classifier: SlotClassifier, entities: Entities) -> None:
-        a = classifier.arrays
+    def __init__(self, weights: SlotWeights, entities: Entities | None = None) -> None:
+        a = weights.arrays
         if tuple(a["features"].tolist()) != FEATURES:
-            raise ValueError(f"the {classifier.embedder} weights were trained on other candidate features")
-        self.classifier = classifier
+            raise ValueError(f"the {weights.embedder} weights were trained on other candidate features")
+        self.weights = weights
         self.entities = entities
         self.cand_w = a["cand_w"].astype(np.float32)  # (F, K)
         self.cand_b = a["cand_b"].astype(np.float32)  # (F,)
         self.thresholds = {f: float(t) for f, t in zip(FAMILIES, a["thresholds"])}
+        self.by = f"{BY}:{weights.embedder}"
 
     def score(self, texts: Sequence[str], speakers: Sequence[str], vectors: np.ndarray) -> list[list[Scored]]:
-        """Every candidate of every turn with its family scorer's probability."""
+        """Every candidate of every turn with its family scorer's probability (without
+        ``entities``, the candidates the regular expressions find: memlane/facts/values.py)."""
         bare = [strip_speaker(t) if t.startswith(f"{s}: ") else t for t, s in zip(texts, speakers)]
-        topic = self.classifier.topic(vectors)
-        gate = self.classifier.gate(bare, vectors)
+        topic = self.weights.topic(vectors)
+        gate = self.weights.gate(bare, vectors)
+        found = self.entities(bare) if self.entities is not None else [[] for _ in bare]
         out: list[list[Scored]] = []
-        for i, (text, ents) in enumerate(zip(bare, self.entities(bare))):
+        for i, (text, ents) in enumerate(zip(bare, found)):
             cands = candidates(text, ents)
             if not cands:
                 out.append([])
@@ -212,15 +215,15 @@ class LearnedExtractor:
                 mine = sorted((s for s in scored if s.candidate.family == fam), key=lambda s: -s.score)
                 kept = [s for s in mine if s.score >= self.thresholds[fam]]
                 for s in kept if fam == "pet" else kept[:1]:
-                    facts.append(_slot(s, speaker, order))
+                    facts.append(_slot(s, speaker, self.by, order))
             out.append(facts)
         return out
 
 
-def _slot(s: Scored, speaker: str, order: int) -> Slot:
+def _slot(s: Scored, speaker: str, by: str, order: int) -> Slot:
     c = s.candidate
     if c.family == "count":
-        return Slot(speaker, f"owns:{s.category}", c.value, count=int(c.value), by=BY, order=order)
+        return Slot(speaker, f"owns:{s.category}", c.value, count=int(c.value), by=by, order=order)
     if c.family == "favourite":
-        return Slot(speaker, f"favourite:{s.category}", c.value, by=BY, order=order)
-    return Slot(speaker, c.family, c.value, by=BY, order=order)
+        return Slot(speaker, f"favourite:{s.category}", c.value, by=by, order=order)
+    return Slot(speaker, c.family, c.value, by=by, order=order)

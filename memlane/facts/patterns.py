@@ -53,6 +53,7 @@ _LATER = re.compile(
     r"\b(?:starting|start|starts|from)\s+(?:in|on|next|tomorrow|monday|tuesday|wednesday|thursday|"
     r"friday|january|february|march|april|may|june|july|august|september|october|november|"
     r"december|after)\b|\bnext (?:week|month|year|term|semester|spring|summer|autumn|fall|winter)\b|"
+    r"\b(?:moving in|move in|get the keys|collecting|picking up)\b|"
     r"\b(?:died|passed away|put down|put to sleep|rip|r\.i\.p|sold it|used to)\b",
     re.I,
 )
@@ -104,11 +105,19 @@ def _trim(value: str, max_words: int = 5) -> str:
     return " ".join(head.split()[:max_words]).strip(" '’-")
 
 
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april june july "
+    "august september october november december".split()
+)
+
+
 def _place(value: str) -> str:
     # A place or organisation stops at its last capitalised word ("Leeds last week" -> "Leeds").
     words = value.replace(",", " , ").split()
     kept: list[str] = []
     for w in words:
+        if w.strip(".,!?").lower() in _CALENDAR:
+            break  # "Acme on Monday": a day or month is not part of the name
         if w == "," or w[:1].isupper() or (kept and w in ("de", "del", "la", "le", "upon", "on", "of", "am")):
             kept.append(w)
         else:
@@ -286,7 +295,7 @@ def _studies(m: re.Match[str]):
 
 # A sentence that starts with its verb ("Started my new job at Acme today!") is the speaker's.
 _NO_SUBJECT = re.compile(
-    r"^(?:just|finally|officially|started|moved|joined|got|adopted|relocated|landed|bought|living|working)\b",
+    r"^(?:just|finally|officially|started|moved|joined|got|adopted|relocated|landed|bought|living|working|settled)\b",
     re.I,
 )
 

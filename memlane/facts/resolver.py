@@ -78,6 +78,7 @@ def _wanted(unit: MemoryUnit, slot: Slot | None, d: Decision) -> MemoryUnit | No
             ("restates", d.restates),
             ("elaborates", d.elaborates),
             ("possibly_superseded_by", d.possibly_superseded_by),
+            ("would_supersede", d.would_supersede),
             ("reinforced", d.reinforced or None),
             ("adjudicated", d.adjudicated or None),
             ("resolved_invalid", True if d.invalid_at is not None else None),

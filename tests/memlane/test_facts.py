@@ -53,7 +53,7 @@ PATTERNS = [
     ("I lived in Oslo for years.", None),
     ("I don't live in London anymore.", None),
     ("If I moved to Berlin I'd be happy.", None),
-    ("I got a dog.", None),  # one more, not how many
+    ("I got a dog.", ("pet", "dog")),  # a pet; one more, not how many (no owns:dog count)
     ("I have a question.", None),
     ("I'm a big fan of jazz", None),
 ]
@@ -80,6 +80,10 @@ def test_slot_keys_normalise_subject_and_predicate():
     assert Slot.from_metadata({"subject": "Ana", "predicate": "lives_in"}) is None
 
 
+def trust_all(slot):  # the mechanics of resolution, apart from the measured trust table
+    return True
+
+
 def fact(id_, predicate, obj, day, *, doc="d", subject="Ana", count=None):
     return SlotFact(id=id_, slot=Slot(subject, predicate, obj, count), at=day * DAY, document_id=doc)
 
@@ -90,7 +94,8 @@ def test_a_later_different_value_supersedes_and_keeps_history():
             fact("a", "lives_in", "Bristol", 0),
             fact("b", "lives_in", "Leeds", 30),
             fact("c", "lives_in", "York", 90),
-        ]
+        ],
+        trusted=trust_all,
     )
     a, b, c = (r.decisions[x] for x in "abc")
     assert (a.superseded_by, a.invalid_at) == ("b", 30 * DAY)
@@ -121,7 +126,9 @@ def test_plans_are_many_values_never_superseded():
 
 
 def test_counts_supersede_and_order_is_by_time_not_input():
-    r = resolve([fact("two", "owns:dog", "2", 50, count=2), fact("one", "owns:dog", "1", 5, count=1)])
+    r = resolve(
+        [fact("two", "owns:dog", "2", 50, count=2), fact("one", "owns:dog", "1", 5, count=1)], trusted=trust_all
+    )
     assert r.decisions["one"].superseded_by == "two"
 
 
@@ -146,6 +153,7 @@ def test_the_adjudicator_decides_ambiguous_pairs_and_its_failure_keeps_both(verd
     r = resolve(
         [fact("a", "lives_in", "Bristol", 3, doc="x"), fact("b", "lives_in", "Leeds", 3, doc="y")],
         adjudicate=judge,
+        trusted=trust_all,
     )
     assert asked == [("a", "b")]
     assert (r.decisions["a"].invalid_at is not None) is invalid
