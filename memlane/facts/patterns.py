@@ -96,6 +96,10 @@ _DEGREE = (
 
 Build = Callable[[re.Match[str]], "tuple[str, int | None] | None"]
 _RULES: list[tuple[str, re.Pattern[str], Build]] = []
+# The countable possessions as said, singular or plural ("two rescue dogs now": "dogs", not "now").
+_COUNTABLE = "|".join(
+    sorted([*(re.escape(w) + r"(?:e?s)?" for w in COUNTABLE), *map(re.escape, PLURALS)], key=len, reverse=True)
+)
 
 
 def _trim(value: str, max_words: int = 5) -> str:
@@ -208,7 +212,7 @@ def _broke_up(m: re.Match[str]):
     _SUBJECT
     + _ADV
     + r"\s+(?:have|own|adopted|got|bought|rescued)\s+(?P<n>\d+|an?(?:\s+(?:second|third|fourth|fifth))?"
-    r"|one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:[a-z]+\s+)?(?P<obj>guinea pigs?|[a-z]+)\b",
+    r"|one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:[a-z-]+\s+)?(?P<obj>" + _COUNTABLE + r")\b",
 )
 def _owns(m: re.Match[str]):
     noun = m.group("obj").lower()

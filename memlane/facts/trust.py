@@ -48,8 +48,43 @@ class Measured:
         return p is not None and p >= BAR and self.predicted >= MIN_PREDICTED
 
 
-# (extractor, family) -> held-half counts, from COMMAND (see docs in the module docstring).
-TABLE: dict[tuple[str, str], Measured] = {}
+# (extractor, family) -> held-half counts (predicted, right, labelled, found), by COMMAND on
+# 2026-11-28, after the rules, the weights and the thresholds were fixed on the calibration
+# half. Measured twice: once at commit 60348e2, and again after a fix of the rules' counts
+# found by a unit test ("two dogs now" read "now" as the thing); only the count rows moved
+# (rules 1/1 -> 2/2, minilm 4/5 -> 5/6).
+TABLE: dict[tuple[str, str], Measured] = {
+    ("rules", "works_at"): Measured(3, 3, 19, 3),
+    ("rules", "job_title"): Measured(9, 9, 16, 9),
+    ("rules", "lives_in"): Measured(3, 3, 23, 3),
+    ("rules", "relationship"): Measured(2, 2, 14, 2),
+    ("rules", "pet"): Measured(4, 4, 14, 5),
+    ("rules", "diet"): Measured(4, 4, 13, 4),
+    ("rules", "car"): Measured(4, 4, 13, 4),
+    ("rules", "studies"): Measured(3, 2, 12, 2),
+    ("rules", "favourite"): Measured(0, 0, 14, 0),
+    ("rules", "count"): Measured(2, 2, 14, 2),
+    ("classifier:bge-small", "works_at"): Measured(6, 6, 19, 6),
+    ("classifier:bge-small", "job_title"): Measured(11, 11, 16, 11),
+    ("classifier:bge-small", "lives_in"): Measured(9, 7, 23, 7),
+    ("classifier:bge-small", "relationship"): Measured(10, 10, 14, 10),
+    ("classifier:bge-small", "pet"): Measured(12, 8, 14, 7),
+    ("classifier:bge-small", "diet"): Measured(6, 5, 13, 5),
+    ("classifier:bge-small", "car"): Measured(11, 9, 13, 9),
+    ("classifier:bge-small", "studies"): Measured(7, 7, 12, 7),
+    ("classifier:bge-small", "favourite"): Measured(8, 8, 14, 8),
+    ("classifier:bge-small", "count"): Measured(8, 7, 14, 7),
+    ("classifier:minilm", "works_at"): Measured(5, 5, 19, 5),
+    ("classifier:minilm", "job_title"): Measured(11, 11, 16, 11),
+    ("classifier:minilm", "lives_in"): Measured(6, 4, 23, 4),
+    ("classifier:minilm", "relationship"): Measured(10, 10, 14, 10),
+    ("classifier:minilm", "pet"): Measured(8, 6, 14, 4),
+    ("classifier:minilm", "diet"): Measured(5, 4, 13, 4),
+    ("classifier:minilm", "car"): Measured(8, 6, 13, 6),
+    ("classifier:minilm", "studies"): Measured(7, 7, 12, 7),
+    ("classifier:minilm", "favourite"): Measured(9, 9, 14, 9),
+    ("classifier:minilm", "count"): Measured(6, 5, 14, 5),
+}
 
 
 def extractor_of(slot: Slot) -> str:

@@ -251,22 +251,23 @@ def _turn(doc, i, speaker, text, day):
     )
 
 
+# Job titles: the rules' one family trusted to supersede (memlane/facts/trust.py).
 MOVES = [
     (
         "s1",
         [
-            _turn("s1", 0, "Ana", "I live in Bristol and I love it.", 0),
-            _turn("s1", 1, "Bo", "Bristol is lovely!", 0),
+            _turn("s1", 0, "Ana", "I work as a nurse and I love it.", 0),
+            _turn("s1", 1, "Bo", "Nursing is lovely!", 0),
         ],
     ),
     (
         "s2",
         [
-            _turn("s2", 0, "Ana", "Big news: we moved to Leeds last week!", 30),
+            _turn("s2", 0, "Ana", "Big news: I got promoted to ward manager last week!", 30),
             _turn("s2", 1, "Bo", "Congrats!", 30),
         ],
     ),
-    ("s3", [_turn("s3", 0, "Ana", "I now live in York, it is quieter.", 90)]),
+    ("s3", [_turn("s3", 0, "Ana", "I now work as a midwife, it is quieter.", 90)]),
 ]
 
 
@@ -281,29 +282,29 @@ def test_supersession_invalidates_never_deletes_and_answers_as_of(memory):
     assert report.facts["superseded"] == 2 and report.facts["written"] == 3
     assert memory.store.count_units("ana") == before  # nothing deleted
     units = _by_text(memory, "ana")
-    bristol, leeds, york = (
+    nurse, manager, midwife = (
         units[k]
         for k in (
-            "I live in Bristol and I love it.",
-            "Big news: we moved to Leeds last week!",
-            "I now live in York, it is quieter.",
+            "I work as a nurse and I love it.",
+            "Big news: I got promoted to ward manager last week!",
+            "I now work as a midwife, it is quieter.",
         )
     )
-    assert bristol.superseded_by == leeds.id and bristol.invalid_at == leeds.mentioned_at
-    assert leeds.superseded_by == york.id and york.metadata["engram"]["supersedes"] == leeds.id
-    old = memory.browse.get_memory("ana", bristol.id)  # still readable, with its history
-    assert old.invalid_at is not None and old.text.endswith("Bristol and I love it.")
+    assert nurse.superseded_by == manager.id and nurse.invalid_at == manager.mentioned_at
+    assert manager.superseded_by == midwife.id and midwife.metadata["engram"]["supersedes"] == manager.id
+    old = memory.browse.get_memory("ana", nurse.id)  # still readable, with its history
+    assert old.invalid_at is not None and old.text.endswith("a nurse and I love it.")
 
-    now = memory.recall("ana", "Where does Ana live?")
+    now = memory.recall("ana", "What does Ana do for a living?")
     ids = [m.unit.id for m in now.memories]
-    assert ids[0] == york.id and bristol.id not in ids and leeds.id not in ids
-    then = memory.recall("ana", "Where does Ana live?", as_of=T0 + timedelta(days=45))
-    assert then.memories[0].unit.id == leeds.id and york.id not in [m.unit.id for m in then.memories]
-    history = memory.recall("ana", "Where does Ana live?", include_history=True, planner="off")
+    assert ids[0] == midwife.id and nurse.id not in ids and manager.id not in ids
+    then = memory.recall("ana", "What does Ana do for a living?", as_of=T0 + timedelta(days=45))
+    assert then.memories[0].unit.id == manager.id and midwife.id not in [m.unit.id for m in then.memories]
+    history = memory.recall("ana", "What does Ana do for a living?", include_history=True, planner="off")
     hids = [m.unit.id for m in history.memories]
-    assert hids.index(york.id) < hids.index(leeds.id) and bristol.id in hids
-    before_leeds = memory.recall("ana", "Where did Ana live before Leeds?", planner="off")
-    assert before_leeds.memories[0].unit.id == bristol.id
+    assert hids.index(midwife.id) < hids.index(manager.id) and nurse.id in hids
+    before_manager = memory.recall("ana", "What was Ana's job before ward manager?", planner="off")
+    assert before_manager.memories[0].unit.id == nurse.id
 
     again = memory.consolidate("ana")  # idempotent
     assert again.facts["written"] == 0
@@ -313,19 +314,19 @@ def test_deleting_the_successor_restores_its_predecessor_and_manual_invalidation
     memory.retain("ana", MOVES)
     memory.consolidate("ana")
     units = _by_text(memory, "ana")
-    york = units["I now live in York, it is quieter."]
-    bo = units["Bristol is lovely!"]
+    midwife = units["I now work as a midwife, it is quieter."]
+    bo = units["Nursing is lovely!"]
     memory.forget.invalidate("ana", bo.id)  # by hand: resolution must leave it alone
     memory.forget.delete_document("ana", "s3")
     units = _by_text(memory, "ana")  # restored by the delete itself, before any consolidation
-    assert units["Big news: we moved to Leeds last week!"].invalid_at is None
+    assert units["Big news: I got promoted to ward manager last week!"].invalid_at is None
     assert memory.banks.doctor("ana").ok
     memory.consolidate("ana")
     units = _by_text(memory, "ana")
-    leeds = units["Big news: we moved to Leeds last week!"]
-    assert leeds.invalid_at is None and leeds.superseded_by is None
-    assert york.id not in {u.id for u in units.values()}
-    assert units["Bristol is lovely!"].invalid_at is not None
+    manager = units["Big news: I got promoted to ward manager last week!"]
+    assert manager.invalid_at is None and manager.superseded_by is None
+    assert midwife.id not in {u.id for u in units.values()}
+    assert units["Nursing is lovely!"].invalid_at is not None
 
 
 def test_resolution_off_keeps_every_fact_valid(memory):
@@ -353,8 +354,8 @@ def _llm_settings(settings, server):
 
 
 SAME_DAY = [
-    ("x", [_turn("x", 0, "Ana", "I live in Bristol.", 5)]),
-    ("y", [_turn("y", 0, "Ana", "I live in Leeds.", 5)]),
+    ("x", [_turn("x", 0, "Ana", "I work as a nurse.", 5)]),
+    ("y", [_turn("y", 0, "Ana", "I work as a midwife.", 5)]),
 ]
 
 
@@ -370,7 +371,7 @@ def test_llm_adjudicator_on_an_ambiguous_pair(server, settings, embedder, extrac
         memory.retain("ana", SAME_DAY)
         report = memory.consolidate("ana")
         units = _by_text(memory, "ana")
-        bristol, leeds = units["I live in Bristol."], units["I live in Leeds."]
+        bristol, leeds = units["I work as a nurse."], units["I work as a midwife."]
         asked = [
             r for r in server.requests if "keep a person's memory consistent" in r["messages"][0]["content"]
         ]
@@ -392,7 +393,10 @@ def test_llm_adjudicator_on_an_ambiguous_pair(server, settings, embedder, extrac
         assert len(server.requests) == n + (0 if superseded else 2)  # a verdict is kept, a failure retried
 
 
-def test_llm_extractor_slots_drive_supersession(server, settings, embedder, extractor):
+def test_llm_extractor_slots_are_hints_until_measured(server, settings, embedder, extractor):
+    """The chunk extractor's slots (``by="llm"``) and the rules' lives_in are not trusted to
+    supersede (memlane/facts/trust.py): a later value leaves the earlier one valid and records
+    that it would supersede it."""
     from memlane.engine import Memory
     from memlane.llm import build_llm
     from memlane.retain.extract_llm import LLMExtractor
@@ -426,4 +430,6 @@ def test_llm_extractor_slots_drive_supersession(server, settings, embedder, extr
         assert units["c"].metadata["slot"]["by"] == "rules"  # ... whose patterns found York
         memory.consolidate("ana")
         units = {u.document_id: u for batch in memory.store.iter_units("ana") for u in batch}
-        assert units["a"].superseded_by == units["b"].id and units["b"].superseded_by == units["c"].id
+        assert all(u.invalid_at is None and u.superseded_by is None for u in units.values())
+        assert units["b"].metadata["engram"]["would_supersede"] == units["a"].id
+        assert units["c"].metadata["engram"]["would_supersede"] == units["b"].id
