@@ -31,11 +31,11 @@ from typing import Sequence
 import numpy as np
 
 from evals.statements import Statement, default_statement_paths, family, load_statements, values_match
-from memlane.facts.slot_weights import FORMAT, SlotWeights, weights_path
 from memlane.facts.cues import CUES, turn_cues
 from memlane.facts.families import FAMILIES
 from memlane.facts.learned import FEATURES, LearnedExtractor, SpacyEntities, candidate_features
 from memlane.facts.patterns import find_facts
+from memlane.facts.slot_weights import FORMAT, SlotWeights, weights_path
 from memlane.facts.values import candidates
 
 TRAIN_DIR = Path(__file__).resolve().parent.parent / "evals" / "statements" / "train"
@@ -155,7 +155,10 @@ def train(embedder_name: str, out: Path | None = None) -> dict:
     xv, xv_cal = _embed(embedder, train_set), _embed(embedder, calib)
     xc = np.stack([turn_cues(s.text) for s in train_set])
     y_topic = np.array(
-        [[t == f or any(family(sl) == f for sl, _ in s.facts) for f in FAMILIES] for s, t in zip(train_set, topics)],
+        [
+            [t == f or any(family(sl) == f for sl, _ in s.facts) for f in FAMILIES]
+            for s, t in zip(train_set, topics)
+        ],
         dtype=int,
     )
     y_gate = np.array([s.kind == "positive" for s in train_set], dtype=int)
@@ -171,7 +174,9 @@ def train(embedder_name: str, out: Path | None = None) -> dict:
         pt[te], pg[te] = _predict_tg(_topic_gate(xv[tr], xc[tr], y_topic[tr], y_gate[tr]), xv[te], xc[te])
     # The turn-level probability recall reads: the topic and the gate, combined and calibrated
     # per family against "the turn states the speaker's own value of it" (cross-fitted too).
-    y_fact = np.array([[any(family(sl) == f for sl, _ in s.facts) for f in FAMILIES] for s in train_set], dtype=int)
+    y_fact = np.array(
+        [[any(family(sl) == f for sl, _ in s.facts) for f in FAMILIES] for s in train_set], dtype=int
+    )
     turn = [_fit(_turn_inputs(pt[:, j], pg), y_fact[:, j], 1.0) for j in range(len(FAMILIES))]
     x, y, fam = _candidate_rows(train_set, ents, pt, pg)
     cand_w, cand_b = _fit_candidates(x, y, fam)
@@ -201,7 +206,9 @@ def train(embedder_name: str, out: Path | None = None) -> dict:
     )
     # What recall reads: the turn-level probability at 0.5, per family (slot only, no value).
     p_turn = clf.turn_probabilities([s.text for s in calib], xv_cal)
-    y_cal = np.array([[any(family(sl) == f for sl, _ in s.facts) for f in FAMILIES] for s in calib], dtype=bool)
+    y_cal = np.array(
+        [[any(family(sl) == f for sl, _ in s.facts) for f in FAMILIES] for s in calib], dtype=bool
+    )
     turn_level = {}
     for j, f in enumerate(FAMILIES):
         said = p_turn[:, j] >= 0.5
@@ -212,7 +219,9 @@ def train(embedder_name: str, out: Path | None = None) -> dict:
     p_best = SlotClassifier(clf).probabilities([f"{s.speaker}: {s.text}" for s in calib], xv_cal)
     for j, f in enumerate(FAMILIES):
         said = p_best[:, j] >= 0.5
-        turn_level[f].update(best_candidate_predicted=int(said.sum()), best_candidate_right=int((said & y_cal[:, j]).sum()))
+        turn_level[f].update(
+            best_candidate_predicted=int(said.sum()), best_candidate_right=int((said & y_cal[:, j]).sum())
+        )
     extractor = LearnedExtractor(clf, entities)
     scored = extractor.score([s.text for s in calib], [s.speaker for s in calib], xv_cal)
     report = {}
@@ -223,7 +232,12 @@ def train(embedder_name: str, out: Path | None = None) -> dict:
             if mine:
                 best = max(mine, key=lambda x: x.score)
                 tops.append(
-                    (best.score, any(family(sl) == f and values_match(sl, best.candidate.value, v) for sl, v in s.facts))
+                    (
+                        best.score,
+                        any(
+                            family(sl) == f and values_match(sl, best.candidate.value, v) for sl, v in s.facts
+                        ),
+                    )
                 )
         labelled = sum(family(sl) == f for s in calib for sl, _ in s.facts)
         cut, met = _threshold(tops, labelled)

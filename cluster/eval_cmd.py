@@ -283,11 +283,19 @@ def eval_answers(
 
 
 def eval_statements(
-    paths: list[Path] = typer.Argument(None, help="Statement files (default: the repository's, per --split)."),
+    paths: list[Path] = typer.Argument(
+        None, help="Statement files (default: the repository's, per --split)."
+    ),
     split: str = typer.Option("calibration", "--split", help="calibration | held | all (without FILE)."),
-    extractors: str = typer.Option("rules,classifier", "--extractors", help="rules, classifier, llm (comma-separated)."),
-    embedder: str = typer.Option("bge-small", "--embedder", help="The classifier's embedder: bge-small or minilm."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for report.json and rows.jsonl (and llm.jsonl)."),
+    extractors: str = typer.Option(
+        "rules,classifier", "--extractors", help="rules, classifier, llm (comma-separated)."
+    ),
+    embedder: str = typer.Option(
+        "bge-small", "--embedder", help="The classifier's embedder: bge-small or minilm."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Directory for report.json and rows.jsonl (and llm.jsonl)."
+    ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Per slot family, precision, slot precision and recall of each slot extractor on the

@@ -42,7 +42,9 @@ def classifier_extractor(settings, embedder_name: str) -> Extractor:
 
     clf = SlotWeights.for_embedder(embedder_name)
     if clf is None:
-        raise ValueError(f"no slot classifier weights for embedder {embedder_name!r} ({weights_path(embedder_name)})")
+        raise ValueError(
+            f"no slot classifier weights for embedder {embedder_name!r} ({weights_path(embedder_name)})"
+        )
 
     def run(statements: Sequence[Statement]) -> list[list[Predicted]]:
         embedder = build_embedder(settings, embedder_name)
@@ -54,7 +56,9 @@ def classifier_extractor(settings, embedder_name: str) -> Extractor:
     return run
 
 
-def llm_extractor(llm, model: str, log: Path | None = None, progress: Callable[[int, int], None] | None = None) -> Extractor:
+def llm_extractor(
+    llm, model: str, log: Path | None = None, progress: Callable[[int, int], None] | None = None
+) -> Extractor:
     """The focused slot prompt on ``llm`` (one call per statement)."""
     from memlane.facts.llm_slots import LLMSlotExtractor
 
@@ -69,7 +73,11 @@ def llm_extractor(llm, model: str, log: Path | None = None, progress: Callable[[
                 preds = _predicted(extractor.extract(s.text, s.speaker, before=s.before))
                 out.append(preds)
                 if fh is not None:
-                    row = {"id": s.id, "predicted": [(p.slot, p.value) for p in preds], "seconds": round(time.perf_counter() - t0, 2)}
+                    row = {
+                        "id": s.id,
+                        "predicted": [(p.slot, p.value) for p in preds],
+                        "seconds": round(time.perf_counter() - t0, 2),
+                    }
                     fh.write(json.dumps(row) + "\n")
                     fh.flush()
                 if progress:
@@ -96,7 +104,9 @@ def build_extractors(
     model server."""
     unknown = [n for n in names if n not in EXTRACTORS]
     if unknown or not names:
-        raise ValueError(f"--extractors takes {', '.join(EXTRACTORS)} (comma-separated), not {','.join(unknown) or '(none)'}")
+        raise ValueError(
+            f"--extractors takes {', '.join(EXTRACTORS)} (comma-separated), not {','.join(unknown) or '(none)'}"
+        )
     out: dict[str, Extractor] = {}
     for name in names:
         if name == "rules":

@@ -51,7 +51,8 @@ _PLAN = re.compile(
     re.I,
 )
 _NEGATION = re.compile(
-    r"\b(?:not|never|no longer|n['’]t|nope|neither|nor|no more|quit|gave up|stopped|any ?more|ended|left)\b", re.I
+    r"\b(?:not|never|no longer|n['’]t|nope|neither|nor|no more|quit|gave up|stopped|any ?more|ended|left)\b",
+    re.I,
 )
 _PAST = re.compile(
     r"\b(?:used to|was|were|had|ago|back when|back then|grew up|growing up|as a kid|when I was|"

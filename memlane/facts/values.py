@@ -34,7 +34,11 @@ class Candidate:
 # ends the span only when a space follows ("St. Ives" stays one, "ER24. The" is two).
 _WORD = r"[A-Z][\w'’&-]*(?:\.(?=[\w-]))?[\w'’&-]*"
 _PROPER = re.compile(
-    r"(?<![\w'’])" + _WORD + r"(?:\s+(?:(?:of|de|del|la|le|the|and|&|am|upon|on)\s+)?(?!I\b)(?:" + _WORD + r"|[0-9][\w-]*))*"
+    r"(?<![\w'’])"
+    + _WORD
+    + r"(?:\s+(?:(?:of|de|del|la|le|the|and|&|am|upon|on)\s+)?(?!I\b)(?:"
+    + _WORD
+    + r"|[0-9][\w-]*))*"
 )
 # Capitalised words that are never a value on their own.
 _NOT_PROPER = frozenset(
@@ -47,9 +51,18 @@ _NOT_PROPER = frozenset(
     "Finally Started Moved Got Recently Currently Mostly Basically Totally Really Pretty Very At In On For With "
     "From To By As Of Me Us Nothing Everything Something Everyone Someone Same Both All Back Growing".split()
 )
-_ENT_SOURCE = {"ORG": "org", "GPE": "place", "LOC": "place", "FAC": "place", "PERSON": "person", "NORP": "entity"}
+_ENT_SOURCE = {
+    "ORG": "org",
+    "GPE": "place",
+    "LOC": "place",
+    "FAC": "place",
+    "PERSON": "person",
+    "NORP": "entity",
+}
 _JOB_CHUNK = re.compile(
-    r"(?:(?:[A-Za-z][\w-]*)\s+){0,3}?(?:" + "|".join(sorted(vocab.JOB_NOUNS, key=len, reverse=True)) + r")s?\b",
+    r"(?:(?:[A-Za-z][\w-]*)\s+){0,3}?(?:"
+    + "|".join(sorted(vocab.JOB_NOUNS, key=len, reverse=True))
+    + r")s?\b",
     re.I,
 )
 _CHUNK_STOP = frozenset(
@@ -63,19 +76,26 @@ _DEGREE = re.compile(
     r"(?:\s+(?:in|of)\s+[\w'’ -]{2,40}?)?(?=[,.;!?)]|\s+(?:at|and|but|so|while|because|which)\b|$)",
     re.I,
 )
-_STUDYING = re.compile(r"\b(?:studying|study|studies|majoring in|reading)\s+(?P<v>[a-z][\w'’ -]{2,30}?)(?=[,.;!?]|\s+(?:at|and|but|so|while|because)\b|$)", re.I)
+_STUDYING = re.compile(
+    r"\b(?:studying|study|studies|majoring in|reading)\s+(?P<v>[a-z][\w'’ -]{2,30}?)(?=[,.;!?]|\s+(?:at|and|but|so|while|because)\b|$)",
+    re.I,
+)
 _NUMBER_WORDS = {**NUM_WORDS, "a couple of": 2, "a pair of": 2, "a dozen": 12, "half a dozen": 6}
 _ORDINALS = {
     "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
     "tenth": 10, "eleventh": 11, "twelfth": 12,
 }  # fmt: skip
 _NUMBER = re.compile(
-    r"\b(?P<n>\d{1,4}|" + "|".join(sorted(map(re.escape, [*_NUMBER_WORDS, *_ORDINALS]), key=len, reverse=True))
+    r"\b(?P<n>\d{1,4}|"
+    + "|".join(sorted(map(re.escape, [*_NUMBER_WORDS, *_ORDINALS]), key=len, reverse=True))
     + r")\s+(?:[\w'’-]+\s+){0,2}?(?P<thing>[a-z][\w-]*s|children|people|fish|sheep|geese|mice)\b",
     re.I,
 )
 _CAR_ANY_CASE = re.compile(r"\b(?P<car>(?i:" + vocab.CAR_NAMES + r")" + vocab.CAR_TAIL + r")\b")
-_DIET_NAMED = re.compile(r"\b(?:on|doing|following|started)\s+(?:an?\s+|the\s+|my\s+)?(?P<v>[\w-]+(?:\s+[\w-]+)?)(?:\s+diet\b|(?=,|\.|\s+day\b))", re.I)
+_DIET_NAMED = re.compile(
+    r"\b(?:on|doing|following|started)\s+(?:an?\s+|the\s+|my\s+)?(?P<v>[\w-]+(?:\s+[\w-]+)?)(?:\s+diet\b|(?=,|\.|\s+day\b))",
+    re.I,
+)
 _DIET_WITHOUT = re.compile(
     r"\b(?:no|don['’]t eat|do not eat|cut out|avoid|never eat)\s+(?P<v>red meat|pork|beef|meat|dairy|gluten|sugar|alcohol|fish|eggs|nuts)\b",
     re.I,
@@ -133,7 +153,11 @@ def _relationship(text: str) -> list[tuple[str, int, int]]:
         who = m.group("name")
         if who and who in _NOT_PROPER:
             who = None
-        value = status if not who else (f"{status} to {who}" if status in ("married", "engaged") else f"{status} {who}")
+        value = (
+            status
+            if not who
+            else (f"{status} to {who}" if status in ("married", "engaged") else f"{status} {who}")
+        )
         out.append((value, m.start(), m.end()))
     for m in re.finditer(
         r"\b(?i:(?P<s>married|engaged|divorced|separated|widowed|widow|widower|single|dating|seeing|together))\b"
@@ -141,7 +165,9 @@ def _relationship(text: str) -> list[tuple[str, int, int]]:
         text,
     ):
         said = m.group("s").lower()
-        status = {"seeing": "dating", "together": "dating", "widow": "widowed", "widower": "widowed"}.get(said, said)
+        status = {"seeing": "dating", "together": "dating", "widow": "widowed", "widower": "widowed"}.get(
+            said, said
+        )
         who = m.group("name")
         if who and who in _NOT_PROPER:
             who = None
@@ -177,12 +203,18 @@ def _favourites(text: str) -> list[tuple[str, int, int]]:
         if v:
             out.append((" ".join(v.split()[:6]), m.start("v"), m.start("v") + len(v)))
     for m in _FAV_BEFORE.finditer(text):
-        v = _clean(re.sub(r"^(?:and|but|so|honestly|probably|oh|well|yes|yeah|it|that)\s+", "", m.group("v"), flags=re.I))
+        v = _clean(
+            re.sub(
+                r"^(?:and|but|so|honestly|probably|oh|well|yes|yeah|it|that)\s+", "", m.group("v"), flags=re.I
+            )
+        )
         if v and v.lower() not in ("it", "that", "this", "which", "she", "he", "they"):
             out.append((v, m.start("v"), m.end("v")))
     first = re.match(r"\s*([^.!?]{1,50})[.!?]", text)
     if first and _FAV.search(text[first.end() :]) and not _FAV.search(first.group(1)):
-        v = _clean(re.split(r",|\s+(?:always|obviously|probably|definitely|forever|till|until)\b", first.group(1))[0])
+        v = _clean(
+            re.split(r",|\s+(?:always|obviously|probably|definitely|forever|till|until)\b", first.group(1))[0]
+        )
         if v and len(v.split()) <= 6:
             out.append((v, first.start(1), first.start(1) + len(v)))
     return out
@@ -221,7 +253,8 @@ def candidates(text: str, entities: Sequence[tuple[str, str, int, int]] = ()) ->
         species = vocab.pet_species(m.group(0))
         if species:
             after = re.match(
-                r"(?:\s*,)?\s+(?:called\s+|named\s+)?([A-Z][a-z]+)\b(?:\s+and\s+([A-Z][a-z]+)\b)?", text[m.end() :]
+                r"(?:\s*,)?\s+(?:called\s+|named\s+)?([A-Z][a-z]+)\b(?:\s+and\s+([A-Z][a-z]+)\b)?",
+                text[m.end() :],
             )
             names = [n for n in (after.groups() if after else ()) if n and n not in _NOT_PROPER]
             add("pet", species, m.start(), m.end(), "vocab")

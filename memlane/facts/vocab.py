@@ -135,7 +135,9 @@ CAR_MODELS = (
     "Transit Sprinter Berlingo Kangoo Defender Discovery Cooper Miata MX-5 Pajero Lancer Outlander "
     "Land-Cruiser Tacoma Tundra F-150 Silverado Hiace Innova Fortuner Vios Swift Baleno Cayenne"
 ).split()
-_CAR_WORDS = sorted({w.replace("-", " ") for w in (*CAR_MAKES, *CAR_MODELS)} | set(CAR_MODELS), key=len, reverse=True)
+_CAR_WORDS = sorted(
+    {w.replace("-", " ") for w in (*CAR_MAKES, *CAR_MODELS)} | set(CAR_MODELS), key=len, reverse=True
+)
 # A make or model and up to two words of model name after it ("Volvo XC40 Recharge").
 CAR_NAMES = r"(?:" + "|".join(map(re.escape, _CAR_WORDS)) + r")"  # an alternation
 CAR_TAIL = r"(?:[ -](?:[A-Z0-9][\w-]*|[a-z]?\d[\w-]*)){0,2}"  # case-sensitive: "XC40 Recharge", "3 Series"
@@ -167,7 +169,9 @@ OTHERS = (
     "partner girlfriend boyfriend fiance fiancé fiancee fiancée ex team classmate teacher "
     "in-laws stepmom stepdad stepmother stepfather stepson stepdaughter flatmates landlord"
 ).split()
-OTHERS_RE = re.compile(r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:" + "|".join(map(re.escape, OTHERS)) + r")\b", re.I)
+OTHERS_RE = re.compile(
+    r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:" + "|".join(map(re.escape, OTHERS)) + r")\b", re.I
+)
 
 # Nouns after a capitalised word that make it a subject of study or an activity, not an
 # organisation or place: "Japanese lessons", "Salsa class", "Python course".

@@ -116,7 +116,9 @@ def test_recall_as_of_and_history_through_the_cli(run, tmp_path):
         assert m.consolidate("ana").facts["superseded"] == 1
 
     def texts(*args):
-        r = run("recall", "--bank", "ana", "What does Ana do for a living?", "--planner", "off", "--json", *args)
+        r = run(
+            "recall", "--bank", "ana", "What does Ana do for a living?", "--planner", "off", "--json", *args
+        )
         assert r.exit_code == 0, r.stderr
         return [m["unit"]["text"] for m in json.loads(r.stdout)["memories"]]
 

@@ -34,7 +34,19 @@ def statements(tmp_path):
 
 
 def test_the_rules_are_scored_per_family(runner, statements, tmp_path):
-    r = runner.invoke(app, ["eval", "statements", str(statements), "--extractors", "rules", "--out", str(tmp_path / "o"), "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "eval",
+            "statements",
+            str(statements),
+            "--extractors",
+            "rules",
+            "--out",
+            str(tmp_path / "o"),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.stderr
     report = json.loads(r.stdout)["rules"]
     # "I work as a welder at Harrow Steel" -> job_title welder; "two dogs" -> count:dog 2
@@ -49,7 +61,10 @@ def test_the_rules_are_scored_per_family(runner, statements, tmp_path):
     "args, message",
     [
         (["--extractors", "rules,magic"], "--extractors takes rules, classifier, llm"),
-        (["--extractors", "classifier", "--embedder", "nomic"], "no slot classifier weights for embedder 'nomic'"),
+        (
+            ["--extractors", "classifier", "--embedder", "nomic"],
+            "no slot classifier weights for embedder 'nomic'",
+        ),
         (["--extractors", "llm"], "MEMLANE_LLM__BASE_URL"),
     ],
 )

@@ -49,5 +49,7 @@ def test_a_join_that_is_not_the_pinned_file_is_refused_and_removed(parts, tmp_pa
 
 def test_a_missing_part_names_the_extra(tmp_path):
     gone = PackagedModel("gone", ("no_such_part_module",), "gone.gguf", "0" * 64, "local-llm-qwen")
-    with pytest.raises(LocalLLMError, match=r"no_such_part_module is not installed: install the local-llm-qwen"):
+    with pytest.raises(
+        LocalLLMError, match=r"no_such_part_module is not installed: install the local-llm-qwen"
+    ):
         joined(gone, tmp_path)

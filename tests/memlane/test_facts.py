@@ -127,7 +127,8 @@ def test_plans_are_many_values_never_superseded():
 
 def test_counts_supersede_and_order_is_by_time_not_input():
     r = resolve(
-        [fact("two", "owns:dog", "2", 50, count=2), fact("one", "owns:dog", "1", 5, count=1)], trusted=trust_all
+        [fact("two", "owns:dog", "2", 50, count=2), fact("one", "owns:dog", "1", 5, count=1)],
+        trusted=trust_all,
     )
     assert r.decisions["one"].superseded_by == "two"
 

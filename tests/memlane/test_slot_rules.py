@@ -30,13 +30,17 @@ def test_an_activity_is_never_a_workplace(text):
 
 
 def test_a_workplace_after_at_or_for_is_one():
-    assert ("works_at", "Brightwater Labs") in facts("I started at Brightwater Labs last week, so far so good.")
+    assert ("works_at", "Brightwater Labs") in facts(
+        "I started at Brightwater Labs last week, so far so good."
+    )
     assert ("works_at", "Orla Freight") in facts("I've been working for Orla Freight since the spring.")
     assert ("works_at", "Quillon") in facts("I joined Quillon in March.")
 
 
 def test_a_turn_gives_every_fact_it_states_in_order():
-    text = "Settled in Dundee now. I started at Kestrel Analytics on Monday, and my tabby Moss hates the stairs."
+    text = (
+        "Settled in Dundee now. I started at Kestrel Analytics on Monday, and my tabby Moss hates the stairs."
+    )
     got = find_facts(text, "Noor")
     assert [(s.predicate, s.object) for s in got] == [
         ("lives_in", "Dundee"),
@@ -50,12 +54,18 @@ def test_a_turn_gives_every_fact_it_states_in_order():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("I'm a hospital porter at St Aldhelm's, nights mostly.", {("job_title", "hospital porter"), ("works_at", "St Aldhelm's")}),
+        (
+            "I'm a hospital porter at St Aldhelm's, nights mostly.",
+            {("job_title", "hospital porter"), ("works_at", "St Aldhelm's")},
+        ),
         ("I've been vegan for about three years.", {("diet", "vegan")}),
         ("I'm coeliac, so no bread for me.", {("diet", "gluten-free")}),
         ("My old spaniel Juno sleeps on my feet.", {("pet", "dog Juno")}),
         ("Our Mazda CX-5 needs new brakes.", {("car", "Mazda CX-5")}),
-        ("I'm doing a part-time MSc in data science at Keele.", {("studies", "MSc in data science at Keele")}),
+        (
+            "I'm doing a part-time MSc in data science at Keele.",
+            {("studies", "MSc in data science at Keele")},
+        ),
         ("We have three kids.", {("owns:child", "3")}),
     ],
 )
