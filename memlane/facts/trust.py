@@ -22,7 +22,9 @@ from memlane.facts.slots import Slot
 
 BAR = 0.95  # the precision an (extractor, family) must reach on the held half to supersede
 MIN_PREDICTED = 5
-COMMAND = "memlane eval statements --split held --extractors rules,classifier --embedder <bge-small|minilm>"
+COMMAND = (
+    "memlane eval statements --split held --extractors rules,classifier,llm --embedder <bge-small|minilm>"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,28 @@ TABLE: dict[tuple[str, str], Measured] = {
     ("classifier:minilm", "studies"): Measured(7, 7, 12, 7),
     ("classifier:minilm", "favourite"): Measured(9, 9, 14, 9),
     ("classifier:minilm", "count"): Measured(6, 5, 14, 5),
+    # the focused LLM slot prompt, by model (MEMLANE_LLM__MODEL as served by memlane llm
+    # serve-local): memlane eval statements --split held --extractors llm
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "works_at"): Measured(97, 12, 19, 12),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "job_title"): Measured(94, 9, 16, 9),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "lives_in"): Measured(8, 3, 23, 3),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "relationship"): Measured(17, 3, 14, 3),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "pet"): Measured(94, 7, 14, 7),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "diet"): Measured(53, 7, 13, 7),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "car"): Measured(13, 4, 13, 4),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "studies"): Measured(2, 0, 12, 0),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "favourite"): Measured(0, 0, 14, 0),
+    ("llm-slots:qwen2.5-coder-0.5b-instruct-q4_k_m", "count"): Measured(10, 2, 14, 2),
+    ("llm-slots:smollm2-135m-instruct", "works_at"): Measured(31, 7, 19, 7),
+    ("llm-slots:smollm2-135m-instruct", "job_title"): Measured(19, 4, 16, 4),
+    ("llm-slots:smollm2-135m-instruct", "lives_in"): Measured(0, 0, 23, 0),
+    ("llm-slots:smollm2-135m-instruct", "relationship"): Measured(0, 0, 14, 0),
+    ("llm-slots:smollm2-135m-instruct", "pet"): Measured(29, 2, 14, 2),
+    ("llm-slots:smollm2-135m-instruct", "diet"): Measured(4, 1, 13, 1),
+    ("llm-slots:smollm2-135m-instruct", "car"): Measured(5, 4, 13, 4),
+    ("llm-slots:smollm2-135m-instruct", "studies"): Measured(0, 0, 12, 0),
+    ("llm-slots:smollm2-135m-instruct", "favourite"): Measured(0, 0, 14, 0),
+    ("llm-slots:smollm2-135m-instruct", "count"): Measured(22, 3, 14, 3),
 }
 
 
