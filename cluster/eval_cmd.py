@@ -282,6 +282,46 @@ def eval_answers(
     _finish(report, run_dir, json_out, format_report(report), plots)
 
 
+def eval_statements(
+    paths: list[Path] = typer.Argument(
+        None, help="Statement files (default: the repository's, per --split)."
+    ),
+    split: str = typer.Option("calibration", "--split", help="calibration | held | all (without FILE)."),
+    extractors: str = typer.Option(
+        "rules,classifier", "--extractors", help="rules, classifier, llm (comma-separated)."
+    ),
+    embedder: str = typer.Option(
+        "bge-small", "--embedder", help="The classifier's embedder: bge-small or minilm."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Directory for report.json and rows.jsonl (and llm.jsonl)."
+    ),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Per slot family, precision, slot precision and recall of each slot extractor on the
+    labelled statement set (evals/statements/README.md)."""
+    from evals.slot_extractors import build_extractors
+    from evals.statements import default_statement_paths, format_statements, load_statements, run_statements
+    from memlane.settings import Settings
+
+    with errors():
+        files = list(paths) if paths else default_statement_paths(split)
+        for f in files:
+            if not f.exists():
+                raise FileNotFoundError(f"statement file not found: {f}")
+            load_statements(f)  # every file checked before any model is loaded
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        names = [n.strip() for n in extractors.split(",") if n.strip()]
+        chosen = build_extractors(names, Settings(), embedder, llm_log=out / "llm.jsonl" if out else None)
+        report, rows = run_statements(files, chosen)
+    label = " ".join(str(f) for f in paths) if paths else f"the {split} split"
+    if out is not None:
+        (out / "report.json").write_text(json.dumps({"command": _command(), "report": report}, indent=1))
+        (out / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    typer.echo(json.dumps(report) if json_out else format_statements(report, label) + f"\n\n{_command()}")
+
+
 def serve_bench_runner():
     """:func:`benchmarks.serve_load.run_serve_bench` bound to this package's service (start,
     stop, joining its Ray cluster), or None when the load generator is not importable."""
@@ -371,4 +411,5 @@ def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     eval_app.command("locomo")(eval_locomo)
     eval_app.command("longmemeval")(eval_longmemeval)
     eval_app.command("answers")(eval_answers)
+    eval_app.command("statements")(eval_statements)
     bench_app.command("suite")(bench_suite)

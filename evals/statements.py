@@ -124,7 +124,7 @@ def score(statements: Sequence[Statement], predictions: Sequence[Sequence[Predic
     for key, t in tally.items():
         valued = t["predicted"]
         out[key] = {
-            **t,
+            **{k: t[k] for k in ("predicted", "right", "slot_right", "labelled", "found")},
             "precision": round(t["right"] / valued, 4) if valued else None,
             "slot_precision": round(t["slot_right"] / t["predicted"], 4) if t["predicted"] else None,
             "recall": round(t["found"] / t["labelled"], 4) if t["labelled"] else None,

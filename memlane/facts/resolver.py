@@ -25,9 +25,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from memlane.facts.patterns import find_slot
+from memlane.facts.families import family_of
+from memlane.facts.learned import LearnedExtractor
+from memlane.facts.patterns import find_facts
 from memlane.facts.resolve import Adjudicator, Decision, SlotFact, resolve
 from memlane.facts.slots import FACTS, Slot, fact_id, fact_record, unit_facts, unit_of
+from memlane.facts.trust import slot_may_supersede
+from memlane.query.words import is_assistant
 from memlane.records import MemoryUnit
 
 log = logging.getLogger(__name__)
@@ -55,20 +59,32 @@ class ResolveReport:
         }
 
 
-def facts_of(unit: MemoryUnit, *, rules: bool = True) -> list[Slot]:
-    """The unit's facts: an LLM extractor's as it stored them, else (``rules``) the rules'
-    patterns over its text, found again (patterns that changed since the unit was written
-    must not leave a stale fact deciding)."""
+def facts_of(unit: MemoryUnit, *, rules: bool = True, learned: list[Slot] | None = None) -> list[Slot]:
+    """The unit's facts: an LLM extractor's as it stored them; else those the learned
+    extractor found in it (``learned``: memlane/facts/learned.py) and (``rules``) the rules'
+    patterns over its text, found again (patterns that changed since the unit was written must
+    not leave a stale fact deciding). Where both fill a slot family, the one whose extractor
+    is trusted there (memlane/facts/trust.py) is kept, the rules' on a tie (their values are
+    the words of the value, the learned extractor's may carry a verb: "promoted to ward
+    manager"). The assistant's turns state nothing about the person the bank holds."""
     stored = [slot for slot, _ in unit_facts(unit.metadata)]
-    llm = [slot for slot in stored if slot.by != "rules"]
-    if llm or not rules:
-        return llm or stored
+    llm = [slot for slot in stored if not slot.by.startswith(("rules", "classifier"))]
+    if llm:
+        return llm
     speaker = unit.metadata.get("speaker")
-    if not isinstance(speaker, str) or not speaker:
-        return []
+    if not isinstance(speaker, str) or not speaker or is_assistant(speaker):
+        return [] if rules or learned is not None else stored
+    if not rules and learned is None:
+        return stored
     order = stored[0].order if stored else 0
-    found = find_slot(unit.text, speaker, order=order)
-    return [found] if found is not None else []
+    found = find_facts(unit.text, speaker, order=order) if rules else []
+    for slot in learned or []:
+        same = [f for f in found if family_of(f.predicate) == family_of(slot.predicate)]
+        if not same:
+            found.append(slot)
+        elif slot_may_supersede(slot) and not any(slot_may_supersede(f) for f in same):
+            found = [f for f in found if f not in same] + [slot]
+    return found
 
 
 def _decisions(d: Decision) -> dict[str, Any]:
@@ -79,6 +95,7 @@ def _decisions(d: Decision) -> dict[str, Any]:
         "restates": d.restates,
         "elaborates": d.elaborates,
         "possibly_superseded_by": d.possibly_superseded_by,
+        "would_supersede": d.would_supersede,
         "reinforced": d.reinforced or None,
         "adjudicated": d.adjudicated or None,
     }
@@ -129,13 +146,37 @@ class FactResolver:
         adjudicator: Adjudicator | None = None,
         predicate_similarity: float = 0.8,
         rules_slots: bool = True,
+        learned: LearnedExtractor | None = None,
     ) -> None:
+        """``learned``: the learned slot extractor of the bank's embedder (its facts read the
+        units' stored vectors), or None."""
         self.store = store
         self.writer = writer
         self.embed = embed
         self.adjudicator = adjudicator
         self.threshold = predicate_similarity
         self.rules_slots = rules_slots
+        self.learned = learned
+
+    def _learned(self, units: list[MemoryUnit]) -> dict[str, list[Slot]]:
+        """The learned extractor's facts of the units that are a person's turns, by id."""
+        if self.learned is None:
+            return {}
+        mine = [
+            u
+            for u in units
+            if u.embedding is not None
+            and isinstance(u.metadata.get("speaker"), str)
+            and not is_assistant(u.metadata["speaker"])
+        ]
+        if not mine:
+            return {}
+        found = self.learned.extract(
+            [u.text for u in mine],
+            [u.metadata["speaker"] for u in mine],
+            np.asarray([u.embedding for u in mine], dtype=np.float32),
+        )
+        return {u.id: f for u, f in zip(mine, found)}
 
     def _similar(self, names: list[str]) -> set[tuple[str, str]]:
         vecs = np.asarray(
@@ -157,12 +198,15 @@ class FactResolver:
         facts: list[SlotFact] = []
         units: dict[str, MemoryUnit] = {}
         found: dict[str, list[Slot]] = {}
-        for batch in self.store.iter_units(bank_id):
+        for batch in self.store.iter_units(bank_id, with_embedding=self.learned is not None):
+            learned = self._learned(batch)
             for u in batch:
                 legacy = (u.metadata.get(ENGRAM) or {}).get("resolved_invalid")
                 if u.invalid_at is not None and not legacy:
                     continue  # invalidated by hand: not resolution's to decide
-                slots = facts_of(u, rules=self.rules_slots)
+                slots = facts_of(
+                    u, rules=self.rules_slots, learned=learned.get(u.id) if self.learned is not None else None
+                )
                 had = FACTS in u.metadata or "slot" in u.metadata or ENGRAM in u.metadata
                 if not slots and not had and u.superseded_by is None:
                     continue

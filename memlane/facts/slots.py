@@ -98,6 +98,7 @@ DECISION_KEYS = (
     "restates",
     "elaborates",
     "possibly_superseded_by",
+    "would_supersede",
     "reinforced",
     "adjudicated",
 )

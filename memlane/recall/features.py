@@ -19,6 +19,7 @@ import numpy as np
 
 from memlane.facts.ordering import successors
 from memlane.query.analysis import QueryAnalysis
+from memlane.query.words import is_assistant
 from memlane.recall.candidates import proximity_scale
 from memlane.recall.state import RecallState
 from memlane.stored_fields import json_value
@@ -29,9 +30,6 @@ NAN = float("nan")
 DAY_S = 86400.0
 CHANNEL_NAMES = ("semantic", "lexical", "graph", "temporal")
 
-# Speakers that are the assistant, not a person whose life the bank holds ("Assistant",
-# LongMemEval's "assistant", the demo's "Memlane"): their turns ask, suggest and echo.
-ASSISTANT_SPEAKERS = frozenset({"assistant", "ai", "bot", "chatbot", "memlane", "system", "agent", "model"})
 _SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
 
 FEATURES = (
@@ -80,11 +78,6 @@ INDEX = {name: i for i, name in enumerate(FEATURES)}
 def speaker_of(fields: Mapping[str, Any]) -> str:
     meta = json_value(fields.get("metadata")) or {}
     return str(meta.get("speaker") or "") if isinstance(meta, dict) else ""
-
-
-def is_assistant(speaker: str) -> bool:
-    """Whether a turn's speaker is the assistant (:data:`ASSISTANT_SPEAKERS`)."""
-    return speaker.strip().casefold() in ASSISTANT_SPEAKERS
 
 
 def said_text(fields: Mapping[str, Any]) -> str:
