@@ -48,7 +48,7 @@ from . import periods as P
 from .rules import RULES
 from .tense import TenseReader
 from .timestamps import as_utc, parse_timestamp
-from .vocabulary import DIGIT, MONTH_TYPO, MONTH_TYPOS, WORDS
+from .vocabulary import DIGIT, MONTH_TYPO, MONTH_TYPO_WORDS, MONTH_TYPOS, WORDS
 
 # (length, start, end, rule index, match, range or None for anchored rules)
 _Candidate = tuple[int, int, int, int, re.Match[str], P.DateRange | None]
@@ -102,7 +102,7 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
         return []
     ref = _reference(reference)
     words = set(WORDS.findall(text.lower()))
-    if words.isdisjoint(MONTH_TYPOS):
+    if words.isdisjoint(MONTH_TYPO_WORDS):
         return _find(text, ref, words)
     # A misspelt month ("octobr 2nd"): the rules read the corrected text; the spans keep the
     # offsets and words of the text as written.

@@ -49,6 +49,7 @@ from .vocabulary import (
     NOT_QUANTITY,
     NUM,
     OFFSET_WORDS,
+    ORDINAL_WORDS,
     REL,
     SEASON,
     SEASON_WORDS,
@@ -117,7 +118,7 @@ RULES: tuple[Rule, ...] = (
         # (not "in just 30 days", "in 16 months", "In Five Years": durations and titles)
         rf"\bin\s+(?:(?:about|around|roughly|another)\s+)?(?P<n>{NUM})\s+"
         r"(?P<unit>day|week|fortnight)s?\b(?:['’]?\s+time\b)?(?!\s+(?:of|ago|back)\b)",
-        OFFSET_WORDS,
+        (OFFSET_WORDS, frozenset({"in"})),
         resolve_in_offset,
     ),
     _rule(
@@ -184,14 +185,14 @@ RULES: tuple[Rule, ...] = (
         "day_month_lower",
         rf"\b(?:(?P<wd>{WEEKDAY})\s*,?\s+)?(?:the\s+)?(?P<day>[0-3]?\d)(?:st|nd|rd|th)\s+(?:of\s+)?"
         rf"(?P<mon>may|march){MAY_ENDS}(?:\s*,?\s*(?P<year>{YEAR_EXPLICIT})\b)?",
-        "may march",
+        (frozenset({"may", "march"}), ORDINAL_WORDS),
         resolve_day_month,
     ),
     _rule(
         "month_day_lower",
         rf"\b(?:(?P<wd>{WEEKDAY})\s*,?\s+)?(?P<mon>may|march)\s+(?:the\s+)?(?P<day>[0-3]?\d)"
         rf"(?:st|nd|rd|th)\b(?:\s*,?\s*(?P<year>{YEAR_EXPLICIT})\b)?",
-        "may march",
+        (frozenset({"may", "march"}), ORDINAL_WORDS),
         resolve_day_month,
     ),
     _rule(
@@ -201,7 +202,7 @@ RULES: tuple[Rule, ...] = (
         rf"(?:\b(?P<wd>{WEEKDAY}|{WEEKDAY_ABBR})\.?,?\s+(?:the\s+)?|(?<!\bin\s)\bthe\s+)"
         rf"(?P<day>[0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(?P<rel>this|next|last)\s+month\b|(?(wd)|{DAY_ENDS}))"
         r"(?![^.!?]{0,30}\bcentur)",
-        "st nd rd th",  # the letters of an ordinal ("9th" is the words "th")
+        ORDINAL_WORDS,
         resolve_day_of_month,
     ),
     _rule(

@@ -59,6 +59,7 @@ def _misspellings(word: str) -> set[str]:
 
 # misspelt month -> its number (only the long names: a short one's typos are other words)
 MONTH_TYPOS = {typo: name for name in _LONG_MONTHS for typo in sorted(_misspellings(name))}
+MONTH_TYPO_WORDS = frozenset(MONTH_TYPOS)  # a set: a text tests its few words, not these 99
 # the misspelt months of a text, replaced before the rules run (memlane/temporal/parse.py)
 MONTH_TYPO = re.compile(
     r"\b(?:" + "|".join(sorted(MONTH_TYPOS, key=lambda w: (-len(w), w))) + r")\b", re.IGNORECASE
@@ -116,4 +117,5 @@ MONTH_WORDS = frozenset(
 SEASON_WORDS = frozenset("spring summer fall autumn winter".split())
 UNIT_WORDS = frozenset("week month year weekend".split())
 OFFSET_WORDS = frozenset("day days week weeks fortnight fortnights month months year years".split())
+ORDINAL_WORDS = frozenset("st nd rd th".split())  # the letters of an ordinal ("9th" has the word "th")
 DIGITS = "digits"  # trigger: the text contains a digit
