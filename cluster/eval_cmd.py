@@ -1,4 +1,4 @@
-"""``memlane eval locomo|longmemeval`` and ``memlane bench suite``.
+"""``memlane eval locomo|longmemeval|dates`` and ``memlane bench suite``.
 
 Registered on the CLI's ``eval`` and ``bench`` groups by :func:`register`. Every eval run writes
 a run directory (``--out``, default ``<data-dir>/runs/<benchmark>-<time>``) holding
@@ -406,10 +406,39 @@ def _short(report: dict) -> str:
     return "\n".join(lines)
 
 
+def eval_dates(
+    files: list[Path] | None = typer.Argument(
+        None, help="Labelled JSON Lines files (default: the set's --split files in evals/dates/)."
+    ),
+    split: str = typer.Option("calibration", "--split", help="calibration, held or all (without FILES)."),
+    resolvers: list[str] | None = typer.Option(
+        None, "--resolver", help="Only these rows (repeatable): rules, dateparser:future, ctparse, ..."
+    ),
+    misses: str | None = typer.Option(None, "--misses", help="Also list this resolver's misses."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Dates said without a year and relative ones: the fraction each resolver (the engine's
+    rules and each date library) resolves to exactly the labelled day or interval, per kind."""
+    from evals.dates import format_report, load_cases, report, run, split_files
+    from evals.dates import resolvers as pick
+
+    with errors():
+        paths = list(files) if files else split_files(split)
+        for path in paths:
+            if not path.is_file():
+                raise FileNotFoundError(f"date set not found: {path}")
+        chosen = pick(resolvers)
+        if misses is not None and misses not in chosen:
+            raise ValueError(f"--misses names {misses!r}, which is not among the resolvers run")
+        rep = report(run(load_cases(paths), chosen), paths)
+    typer.echo(json.dumps(rep) if json_out else format_report(rep, misses))
+
+
 def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the eval and bench-suite commands to the CLI's groups."""
     eval_app.command("locomo")(eval_locomo)
     eval_app.command("longmemeval")(eval_longmemeval)
     eval_app.command("answers")(eval_answers)
     eval_app.command("statements")(eval_statements)
+    eval_app.command("dates")(eval_dates)
     bench_app.command("suite")(bench_suite)
