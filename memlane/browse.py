@@ -35,8 +35,9 @@ class Browse:
         entity_id: str | None = None,
     ) -> tuple[list[MemoryUnit], int]:
         """A page of the bank's memories in id order, and how many match in all. ``tags``
-        (``tags_match`` "any" or "all"), the mention window ``since`` (inclusive) to ``until``
-        (exclusive) and ``entity_id`` mean what they mean to recall (memlane/units.py)."""
+        (``tags_match``: one of memlane.records.TAG_MODES), the mention window ``since``
+        (inclusive) to ``until`` (exclusive) and ``entity_id`` mean what they mean to recall
+        (memlane/units.py)."""
         require_bank(self.store, bank_id)
         if offset < 0 or not 1 <= limit <= 1000:
             raise InvalidInput("offset must be >= 0 and limit in 1..1000")

@@ -66,11 +66,12 @@ class LLM(Protocol):
 
 @dataclass(slots=True)
 class UnitFilter:
-    """Restricts a search to some units of a bank. Empty fields mean no restriction."""
+    """Restricts a search to some units of a bank. Empty fields mean no restriction (but an
+    ``exact`` tag match with no tags: untagged units only; memlane/units.py)."""
 
     fact_types: list[FactType] | None = None
     tags: list[str] | None = None
-    tags_match: str = "any"  # "any" | "all"
+    tags_match: str = "any"  # one of memlane.records.TAG_MODES
     as_of: datetime | None = None  # only units mentioned by then and still valid then
     only_valid: bool = True  # hide invalidated (superseded) units when as_of is None
     document_id: str | None = None

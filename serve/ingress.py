@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
@@ -17,7 +17,7 @@ from fastapi.security import HTTPBearer
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memlane.records import BANK_ID_PATTERN, FactType
+from memlane.records import BANK_ID_PATTERN, FactType, TagsMatch
 from serve import curated_routes, explorer
 from serve.auth import Authenticator, Principal
 from serve.bank_host import BankHost
@@ -259,7 +259,9 @@ async def list_memories(
     type: list[FactType] | None = Query(None, description="memory networks (fact types); any of them"),  # noqa: A002
     document_id: str | None = Query(None, min_length=1),
     tag: list[str] | None = Query(None, description="tags (repeat the parameter); see tags_match"),
-    tags_match: Literal["any", "all"] = Query("any", description="any: shares a tag; all: has every tag"),
+    tags_match: TagsMatch = Query(
+        "any", description="any: shares a tag; all: has every tag; *_or_untagged: or has none; exact"
+    ),
     since: datetime | None = Query(None, description="mentioned at or after this time (ISO 8601)"),
     until: datetime | None = Query(None, description="mentioned before this time (exclusive)"),
     entity_id: str | None = Query(None, min_length=1, description="memories that name this entity"),

@@ -31,6 +31,7 @@ from memlane.records.memory import (
     utc,
 )
 from memlane.records.requests import (
+    TAG_MODES,
     Budget,
     RecalledMemory,
     RecalledModel,
@@ -38,6 +39,7 @@ from memlane.records.requests import (
     RecallRequest,
     RecallResult,
     RetainItem,
+    TagsMatch,
 )
 
 __all__ = [
@@ -47,6 +49,8 @@ __all__ = [
     "LEVEL_NAMES",
     "Bank",
     "Budget",
+    "TAG_MODES",
+    "TagsMatch",
     "Chunk",
     "Directive",
     "Disposition",

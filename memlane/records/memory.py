@@ -216,6 +216,13 @@ class MemoryUnit(_Strict):
     def _utc(cls, v: datetime | None) -> datetime | None:
         return None if v is None else utc(v)
 
+    @field_validator("tags")
+    @classmethod
+    def _unique_tags(cls, v: list[str]) -> list[str]:
+        # A tag set: an "exact" tag filter compares sets, which Milvus does by the array's
+        # length (memlane/units.py), so a stored unit never repeats a tag.
+        return list(dict.fromkeys(v))
+
 
 class Level(IntEnum):
     """The tree's levels, bottom up."""

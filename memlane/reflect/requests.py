@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memlane.records import Budget, MemoryUnit, RecalledMemory, not_blank
+from memlane.records import Budget, MemoryUnit, RecalledMemory, TagsMatch, not_blank
 
 
 class ReflectRequest(BaseModel):
@@ -22,7 +21,7 @@ class ReflectRequest(BaseModel):
     as_of: datetime | None = None  # validity filter (see RecallRequest)
     reference_time: datetime | None = None  # "now" for relative times and recency
     tags: list[str] | None = None
-    tags_match: Literal["any", "all"] = "any"
+    tags_match: TagsMatch = "any"
     answer_max_tokens: int = Field(1024, gt=0, le=32_768)
     form_opinions: bool = True
 
