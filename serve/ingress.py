@@ -294,8 +294,27 @@ async def delete_memory(request: Request, memory_id: str, bank_id: str = Depends
 
 
 @api.get("/v1/banks/{bank_id}/documents", tags=["documents"])
-async def list_documents(request: Request, bank_id: str = Depends(bank_access)) -> dict:
-    return {"documents": await _op(request, "list_documents", bank_id)}
+async def list_documents(
+    request: Request,
+    bank_id: str = Depends(bank_access),
+    q: str | None = Query(
+        None, min_length=1, max_length=1000, description="only documents whose id or text holds this"
+    ),
+) -> dict:
+    """The bank's documents with their memory and chunk counts; ``q`` matches ids and text
+    (case-insensitive), reading the bank's chunks."""
+    return {"documents": await _op(request, "list_documents", bank_id, q=q)}
+
+
+@api.get("/v1/banks/{bank_id}/documents/{document_id}", tags=["documents"])
+async def get_document(
+    request: Request,
+    document_id: str = Path(..., min_length=1, max_length=256),
+    bank_id: str = Depends(bank_access),
+) -> dict:
+    """A document with its text as retained (one ``speaker: text`` line per turn, session by
+    session), its memory and chunk counts, tags, and when its first and last chunk start."""
+    return await _op(request, "get_document", bank_id, document_id=document_id)
 
 
 @api.delete("/v1/banks/{bank_id}/documents/{document_id}", tags=["documents"])

@@ -153,6 +153,20 @@ class Chunk(_Strict):
     tags: list[str] = Field(default_factory=list)
 
 
+class StoredDocument(_Strict):
+    """A document as retained: its turns' text (its chunks' text, session by session, each
+    turn a ``speaker: text`` line), its counts, its tags and when its first and last chunk
+    start."""
+
+    document_id: str
+    text: str
+    units: int = Field(ge=0)
+    chunks: int = Field(ge=0)
+    tags: list[str] = Field(default_factory=list)
+    start: datetime | None = None
+    end: datetime | None = None
+
+
 class Entity(_Strict):
     """A canonical entity of one bank; mentions resolve to it."""
 
