@@ -29,6 +29,8 @@ from serve.errors import (
     http_error_handler,
     validation_handler,
 )
+from serve.hindsight import routes as hindsight_routes
+from serve.hindsight.mcp import HindsightMCPEndpoint
 from serve.mcp_http import MCPEndpoint, run_replica_mcp
 from serve.openapi import document_errors
 from serve.ratelimit import RateLimiter, admit
@@ -163,6 +165,11 @@ async def limits_and_metrics(request: Request, call_next):
 
 # MCP (serve/mcp_http.py): the same keys and banks, Streamable HTTP, stateless ------------------
 api.add_route("/mcp", MCPEndpoint("/mcp"), include_in_schema=False)
+# Hindsight's MCP tools (serve/hindsight/mcp.py): all banks, and one bank's; before the
+# Hindsight routes' catch-all (included last)
+for _path, _kind in (("/hindsight/mcp", "multi"), ("/hindsight/mcp/{bank_id}", "bank")):
+    for _slash in ("", "/"):
+        api.add_route(_path + _slash, HindsightMCPEndpoint(_kind), include_in_schema=False)
 
 
 # health and discovery ---------------------------------------------------------------------
@@ -434,6 +441,8 @@ async def rerank(request: Request, body: RerankBody, who: Principal = Depends(pr
 
 
 api.include_router(curated_routes.router(bank_access, _op))  # mental models, directives
+# The Hindsight-compatible surface (serve/hindsight/routes.py), its catch-all last of all
+api.include_router(hindsight_routes.router)
 
 
 @serve.deployment(name="Ingress")
@@ -456,6 +465,12 @@ class Ingress(BankHost):
         from serve.mcp_http import build_http_mcp
 
         self.mcp = build_http_mcp(self, self.max_body_bytes)
+        from serve.hindsight.mcp import build_replica_servers
+        from serve.mcp_http import keep_running
+
+        self.hindsight_mcp = build_replica_servers(self, self.max_body_bytes)
+        for kind, server in self.hindsight_mcp.items():
+            keep_running(f"hindsight-{kind}", server)
         self._metrics = EndpointMetrics()
         self._log = logging.getLogger("memlane.serve")
         self.init_host(embedder, reranker)
