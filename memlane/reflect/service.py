@@ -168,7 +168,7 @@ class ReflectService:
 
     @staticmethod
     def _structured(
-        llm: LLM, req: ReflectRequest, answer: str, labels: dict[str, MemoryUnit]
+        llm: LLM | None, req: ReflectRequest, answer: str, labels: dict[str, MemoryUnit]
     ) -> dict[str, Any]:
         """The answer as a JSON object following the request's response_schema, from one more
         call: ``structured_output``, or ``structured_output_error`` when the reply did not
