@@ -7,9 +7,10 @@
 
 As Hindsight's server names them (``hindsight_api/mcp_tools.py``, 1.1.0): ``retain`` (queued,
 with an operation id), ``sync_retain``, ``recall``, ``reflect``, ``list_banks``,
-``create_bank``, the documents' and the mental models' tools that Memlane has a counterpart for.
-The other Hindsight tools are refused by name (``HindsightMCP.refused``). Each tool (serve/hindsight/mcp_tools.py) runs the surface's
-operation (serve/hindsight/surface.py), so it answers what the HTTP route answers. Transport,
+``create_bank``, the documents' and the mental models' tools that Memlane has a counterpart for
+(serve/hindsight/mcp_tools.py). The other Hindsight tools are refused by name
+(``HindsightMCP.refused``). Each tool runs the surface's operation (serve/hindsight/surface.py),
+so it answers what the HTTP route answers. Transport,
 keys and bank permissions as on ``/mcp`` (serve/mcp_http.py): stateless Streamable HTTP with
 JSON responses, the key checked before the SDK sees the request. Errors are tool errors
 (``isError``) whose text starts with the error's code.
