@@ -280,7 +280,8 @@ def _litellm(base: str, hindsight_litellm: Any) -> None:
     )
     assert response.choices[0].message.content == "You like purple."
     debug = hindsight_litellm.get_last_injection_debug()
-    assert debug is not None and debug.mode == "reflect" and debug.error is None and debug.injected
+    assert debug is not None and debug.mode == "reflect", debug
+    assert debug.error is None and debug.injected, repr(debug.error)
 
     # README: Memory Modes: Reflect vs Recall (recall mode)
     hindsight_litellm.set_defaults(bank_id="my-agent", use_reflect=False)
