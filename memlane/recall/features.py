@@ -17,9 +17,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from memlane.facts.cues import CUES, turn_cues
 from memlane.facts.ordering import successors
 from memlane.query.analysis import QueryAnalysis
-from memlane.query.words import is_assistant
+from memlane.query.words import content_stems, is_assistant
 from memlane.recall.candidates import proximity_scale
 from memlane.recall.state import RecallState
 from memlane.stored_fields import json_value
@@ -31,6 +32,23 @@ DAY_S = 86400.0
 CHANNEL_NAMES = ("semantic", "lexical", "graph", "temporal")
 
 _SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
+# A capitalised word that does not start a sentence: a name, a place, an organisation.
+_INNER_CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"hundred|thousand|twins?|dozen)\b",
+    re.I,
+)
+_WH = {
+    "q_when": re.compile(r"\b(?:when|what date|what day|what time|how long ago)\b", re.I),
+    "q_where": re.compile(r"\bwhere\b", re.I),
+    "q_who": re.compile(r"\b(?:who|whom|whose)\b", re.I),
+    "q_how_many": re.compile(r"\b(?:how many|how much|how often)\b", re.I),
+}
+# Slot statements: a candidate counts as stating the asked slot from this classifier
+# probability (memlane/facts/classifier.py's recall interface, calibrated at 0.5: precision
+# 0.936 / recall 0.662 on the statement set's calibration half, bge-small).
+SLOT_STATEMENT = 0.5
 
 FEATURES = (
     # fusion
@@ -53,11 +71,34 @@ FEATURES = (
     "future",
     "newest_rank",
     "temporal_overlap",
-    # speaker and form
+    # speaker and form: the share of its sentences that show each cue of memlane/facts/cues.py
+    # (first person, another person, a question, a plan, a past state, a change ...)
     "assistant",
     "question",
     "words",
-    # slots and supersession
+    *(f"cue_{c}" for c in CUES),
+    # what the memory says: the question's content words in its own text, names and numbers
+    "content_overlap",
+    "capitals",
+    "number",
+    "dated",
+    # the turn before it and after it in the conversation, where fetched among the candidates:
+    # a short reply answers the question asked just before it ("Which engine?" "Godot.")
+    "prev_semantic",
+    "prev_lexical",
+    "prev_question",
+    "prev_assistant",
+    "next_semantic",
+    "next_question",
+    # slots and supersession: the slot classifier's probability that it states the asked
+    # slot's current value for its speaker, its place by time among the candidates that do
+    # (0: the newest), and the facts resolution stored
+    "slot_p",
+    "slot_newest",
+    "slot_statements",
+    "slot_topic",
+    "topic_newest",
+    "gate",
     "fills_asked_slot",
     "superseded",
     "boost_proof",
@@ -71,6 +112,10 @@ FEATURES = (
     "q_slot",
     "q_words",
     "q_names_in_text",
+    "q_when",
+    "q_where",
+    "q_who",
+    "q_how_many",
 )
 INDEX = {name: i for i, name in enumerate(FEATURES)}
 
@@ -102,6 +147,16 @@ def asks_now(query: QueryAnalysis) -> bool:
     return query.now is not None and not query.past and query.interval is None
 
 
+def _neighbour(fields: Mapping[str, Any], step: int) -> str:
+    """The id of the turn ``step`` places from the memory's first source turn in its session
+    ("D3:4" -> "D3:3" for -1), "" when its turn id has no "<session>:<n>" form."""
+    turns = fields.get("source_turns") or ()
+    if not turns:
+        return ""
+    session, sep, n = str(turns[0]).rpartition(":")
+    return f"{session}:{int(n) + step}" if sep and n.isdigit() else ""
+
+
 def _log_rank(rank: int | None) -> float:
     return NAN if rank is None else math.log1p(rank)
 
@@ -112,10 +167,13 @@ def candidate_features(
     *,
     lexical_parts: Mapping[str, tuple[float, float]] | None = None,
     fills_slot: Mapping[str, bool] | None = None,
+    slots: Mapping[str, Any] | None = None,
 ) -> np.ndarray:
     """The feature rows (len(ids) x len(FEATURES)) of ``ids``, candidates of ``state`` whose
     fields were fetched. ``lexical_parts``: each id's BM25 of text and context (the bank index
-    gives them; absent: NaN); ``fills_slot``: whether each fills the slot the question asks."""
+    gives them; absent: NaN); ``fills_slot``: whether each fills the slot the question asks;
+    ``slots``: the slot classifier's signals per id (memlane/recall/learned.py SlotSignals:
+    ``p``, ``topic``, ``gate``; absent: no classifier for the bank's embedder)."""
     assert state.query is not None and state.reference is not None
     q = state.query
     ref = state.reference.timestamp()
@@ -135,6 +193,26 @@ def candidate_features(
     text_top = max((p[0] for p in parts.values()), default=0.0)
     now = asks_now(q)
     q_words = len(q.text.split())
+    wh = {name: 1.0 if pattern.search(q.text) else 0.0 for name, pattern in _WH.items()}
+    signals = slots or {}
+    by_turn: dict[str, str] = {}
+    for c in ids:
+        for t in state.fields[c].get("source_turns") or ():
+            by_turn.setdefault(str(t), c)
+
+    def newest_first(test) -> dict[str, float]:
+        """The candidates a person said that pass ``test`` (on their signals), by time: 0 the
+        newest, 1 the oldest."""
+        said = [
+            c
+            for c in ids
+            if c in signals and test(signals[c]) and not is_assistant(speaker_of(state.fields[c]))
+        ]
+        said.sort(key=lambda c: -(when[c] if not math.isnan(when[c]) else -1e18))
+        return {c: r / max(1, len(said) - 1) for r, c in enumerate(said)}
+
+    slot_rank = newest_first(lambda s: s.p >= SLOT_STATEMENT)
+    topic_rank = newest_first(lambda s: s.topic >= SLOT_STATEMENT and s.gate >= SLOT_STATEMENT)
     for i, c in enumerate(ids):
         f = state.fields[c]
         row = X[i]
@@ -166,9 +244,43 @@ def candidate_features(
                 occ[0], occ[1], q0, q1, proximity_scale(state.interval)
             )
         said = said_text(f)
+        if q.content:
+            row[INDEX["content_overlap"]] = len(q.content & content_stems(said)) / len(q.content)
+        row[INDEX["capitals"]] = math.log1p(len(_INNER_CAPITAL.findall(said)))
+        row[INDEX["number"]] = 1.0 if _NUMBER.search(said) else 0.0
+        if occ is not None and not math.isnan(mentioned):
+            row[INDEX["dated"]] = 1.0 if abs(occ[0] - mentioned) > DAY_S else 0.0
+        for side, step in (("prev", -1), ("next", 1)):
+            other = by_turn.get(_neighbour(f, step))
+            if other is not None:
+                o_sem = channel.get("semantic", {}).get(other)
+                row[INDEX[f"{side}_semantic"]] = o_sem[1] if o_sem is not None else 0.0
+                row[INDEX[f"{side}_question"]] = question_share(said_text(state.fields[other]))
+                if side == "prev":
+                    o_lex = channel.get("lexical", {}).get(other)
+                    row[INDEX["prev_lexical"]] = (
+                        o_lex[1] / lex_top if o_lex is not None and lex_top > 0 else 0.0
+                    )
+                    row[INDEX["prev_assistant"]] = (
+                        1.0 if is_assistant(speaker_of(state.fields[other])) else 0.0
+                    )
+        sig = signals.get(c)
+        if sig is not None:
+            row[INDEX["gate"]] = sig.gate
+            if not math.isnan(sig.p):
+                row[INDEX["slot_p"]] = sig.p
+                row[INDEX["slot_topic"]] = sig.topic
+                row[INDEX["slot_statements"]] = math.log1p(len(slot_rank))
+                row[INDEX["slot_newest"]] = slot_rank.get(c, NAN)
+                row[INDEX["topic_newest"]] = topic_rank.get(c, NAN)
+        for name, v in wh.items():
+            row[INDEX[name]] = v
         row[INDEX["assistant"]] = 1.0 if is_assistant(speaker_of(f)) else 0.0
         row[INDEX["question"]] = question_share(said)
         row[INDEX["words"]] = math.log1p(len(said.split()))
+        cues = turn_cues(said)
+        for j, name in enumerate(CUES):
+            row[INDEX[f"cue_{name}"]] = cues[j]
         if fills_slot is not None:
             row[INDEX["fills_asked_slot"]] = 1.0 if fills_slot.get(c) else 0.0
         row[INDEX["superseded"]] = 1.0 if any(k == "superseded" for k, _, _ in successors(f, q)) else 0.0

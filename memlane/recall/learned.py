@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from memlane.facts.classifier import FAMILIES, SlotClassifier
+from memlane.facts.families import family_of
 from memlane.facts.query import fills_asked_slot
+from memlane.facts.slot_weights import SlotWeights
 from memlane.recall.candidates import Boosts, Candidate
 from memlane.recall.features import FEATURES, boosts_into, candidate_features
 from memlane.recall.ranking import monotone, ordered
@@ -45,9 +49,47 @@ def rows_of(state: RecallState) -> tuple[list[str], np.ndarray, dict[str, dict[s
         parts = lexical_parts(state.bank_id, state.query.lexical, ids)
     at = state.reference.timestamp() if state.reference is not None else None
     fills = {c: fills_asked_slot(state.fields[c], state.query, at) for c in ids}
-    X = candidate_features(state, ids, lexical_parts=parts, fills_slot=fills)
+    X = candidate_features(state, ids, lexical_parts=parts, fills_slot=fills, slots=slot_signals(state, ids))
     boosts_into(X, ids, {x.id: x.boosts for x in state.fused_order})
     return ids, X, state.fields
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSignals:
+    """The slot classifier's reading of one candidate (memlane/facts/classifier.py): the
+    probability that it states a slot family the question asks about (``p``), that it is about
+    one (``topic``, whoever it is about; both NaN when the question asks none) and that it
+    states its speaker's own current situation (``gate``, whatever the question)."""
+
+    p: float
+    topic: float
+    gate: float
+
+
+def slot_signals(state: RecallState, ids: list[str]) -> dict[str, SlotSignals] | None:
+    """Each candidate's :class:`SlotSignals` from the bank embedder's weights over the vectors
+    the bank index holds; None when no weights ship for the embedder or the backend keeps no
+    vectors (a cold bank answered by the store)."""
+    assert state.query is not None
+    vectors_of = getattr(state.search, "vectors", None)
+    weights = SlotWeights.for_embedder(getattr(state.embedder, "name", ""))
+    if vectors_of is None or weights is None or not ids:
+        return None
+    found = vectors_of(state.bank_id, ids)
+    have = [c for c in ids if c in found]
+    if not have:
+        return None
+    texts = [str(state.fields[c].get("text") or "") for c in have]
+    vectors = np.stack([found[c] for c in have])
+    gate = weights.gate(texts, vectors)
+    asked = {family_of(a) for a in state.query.asked_slots}
+    cols = [FAMILIES.index(f) for f in sorted(f for f in asked if f is not None)]
+    if cols:
+        p = SlotClassifier(weights).probabilities(texts, vectors)[:, cols].max(axis=1)
+        topic = weights.topic(vectors)[:, cols].max(axis=1)
+    else:
+        p = topic = np.full(len(have), np.nan)
+    return {c: SlotSignals(float(p[i]), float(topic[i]), float(gate[i])) for i, c in enumerate(have)}
 
 
 class RankerModel:
