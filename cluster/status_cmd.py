@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from cluster.common import DataDir
+from cluster.common import DataDir, counted
 
 # Banks listed with their counts; a store with more is summarised (a count per bank is one
 # query each, about 5 ms on Milvus Lite).
@@ -146,7 +146,7 @@ def _render(s: dict[str, Any]) -> str:
     else:
         lines.append(f"banks     {b['count']}")
         for row in b["banks"]:
-            count = f"{row['memories']} memories" if "memories" in row else ""
+            count = counted(row["memories"], "memory", "memories") if "memories" in row else ""
             lines.append(f"  {row['bank_id']:<24} {count}")
         if b["count"] > len(b["banks"]):
             lines.append(f"  ... and {b['count'] - len(b['banks'])} more (memlane banks lists them all)")
