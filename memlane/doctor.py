@@ -83,7 +83,11 @@ _TREE_PROBLEMS = (
         "tree_containment",
         "{n} {tree node has|tree nodes have} an interval that does not cover a child's",
     ),
-    (re.compile(r"^(\S+): starts after it ends$"), "tree_containment", "{n} {tree node starts after it ends|tree nodes start after they end}"),
+    (
+        re.compile(r"^(\S+): starts after it ends$"),
+        "tree_containment",
+        "{n} {tree node starts after it ends|tree nodes start after they end}",
+    ),
     (
         re.compile(r"^(\S+): child \S+ is not a memory unit of the bank$"),
         "tree_children",
@@ -179,7 +183,9 @@ class _Collect:
     def add(self, check: str, message: str, ids: list[str], severity: Literal["error", "warning"] = "error"):
         if ids:
             ids = sorted(set(ids))
-            self.findings.append(Finding(check, severity, _counted(message, len(ids)), len(ids), ids[:SAMPLE]))
+            self.findings.append(
+                Finding(check, severity, _counted(message, len(ids)), len(ids), ids[:SAMPLE])
+            )
 
 
 def _supersession_cycles(units: dict[str, MemoryUnit]) -> list[str]:
