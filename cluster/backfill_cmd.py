@@ -19,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from cluster.common import DataDir, MilvusUri, RayAddress, counted, fail
+from cluster.common import FILE_ERRORS, DataDir, MilvusUri, RayAddress, counted, fail, problem
 from pipelines.job import worker_settings  # the one definition; this module's name for it
 
 FORMAT_CHOICES = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
@@ -125,8 +125,8 @@ def backfill(
                 "--address needs --milvus-uri (or MEMLANE_STORE__MILVUS_URI): the workers "
                 "of a cluster cannot share a local Milvus Lite directory"
             )
-    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
 
     from pipelines.backfill import BackfillConfig, RejectLimitExceeded, prepare_backfill
 
@@ -159,8 +159,8 @@ def backfill(
         if json_out:
             typer.echo(json.dumps(_public(exc.summary.as_dict())))
         fail(str(exc))
-    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
     except KeyboardInterrupt:
         typer.echo(
             "backfill interrupted: finished banks are in the ledger; run the same command "

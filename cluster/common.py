@@ -59,19 +59,41 @@ def fail(message: str) -> NoReturn:
 
 @contextmanager
 def errors() -> Iterator[None]:
-    """Turn the engine's input errors into exit code 2 with one line."""
+    """Turn the engine's input errors, a bad setting and a bad path into exit code 2 with one
+    line (:func:`problem`)."""
     from pydantic import ValidationError
 
     from memlane.errors import MemlaneError
 
     try:
         yield
-    except ValidationError as exc:  # a setting or a request: each bad field and why, on one line
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
+
+
+# What a path given on the command line can be wrong with: expected, so one line, no traceback.
+FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, FileExistsError, PermissionError)
+
+
+def problem(exc: BaseException) -> str:
+    """An expected error's one line: each bad field of a setting or a request and why, a path
+    and what is wrong with it, or the message."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
         from memlane.errors import InvalidInput
 
-        fail(str(InvalidInput.from_validation(exc)))
-    except (MemlaneError, ValueError, FileNotFoundError, IsADirectoryError) as exc:
-        fail(" ".join(str(exc).split()) or type(exc).__name__)
+        return str(InvalidInput.from_validation(exc))
+    if isinstance(exc, OSError):
+        return file_error(exc)
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def file_error(exc: OSError) -> str:
+    """``PATH: what is wrong`` for an OSError naming a file, else its message."""
+    if exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def open_memory(data_dir: Path | None, *, bank: str | None = None, update: dict | None = None):

@@ -24,7 +24,18 @@ from typing import Any
 
 import typer
 
-from cluster.common import DataDir, MilvusUri, RayAddress, Runner, check_runner, counted, fail, in_process
+from cluster.common import (
+    FILE_ERRORS,
+    DataDir,
+    MilvusUri,
+    RayAddress,
+    Runner,
+    check_runner,
+    counted,
+    fail,
+    in_process,
+    problem,
+)
 from memlane.settings import is_secret
 
 CONSOLIDATORS = ("auto", "rules", "llm")
@@ -138,8 +149,8 @@ def consolidate(
         wanted: list[str] | None = list(bank) if bank else None
         if path is not None:
             wanted = corpus_banks(path, format)
-    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
 
     from pipelines.job import worker_settings
 
@@ -159,8 +170,8 @@ def consolidate(
             summary, planned = _small(cfg, wanted, uri, runner, limit, json_out, data_dir)
         if summary is None:
             summary = _on_ray(cfg, wanted, planned, uri, address, verbose, json_out)
-    except (UnknownBanks, MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (UnknownBanks, MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
     except KeyboardInterrupt:
         typer.echo(
             "consolidate interrupted: the banks finished are written; run it again to finish",

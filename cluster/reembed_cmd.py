@@ -23,7 +23,18 @@ from typing import Any, get_args
 
 import typer
 
-from cluster.common import DataDir, MilvusUri, RayAddress, Runner, check_runner, counted, fail, in_process
+from cluster.common import (
+    FILE_ERRORS,
+    DataDir,
+    MilvusUri,
+    RayAddress,
+    Runner,
+    check_runner,
+    counted,
+    fail,
+    in_process,
+    problem,
+)
 
 LOG_FILE = "reembed.log"
 
@@ -99,8 +110,8 @@ def reembed(
                 "--address needs --milvus-uri (or MEMLANE_STORE__MILVUS_URI): the workers "
                 "of a cluster cannot share a local Milvus Lite directory"
             )
-    except (MemlaneError, ValueError, ValidationError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
 
     from pipelines.job import worker_settings
     from pipelines.reembed import ReembedConfig
@@ -121,8 +132,8 @@ def reembed(
             summary, planned = _small(cfg, wanted, uri, runner, limit, data_dir)
         if summary is None:
             summary = _on_ray(cfg, settings, wanted, planned, uri, address, verbose)
-    except (UnknownBanks, MemlaneError, ValueError, ValidationError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (UnknownBanks, MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
     except KeyboardInterrupt:
         typer.echo(
             "reembed interrupted: the banks not finished stay marked (recall and retain refuse "

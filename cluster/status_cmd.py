@@ -157,7 +157,9 @@ def _render(s: dict[str, Any]) -> str:
 
 def status(json_out: bool = typer.Option(False, "--json"), data_dir: Path | None = DataDir) -> None:
     """Print what is running for the data directory: the service, Ray, Milvus Lite, banks."""
+    from cluster.common import errors
     from memlane.settings import Settings
 
-    report = collect(data_dir or Settings().data_dir)
+    with errors():  # a bad setting: one line
+        report = collect(data_dir or Settings().data_dir)
     typer.echo(json.dumps(report) if json_out else _render(report))

@@ -200,3 +200,45 @@ def test_a_small_consolidate_and_reembed_run_in_this_process(data, tmp_path):
     assert done["workers"] == 1 and done["done"] == 1 and done["units"] == 2
     found = run(data, "recall", "--bank", "ana", "What is the beagle called?", "--json")
     assert "Pixel" in json.loads(found.stdout)["memories"][0]["unit"]["text"]
+
+
+COMMANDS = [
+    ("banks",),
+    ("recall", "--bank", "ana", "dog"),
+    ("retain", "CHAT", "--bank", "ana"),
+    ("backfill", "CORPUS"),
+    ("consolidate", "--bank", "ana"),
+    ("reembed", "--bank", "ana"),
+    ("tree", "--bank", "ana"),
+    ("doctor", "--bank", "ana"),
+    ("status",),
+    ("delete", "--bank", "ana"),
+    ("export", "--bank", "ana"),
+    ("model", "list", "--bank", "ana"),
+    ("reflect", "why?", "--bank", "ana"),
+]
+
+
+def _args(args: tuple[str, ...], tmp_path: Path) -> list[str]:
+    chat = write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)
+    corpus = write_jsonl_fixture(tmp_path / "corpus.jsonl", [{"bank_id": "ana", **r} for r in ROWS])
+    return [{"CHAT": str(chat), "CORPUS": str(corpus)}.get(a, a) for a in args]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0])
+def test_a_bad_setting_is_one_line_naming_it(data, tmp_path, args):
+    r = run(data, *_args(args, tmp_path), env={"MEMLANE_RECALL__RRF_K": "many"})
+    assert r.exit_code == 2
+    assert (
+        one_line(r)
+        == "error: recall.rrf_k: Input should be a valid integer, unable to parse string as an integer"
+    )
+
+
+@pytest.mark.parametrize("args", [a for a in COMMANDS if a[0] in ("retain", "backfill")], ids=lambda a: a[0])
+def test_a_data_directory_that_is_a_file_is_one_line(tmp_path, args):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    r = run(not_a_dir, *_args(args, tmp_path))
+    assert r.exit_code == 2
+    assert one_line(r) == f"error: {not_a_dir}: File exists"
