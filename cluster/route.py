@@ -4,14 +4,16 @@ store's access is decided, and said in one line on stderr whenever it is not thi
 over the directory.
 
 * **A service runs on the data directory** (its supervisor's ``serve.json``). The commands its
-  HTTP API answers as the engine does (recall, reflect, banks, tree, delete, export, import,
-  consolidate, mental models and directives) go through the API (:func:`service`), as
-  ``--url`` does. The key: ``--api-key`` or MEMLANE_API_KEY; none when the service runs with
-  auth off; else one of this environment's MEMLANE_SERVE__API_KEYS that may use the bank (the
-  keys the service was started with, when started from this shell). Without one the command
-  stops with exit code 2 saying so. The other commands (retain of a file, whose turn ids and
-  images the API's items do not carry; doctor; merge-background; the Ray jobs) open the
-  engine here on the service's Milvus Lite server (:func:`open_memory`).
+  HTTP API answers as the engine does (recall, reflect, banks, delete, tree, consolidate of a
+  few banks, mental models and directives, ``memlane mcp``'s tools) go through the API
+  (:func:`service`), as ``--url`` does. The key: ``--api-key`` or MEMLANE_API_KEY; none when
+  the service runs with auth off; else one of this environment's MEMLANE_SERVE__API_KEYS that
+  may use the bank (the keys the service was started with, when started from this shell).
+  Without one the command stops with exit code 2 saying so. The others open the engine here
+  on the service's Milvus Lite server (:func:`open_memory`): what the API does not offer
+  (doctor, merge-background, reembed, the Ray jobs) or offers narrower (a file's retain, whose
+  turn ids and images the API's items do not carry; import, whose body the API bounds;
+  export, streamed here).
 * **No service**: the engine in this process over the directory, or on the Milvus server the
   settings name; a directory another process holds stops with exit code 2 naming it.
 """

@@ -168,3 +168,32 @@ def test_delete_a_document_through_the_api(service, retained):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"deleted document {doc} of bank ana: 3 memories, ")
     assert api(service, "GET", "/v1/banks/ana/stats")["units"] == 0
+
+
+def test_mcp_over_stdio_goes_through_the_service(service, retained, tmp_path):
+    """`memlane mcp` without --url on the service's data directory: its tools answer through
+    the service (the directory is the service's, so the engine could not open it)."""
+    import sys
+
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    log = tmp_path / "mcp-stderr.log"
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).with_name("memlane")),
+        args=["mcp", "--data-dir", str(service["data"]), "--bank", "ana"],
+        env={**env(MEMLANE_API_KEY="k-admin"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+
+    async def main():
+        with anyio.fail_after(240), log.open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=240) as client:
+                banks = await client.call_tool("list_banks", {})
+                found = await client.call_tool("recall", {"query": "Where is the pottery class?"})
+                return banks, found
+
+    banks, found = anyio.run(main)
+    assert {b["bank_id"] for b in banks.structured_content["banks"]} >= {"ana"}
+    assert any("Porto" in m["text"] for m in found.structured_content["memories"])
+    assert f"memlane: through the service at {service['url']}" in log.read_text()
