@@ -162,14 +162,6 @@ def test_doctor_is_not_in_the_api_and_reads_the_services_store(service, retained
     assert r.stdout.startswith("bank ana: ok (3 memories,")
 
 
-def test_delete_a_document_through_the_api(service, retained):
-    doc = api(service, "GET", "/v1/banks/ana/documents")["documents"][0]["document_id"]
-    r = cli(service, "delete", "--bank", "ana", "--document", doc, MEMLANE_API_KEY="k-admin")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"deleted document {doc} of bank ana: 3 memories, ")
-    assert api(service, "GET", "/v1/banks/ana/stats")["units"] == 0
-
-
 def test_mcp_over_stdio_goes_through_the_service(service, retained, tmp_path):
     """`memlane mcp` without --url on the service's data directory: its tools answer through
     the service (the directory is the service's, so the engine could not open it)."""
@@ -197,3 +189,11 @@ def test_mcp_over_stdio_goes_through_the_service(service, retained, tmp_path):
     assert {b["bank_id"] for b in banks.structured_content["banks"]} >= {"ana"}
     assert any("Porto" in m["text"] for m in found.structured_content["memories"])
     assert f"memlane: through the service at {service['url']}" in log.read_text()
+
+
+def test_delete_a_document_through_the_api(service, retained):  # last: it empties the bank
+    doc = api(service, "GET", "/v1/banks/ana/documents")["documents"][0]["document_id"]
+    r = cli(service, "delete", "--bank", "ana", "--document", doc, MEMLANE_API_KEY="k-admin")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"deleted document {doc} of bank ana: 3 memories, ")
+    assert api(service, "GET", "/v1/banks/ana/stats")["units"] == 0
