@@ -6,9 +6,10 @@
 ``git archive COMMIT | tar -x -C DIR``); ``--after`` defaults to this checkout. Both run on this
 Python (its installed packages), each command as ``python -c 'from cluster.cli import main'``
 from the checkout's root, before and after alternated ``--runs`` times on fresh copies of one
-prepared data directory. Per row: the median wall time (min-max), the exit code and the lines
-on stderr of the last run, the peak RSS (``/usr/bin/time -f %M`` where present) and whether a
-bank was left behind. The load average is printed at the start and the end: the figures are
+prepared data directory. Per row: the median wall time (min-max), the median CPU time (user and
+system: a busy machine moves it less than the wall time), the exit code and the lines on stderr
+of the last run, the peak RSS (``/usr/bin/time`` where present) and whether a bank was left
+behind. The load average is printed at the start and the end: the figures are
 only comparable within one run.
 
 Rows: recall on a small bank (4 memories); three bad arguments (``--max-tokens -5``, a blank
@@ -49,6 +50,7 @@ class Run:
     code: int
     stderr_lines: int
     rss_mb: float | None
+    cpu_s: float | None = None  # user + system CPU: less moved by a busy machine than wall time
     banks_after: int | None = None
 
 
@@ -72,16 +74,18 @@ def cli(tree: Path, args: list[str], env: dict[str, str] | None = None, timeout:
     cmd = [sys.executable, "-c", ENTRY, *args]
     timer = shutil.which("time") or ("/usr/bin/time" if Path("/usr/bin/time").exists() else None)
     if timer:
-        cmd = [timer, "-f", "__peak_rss_kb=%M", *cmd]
+        cmd = [timer, "-f", "__peak_rss_kb=%M cpu=%U+%S", *cmd]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env=env or _env(), timeout=timeout)
     wall = time.perf_counter() - t0
     lines = p.stderr.splitlines()
-    rss = None
+    rss = cpu = None
     if lines and lines[-1].startswith("__peak_rss_kb="):
-        rss = round(int(lines.pop().split("=")[1]) / 1024, 1)
+        kb, used = lines.pop().split("=", 1)[1].split(" cpu=")
+        rss = round(int(kb) / 1024, 1)
+        cpu = round(sum(float(x) for x in used.split("+")), 2)
     shown = [line for line in lines if line.strip() and not line.startswith("Command exited")]
-    return Run(round(wall, 3), p.returncode, len(shown), rss)
+    return Run(round(wall, 3), p.returncode, len(shown), rss, cpu)
 
 
 def prepare(work: Path, after: Path) -> dict[str, Path]:
@@ -208,7 +212,11 @@ def _free_port() -> int:
 def _cell(runs: list[Run]) -> str:
     walls = [r.wall_s for r in runs]
     last = runs[-1]
-    out = f"{statistics.median(walls):.2f} s ({min(walls):.2f}-{max(walls):.2f}), exit {last.code}"
+    out = f"{statistics.median(walls):.2f} s ({min(walls):.2f}-{max(walls):.2f})"
+    cpus = [r.cpu_s for r in runs if r.cpu_s is not None]
+    if cpus:
+        out += f", CPU {statistics.median(cpus):.2f} s"
+    out += f", exit {last.code}"
     out += f", {last.stderr_lines} stderr line{'s' if last.stderr_lines != 1 else ''}"
     if last.rss_mb is not None:
         out += f", {max(r.rss_mb or 0 for r in runs):.0f} MB peak"
