@@ -208,7 +208,11 @@ def _small(cfg, wanted, uri, runner: str, limit: int, json_out: bool, data_dir):
     from memlane.settings import Settings
     from pipelines.job import worker_settings
 
-    base = route.store_settings(data_dir, create=False)
+    base = (
+        Settings(data_dir=cfg.data_dir, store={"milvus_uri": uri})
+        if uri
+        else route.store_settings(data_dir, create=False)
+    )
     if base is None:  # nothing stored yet: no bank to build, and no store created
         from pipelines.consolidate import ConsolidateSummary
 

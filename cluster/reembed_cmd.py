@@ -165,7 +165,11 @@ def _small(cfg, wanted, uri, runner: str, limit: int, data_dir):
     from pipelines.job import worker_settings
     from pipelines.reembed import plan_banks, run_reembed
 
-    base = route.store_settings(data_dir, create=False)
+    base = (
+        Settings(data_dir=cfg.data_dir, store={"milvus_uri": uri})
+        if uri
+        else route.store_settings(data_dir, create=False)
+    )
     if base is None:  # nothing stored yet: no bank to re-embed, and no store created
         from pipelines.consolidate import plan_banks as check_named
 
