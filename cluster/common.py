@@ -45,6 +45,19 @@ def in_process(runner: str, units: int, limit: int) -> bool:
     return runner == "process" or (runner == "auto" and units <= limit)
 
 
+_SKIP_TEARDOWN: list[bool] = []
+
+
+def skip_teardown() -> None:
+    """Say that this command closed everything it opened and has nothing left to write, so
+    the ``memlane`` entry point may end the process without the interpreter's teardown."""
+    _SKIP_TEARDOWN.append(True)
+
+
+def teardown_skippable() -> bool:
+    return bool(_SKIP_TEARDOWN)
+
+
 def counted(n: int, one: str, many: str | None = None) -> str:
     """``1 memory``, ``2 memories``, ``0 banks``: a count with its noun in the right number
     (``many`` for an irregular plural; else ``one`` + s). Every count the CLI prints."""

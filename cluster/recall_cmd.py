@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from cluster.common import DataDir, counted, errors, open_memory
+from cluster.common import DataDir, counted, errors, open_memory, skip_teardown
 
 
 def recall(
@@ -86,6 +86,9 @@ def recall(
     with errors(), open_memory(data_dir, bank=bank) as memory:
         require_bank(memory.store, bank)  # an unknown bank fails here, before the recall stack is built
         result = memory.recall(bank, request)
+    # Read only, and the engine is closed. (Loading the embedder on a thread while the store
+    # opens gained nothing here: 1.01-1.44 s against 1.12-1.49 s, 5 runs each, alternated.)
+    skip_teardown()
     if json_out:
         from memlane.views import recall_json
 

@@ -242,3 +242,25 @@ def test_a_data_directory_that_is_a_file_is_one_line(tmp_path, args):
     r = run(not_a_dir, *_args(args, tmp_path))
     assert r.exit_code == 2
     assert one_line(r) == f"error: {not_a_dir}: File exists"
+
+
+def test_recall_ends_its_process_early_with_all_its_output_written(data, tmp_path):
+    """The entry point ends an in-process recall without the interpreter's teardown: what it
+    printed reaches a pipe whole, with its exit code."""
+    rows = [
+        {**ROWS[i % 2], "text": f"{ROWS[i % 2]['text']} ({i})", "session_id": f"s{i // 8}"} for i in range(40)
+    ]
+    assert (
+        run(data, "retain", str(write_jsonl_fixture(tmp_path / "c.jsonl", rows)), "--bank", "ana").exit_code
+        == 0
+    )
+    exe = Path(sys.executable).with_name("memlane")
+    args = [str(exe), "recall", "Pixel", "--bank", "ana", "--chunks", "--max-tokens", "100000", "--json"]
+    p = subprocess.run([*args, "--data-dir", str(data)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    answer = json.loads(p.stdout)  # whole: it parses
+    assert len(answer["memories"]) == 40 and answer["chunks"]
+    bad = subprocess.run(
+        [*args[:4], "ghost", "--data-dir", str(data)], capture_output=True, text=True, timeout=300
+    )
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: unknown bank 'ghost'"
