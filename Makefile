@@ -31,10 +31,11 @@ $(STAMP): pyproject.toml
 
 ## What the tests and the checks need besides (never `make demo`): the test and lint tools
 ## (the dev extra: pytest, schemathesis and its hypothesis, selenium, ruff, mypy,
-## import-linter), the local Milvus server the store's tests also run on, and LangGraph.
+## import-linter), the date libraries of `memlane eval dates`, the local Milvus server the
+## store's tests also run on, LangGraph, and Hindsight's client and integrations.
 $(DEV_STAMP): $(STAMP)
-	@echo "installing the dev, milvus-server and langgraph extras into $(VENV) (log: $(VENV)/install-dev.log)"
-	@$(BIN)/pip install -e ".[dev,milvus-server,langgraph]" > $(VENV)/install-dev.log 2>&1 \
+	@echo "installing the dev, eval, milvus-server, langgraph and hindsight extras into $(VENV) (log: $(VENV)/install-dev.log)"
+	@$(BIN)/pip install -e ".[dev,eval,milvus-server,langgraph,hindsight]" > $(VENV)/install-dev.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install-dev.log; echo "install failed: see $(VENV)/install-dev.log"; exit 1; }
 	@touch $(DEV_STAMP)
 

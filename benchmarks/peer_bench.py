@@ -2,6 +2,7 @@
 (``../shared/peers/README.md``: its script runs Hindsight 1.1.0 on the same workload).
 
 ``python benchmarks/peer_bench.py [--locomo FILE] [--config serve/config.yaml]``
+``python benchmarks/peer_bench.py --client hindsight [--peer-url http://127.0.0.1:8888]``
 
 The workload is the peer's: the first 2 LoCoMo conversations, one synchronous retain request
 per session (its turns as items, the session's date as their time), then 200 recalls (the
@@ -11,6 +12,12 @@ trivial Serve endpoint at the same concurrency (the floor Serve itself sets). Th
 the PSS (proportional set size: shared pages divided among the processes that map them)
 summed over every process of the service (the supervisor and its descendants: Ray's, Serve's,
 the Milvus Lite server), sampled every 0.5 s; its peak and what each process held then.
+
+With ``--client hindsight`` the peer's own workload runs through hindsight-client
+(benchmarks/peer_client.py: one item per session, as the peer's script sends them) against
+the service's Hindsight-compatible surface (``/hindsight``), or, with ``--peer-url``, against
+a Hindsight server already running there (no Memlane service is started): the same client
+code on both servers.
 
 Bounded and loopback only: a fresh scratch data directory, fixed request counts, per-request
 timeouts; the service is stopped at the end.
@@ -197,9 +204,11 @@ def run(
     conversations: int = 2,
     recalls: int = 200,
     concurrency: int = 8,
+    client: str = "memlane",
 ) -> dict[str, Any]:
     """Start the service over a fresh ``data_dir`` with ``config`` (plus the trivial app), run
-    the workload, stop the service; the report."""
+    the workload (``client`` "hindsight": through hindsight-client at ``/hindsight``), stop the
+    service; the report."""
     from cluster.local import free_port
 
     convs = json.loads(locomo.read_text())[:conversations]
@@ -214,7 +223,13 @@ def run(
     report: dict[str, Any] = {"config": str(config), "start_s": round(time.perf_counter() - t0, 1)}
     try:
         with Footprint(int(state["pid"])) as footprint:
-            report.update(asyncio.run(_workload(state["url"], convs, recalls, concurrency)))
+            if client == "hindsight":
+                from benchmarks.peer_client import workload
+
+                run_it = workload(state["url"] + "/hindsight", convs, questions(convs, recalls), concurrency)
+            else:
+                run_it = _workload(state["url"], convs, recalls, concurrency)
+            report.update(asyncio.run(run_it))
         fp = footprint.report()
         # The trivial app is the benchmark's, not the service's: its replica is left out.
         trivial = sum(p["pss_mb"] for p in fp["processes_at_peak"] if ":trivial:" in p["process"])
@@ -234,12 +249,38 @@ def main() -> None:
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     p.add_argument("--recalls", type=int, default=200)
     p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--conversations", type=int, default=2)
+    p.add_argument(
+        "--client",
+        choices=("memlane", "hindsight"),
+        default="memlane",
+        help="the workload's client: Memlane's /v1 over httpx, or hindsight-client at /hindsight",
+    )
+    p.add_argument("--peer-url", help="with --client hindsight: a running Hindsight server to drive instead")
     p.add_argument("--out", type=Path, help="also write the report here (JSON)")
     a = p.parse_args()
     if not a.locomo.is_file():
         print(f"error: LoCoMo file not found: {a.locomo} (pass --locomo)", file=sys.stderr)
         raise SystemExit(2)
-    report = run(a.locomo, a.data_dir, a.config, recalls=a.recalls, concurrency=a.concurrency)
+    if a.peer_url and a.client != "hindsight":
+        print("error: --peer-url needs --client hindsight", file=sys.stderr)
+        raise SystemExit(2)
+    if a.peer_url:
+        from benchmarks.peer_client import workload
+
+        convs = json.loads(a.locomo.read_text())[: a.conversations]
+        qs = questions(convs, a.recalls)
+        report = asyncio.run(workload(a.peer_url, convs, qs, a.concurrency))
+    else:
+        report = run(
+            a.locomo,
+            a.data_dir,
+            a.config,
+            conversations=a.conversations,
+            recalls=a.recalls,
+            concurrency=a.concurrency,
+            client=a.client,
+        )
     if a.out:
         a.out.write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))

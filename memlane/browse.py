@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from memlane.banks import require_bank
 from memlane.errors import InvalidInput, NotFound
 from memlane.interfaces import UnitFilter, VectorStore
-from memlane.records import Entity, FactType, MemoryUnit, utc
+from memlane.records import Entity, FactType, MemoryUnit, StoredDocument, utc
 from memlane.units import FilterError, check_filter
 
 
@@ -35,8 +35,9 @@ class Browse:
         entity_id: str | None = None,
     ) -> tuple[list[MemoryUnit], int]:
         """A page of the bank's memories in id order, and how many match in all. ``tags``
-        (``tags_match`` "any" or "all"), the mention window ``since`` (inclusive) to ``until``
-        (exclusive) and ``entity_id`` mean what they mean to recall (memlane/units.py)."""
+        (``tags_match``: one of memlane.records.TAG_MODES), the mention window ``since``
+        (inclusive) to ``until`` (exclusive) and ``entity_id`` mean what they mean to recall
+        (memlane/units.py)."""
         require_bank(self.store, bank_id)
         if offset < 0 or not 1 <= limit <= 1000:
             raise InvalidInput("offset must be >= 0 and limit in 1..1000")
@@ -126,10 +127,41 @@ class Browse:
             raise NotFound(f"memory {memory_id!r} is not in bank {bank_id!r}", "memory_id")
         return units[0]
 
-    def list_documents(self, bank_id: str) -> dict[str, dict[str, int]]:
-        """``{document_id: {"units": n, "chunks": m}}`` for the bank."""
+    def list_documents(self, bank_id: str, q: str | None = None) -> dict[str, dict[str, int]]:
+        """``{document_id: {"units": n, "chunks": m}}`` for the bank; with ``q``, only the
+        documents whose id or text holds it (case-insensitive; reads the bank's chunks)."""
         require_bank(self.store, bank_id)
-        return self.store.document_counts(bank_id)
+        counts = self.store.document_counts(bank_id)
+        if not q:
+            return counts
+        needle = q.casefold()
+        found = {d for d in counts if needle in d.casefold()}
+        for page in self.store.iter_chunks(bank_id):
+            found.update(c.document_id for c in page if needle in c.text.casefold())
+        return {d: c for d, c in counts.items() if d in found}
+
+    def get_document(self, bank_id: str, document_id: str) -> StoredDocument:
+        """A document with its text as retained (its chunks' text, session by session in the
+        order they started, chunks in order) and its counts. Raises NotFound."""
+        require_bank(self.store, bank_id)
+        chunks = self.store.document_chunks(bank_id, document_id)
+        units = self.store.list_unit_ids(bank_id, UnitFilter(document_id=document_id, only_valid=False))
+        if not chunks and not units:
+            raise NotFound(f"document {document_id!r} is not in bank {bank_id!r}", "document_id")
+        began: dict[str, datetime] = {}
+        for c in chunks:
+            began[c.session_id] = min(began.get(c.session_id, c.started_at), c.started_at)
+        chunks.sort(key=lambda c: (began[c.session_id], c.session_id, c.index))
+        starts = [c.started_at for c in chunks]
+        return StoredDocument(
+            document_id=document_id,
+            text="\n".join(c.text for c in chunks),
+            units=len(units),
+            chunks=len(chunks),
+            tags=sorted({t for c in chunks for t in c.tags}),
+            start=min(starts, default=None),
+            end=max(starts, default=None),
+        )
 
     def list_entities(self, bank_id: str) -> list[Entity]:
         require_bank(self.store, bank_id)

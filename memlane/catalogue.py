@@ -86,6 +86,13 @@ class Operation:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     # MCP parameter defaults that differ from the request model's, on purpose
     mcp_defaults: Mapping[str, Any] = field(default_factory=dict)
+    # The Hindsight-compatible surface (serve/hindsight/, docs/hindsight.md): the routes under
+    # /hindsight that run this operation, (method, path) as hindsight-client 1.1.0 calls them,
+    # and the tools of its MCP server (/hindsight/mcp/). Their fields are translated at that
+    # surface's edge (serve/hindsight/translate.py), its rules (a missing bank is created by
+    # its writes) applied there.
+    hindsight: tuple[tuple[str, str], ...] = ()
+    hindsight_mcp: tuple[str, ...] = ()
 
     @property
     def sdk_method(self) -> str | None:
@@ -121,10 +128,27 @@ def _report(result: Any, _: Mapping[str, Any]) -> Any:
 RAW_BODY = "(body)"  # a parameter sent as the whole request body (an import's NDJSON)
 WAIT = Param("wait", wire="async", engine=False)  # true on the SDK is "async": false on HTTP
 BANK = "/v1/banks/{bank_id}"
+HS_BANK = "/v1/default/banks/{bank_id}"  # a bank on the Hindsight-compatible surface
 
 OPERATIONS: tuple[Operation, ...] = (
     # service
-    Operation("health", "Liveness and store reachability.", ("GET", "/v1/health"), None, bank=False),
+    Operation(
+        "health",
+        "Liveness and store reachability.",
+        ("GET", "/v1/health"),
+        None,
+        bank=False,
+        hindsight=(("GET", "/health"),),
+    ),
+    Operation(
+        "version",
+        "The API version and features of the Hindsight-compatible surface.",
+        None,
+        None,
+        sdk=None,
+        bank=False,
+        hindsight=(("GET", "/version"),),
+    ),
     Operation(
         "rerank",
         "The cross-encoder's scores of documents for a query.",
@@ -143,6 +167,8 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp="list_banks",
         cli="banks",
         bank=False,
+        hindsight=(("GET", "/v1/default/banks"),),
+        hindsight_mcp=("list_banks",),
     ),
     Operation(
         "put_bank",
@@ -152,14 +178,24 @@ OPERATIONS: tuple[Operation, ...] = (
         _p("name", "background", "disposition"),
         view=_created("bank"),
         mcp="create_bank",
+        hindsight=(("PUT", HS_BANK), ("PATCH", f"{HS_BANK}/config")),
+        hindsight_mcp=("create_bank",),
     ),
-    Operation("get_bank", "One bank.", ("GET", BANK), "banks.get", view=_one(record_view)),
+    Operation(
+        "get_bank",
+        "One bank.",
+        ("GET", BANK),
+        "banks.get",
+        view=_one(record_view),
+        hindsight=(("GET", HS_BANK), ("GET", f"{HS_BANK}/profile"), ("GET", f"{HS_BANK}/config")),
+    ),
     Operation(
         "delete_bank",
         "Delete a bank with everything in it.",
         ("DELETE", BANK),
         "banks.delete",
         cli="delete",
+        hindsight=(("DELETE", HS_BANK),),
     ),
     Operation(
         "bank_stats",
@@ -167,6 +203,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ("GET", f"{BANK}/stats"),
         "banks.stats",
         sdk="stats",
+        hindsight=(("GET", f"{HS_BANK}/stats"),),
     ),
     Operation("doctor", "Check every invariant of a bank.", None, "banks.doctor", sdk=None, cli="doctor"),
     Operation(
@@ -198,6 +235,8 @@ OPERATIONS: tuple[Operation, ...] = (
         # A bank is created explicitly (put_bank), so a typo in a bank id is a 404, not a new bank.
         # The CLI's `memlane retain` creates it: a local tool on the user's own data directory.
         fixed={"create_bank": False},
+        hindsight=(("POST", f"{HS_BANK}/memories"),),
+        hindsight_mcp=("retain", "sync_retain"),
     ),
     Operation(
         "get_operation",
@@ -206,6 +245,7 @@ OPERATIONS: tuple[Operation, ...] = (
         None,
         _p("operation_id"),
         sdk="operation",
+        hindsight=(("GET", f"{HS_BANK}/operations/{{operation_id}}"),),
     ),
     # reading and deleting
     Operation(
@@ -247,10 +287,23 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "list_documents",
-        "A bank's documents with their counts.",
+        "A bank's documents with their counts (``q``: those whose id or text holds it).",
         ("GET", f"{BANK}/documents"),
         "browse.list_documents",
+        _p("q"),
         view=_one(documents_view),
+        hindsight=(("GET", f"{HS_BANK}/documents"),),
+        hindsight_mcp=("list_documents",),
+    ),
+    Operation(
+        "get_document",
+        "A document with its text as retained, its counts and tags.",
+        ("GET", f"{BANK}/documents/{{document_id}}"),
+        "browse.get_document",
+        _p("document_id"),
+        view=_one(record_view),
+        hindsight=(("GET", f"{HS_BANK}/documents/{{document_id:path}}"),),
+        hindsight_mcp=("get_document",),
     ),
     Operation(
         "delete_document",
@@ -260,6 +313,8 @@ OPERATIONS: tuple[Operation, ...] = (
         _p("document_id"),
         mcp="delete_document",
         cli="delete",
+        hindsight=(("DELETE", f"{HS_BANK}/documents/{{document_id:path}}"),),
+        hindsight_mcp=("delete_document",),
     ),
     Operation(
         "list_entities",
@@ -317,6 +372,8 @@ OPERATIONS: tuple[Operation, ...] = (
         # A tool's answer lands in the agent's context: 1,024 tokens of memories by default, as
         # `memlane recall` prints (no measurement behind the figure yet).
         mcp_defaults={"max_tokens": 1024},
+        hindsight=(("POST", f"{HS_BANK}/memories/recall"),),
+        hindsight_mcp=("recall",),
     ),
     Operation(
         "reflect",
@@ -327,6 +384,8 @@ OPERATIONS: tuple[Operation, ...] = (
         view=_one(reflect_view),
         mcp="reflect",
         cli="reflect",
+        hindsight=(("POST", f"{HS_BANK}/reflect"),),
+        hindsight_mcp=("reflect",),
     ),
     Operation(
         "merge_background",
@@ -347,6 +406,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _p("model_id", "question"),
         view=_created("model"),
         cli="model put",
+        hindsight_mcp=("create_mental_model",),
     ),
     Operation(
         "list_mental_models",
@@ -355,6 +415,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "curated.list_mental_models",
         view=_each(record_view),
         cli="model list",
+        hindsight_mcp=("list_mental_models",),
     ),
     Operation(
         "get_mental_model",
@@ -364,6 +425,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _p("model_id"),
         view=_one(record_view),
         cli="model show",
+        hindsight_mcp=("get_mental_model",),
     ),
     Operation(
         "refresh_mental_model",
@@ -373,6 +435,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _p("model_id"),
         view=_one(record_view),
         cli="model refresh",
+        hindsight_mcp=("refresh_mental_model",),
     ),
     Operation(
         "delete_mental_model",
@@ -381,6 +444,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "curated.delete_mental_model",
         _p("model_id"),
         cli="model delete",
+        hindsight_mcp=("delete_mental_model",),
     ),
     Operation(
         "put_directive",
@@ -445,11 +509,16 @@ def markdown() -> str:
     def cell(value: str | None) -> str:
         return f"`{value}`" if value else ""
 
-    lines = ["| operation | HTTP | SDK | MCP tool | CLI | engine |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| operation | HTTP | SDK | MCP tool | CLI | engine | Hindsight (under `/hindsight`) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for op in OPERATIONS:
         http = f"{op.http[0]} {op.http[1]}" if op.http else None
         engine = f"memory.{op.engine}" if op.engine else None
         cli = f"memlane {op.cli}" if op.cli else None
+        hindsight = [f"`{m} {p}`" for m, p in op.hindsight] + [f"MCP `{t}`" for t in op.hindsight_mcp]
         row = (op.summary, cell(http), cell(op.sdk_method), cell(op.mcp), cell(cli), cell(engine))
-        lines.append(f"| `{op.name}`: {row[0]} | " + " | ".join(row[1:]) + " |")
+        cells = " | ".join((*row[1:], "<br>".join(hindsight)))
+        lines.append(f"| `{op.name}`: {row[0]} | {cells} |")
     return "\n".join(lines) + "\n"

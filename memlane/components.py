@@ -111,6 +111,7 @@ class Components:
                 ann_threshold=self.settings.recall.ann_threshold,
                 max_bytes=self.settings.recall.state_max_mb * 2**20,
                 max_banks=self.settings.recall.state_max_banks,
+                context_weight=self.settings.recall.lexical_context_weight,
             )
         return self._derived
 

@@ -73,6 +73,7 @@ class DerivedState:
         ann_threshold: int = DEFAULT_ANN_THRESHOLD,
         max_bytes: int = 1024 * 2**20,
         max_banks: int = 2000,
+        context_weight: float = 1.0,
     ) -> None:
         """``with_index=False`` keeps graphs only (search goes to a Milvus server).
         ``warm_workers`` background loads of cold banks run at once, and at most
@@ -81,12 +82,14 @@ class DerivedState:
         machines' worth of cores are rare where Memlane runs; more only make each slower.
         ``ann_threshold``: see BankIndex. ``max_bytes`` / ``max_banks``: the budget of the
         state held (:meth:`held_bytes`); past either, the least recently used banks are
-        evicted (never the one in hand)."""
+        evicted (never the one in hand). ``context_weight``: the lexical context field's weight
+        (BankIndex)."""
         self.store = store
         self.graph = graph
         self.dim = dim
         self.with_index = with_index
         self.ann_threshold = ann_threshold
+        self.context_weight = context_weight
         self._indexes: dict[str, BankIndex] = {}
         self.max_bytes, self.max_banks = max_bytes, max_banks
         # banks holding any state here (index, graph, an attached cache), least recent first
@@ -230,7 +233,9 @@ class DerivedState:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _load(self, bank_id: str, token: str, generation: int | None = None) -> BankIndex:
-        index = BankIndex(self.dim, revision=token, ann_threshold=self.ann_threshold)
+        index = BankIndex(
+            self.dim, revision=token, ann_threshold=self.ann_threshold, context_weight=self.context_weight
+        )
         nodes: list[GraphNode] = []
         for batch in self.store.iter_units(bank_id, with_embedding=self.with_index):
             if self.with_index:
@@ -389,6 +394,14 @@ class DerivedState:
         fields: Sequence[str] | None = None,
     ) -> list[Hit]:
         return self.index(bank_id).search_lexical(text, limit, flt)
+
+    def lexical_parts(self, bank_id: str, text: str, ids: Sequence[str]) -> dict[str, tuple[float, float]]:
+        """BM25 of each id's text and context for ``text`` (see BankIndex.lexical_parts)."""
+        return self.index(bank_id).lexical_parts(text, ids)
+
+    def vectors(self, bank_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of the present ids (see BankIndex.vectors)."""
+        return self.index(bank_id).vectors(ids)
 
     def search_time(
         self,

@@ -59,6 +59,18 @@ class BankNotFound(NotFound):
         return (BankNotFound, (self.bank_id,))
 
 
+class Conflict(MemlaneError):
+    """A request names something that exists as something else (an operation id already used
+    for another bank's or kind's operation)."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+    def __reduce__(self):  # picklable across processes (Ray re-raises it in the caller)
+        return (type(self), (str(self), self.field))
+
+
 class ConfigError(MemlaneError):
     """A setting points at something that is not there (a model path, a server)."""
 

@@ -66,11 +66,12 @@ class LLM(Protocol):
 
 @dataclass(slots=True)
 class UnitFilter:
-    """Restricts a search to some units of a bank. Empty fields mean no restriction."""
+    """Restricts a search to some units of a bank. Empty fields mean no restriction (but an
+    ``exact`` tag match with no tags: untagged units only; memlane/units.py)."""
 
     fact_types: list[FactType] | None = None
     tags: list[str] | None = None
-    tags_match: str = "any"  # "any" | "all"
+    tags_match: str = "any"  # one of memlane.records.TAG_MODES
     as_of: datetime | None = None  # only units mentioned by then and still valid then
     only_valid: bool = True  # hide invalidated (superseded) units when as_of is None
     document_id: str | None = None
@@ -206,6 +207,10 @@ class VectorStore(SearchBackend, Protocol):
         one read of those rows only)."""
         ...
 
+    def list_superseded_unit_ids(self, bank_id: str, successors: Collection[str]) -> list[str]:
+        """Sorted ids of the units whose ``superseded_by`` is one of ``successors``."""
+        ...
+
     def count_units(self, bank_id: str) -> int: ...
     def delete_units(
         self, bank_id: str, ids: Sequence[str], *, linking: Collection[str] | None = None
@@ -225,6 +230,10 @@ class VectorStore(SearchBackend, Protocol):
     # chunks
     def upsert_chunks(self, bank_id: str, chunks: Sequence[Chunk]) -> None: ...
     def get_chunks(self, bank_id: str, ids: Sequence[str]) -> list[Chunk]: ...
+    def document_chunks(self, bank_id: str, document_id: str) -> list[Chunk]:
+        """The chunks of one document ([] for an unknown document or bank), in no order."""
+        ...
+
     def iter_chunks(self, bank_id: str, *, batch_size: int = 2000) -> Iterator[list[Chunk]]:
         """All chunks of the bank in pages of at most ``batch_size``, in id order."""
         ...

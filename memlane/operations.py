@@ -27,9 +27,11 @@ class OperationLog:
         self.stale_after_s = stale_after_s
         self.heartbeat_s = heartbeat_s
 
-    def create(self, bank_id: str, kind: str, *, total: int = 0) -> dict[str, Any]:
+    def create(self, bank_id: str, kind: str, *, total: int = 0, op_id: str | None = None) -> dict[str, Any]:
+        """A new queued operation; ``op_id``: the caller's id (default ``op-`` and a random
+        UUID's hex)."""
         op: dict[str, Any] = {
-            "operation_id": f"op-{uuid.uuid4().hex}",
+            "operation_id": op_id or f"op-{uuid.uuid4().hex}",
             "bank_id": bank_id,
             "kind": kind,
             "status": QUEUED,

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from memlane.interfaces import UnitFilter
-from memlane.records import FactType, Link, MemoryUnit, OpinionChange
+from memlane.records import TAG_MODES, FactType, Link, MemoryUnit, OpinionChange
 from memlane.stored_fields import (
     CANDIDATE_FIELDS,
     FACT_CODES,
@@ -118,7 +118,11 @@ def fields_interval(fields: Mapping[str, Any]) -> tuple[float, float] | None:
 # The filter rule
 #
 #   fact_types   the unit's type is one of them (None or empty: any type)
-#   tags         "any": shares a tag with them; "all": has every one of them (None/empty: any)
+#   tags         by tags_match (TAG_MODES): "any": shares a tag with them; "all": has every one
+#                of them; "any_or_untagged" / "all_or_untagged": the same, or has no tag at all;
+#                "exact": its tag set is theirs. None/empty tags: any unit, except for "exact",
+#                where they select the untagged units (Hindsight's "global scope"). Stored tags
+#                are unique (MemoryUnit), so Milvus can compare a set by its length.
 #   document_id  the unit's document is exactly this one (None or "": any, as UnitFilter says)
 #   mentioned_since / mentioned_until
 #                a window on the mention time: since <= mentioned_at < until (either open)
@@ -142,8 +146,9 @@ class FilterError(ValueError):
 
 def check_filter(flt: UnitFilter | None) -> None:
     """Raise :class:`FilterError` for a filter no implementation can apply."""
-    if flt is not None and flt.tags and flt.tags_match not in ("any", "all"):
-        raise FilterError("tags_match", f"tags_match must be 'any' or 'all', got {flt.tags_match!r}")
+    if flt is not None and flt.tags_match not in TAG_MODES:
+        modes = ", ".join(repr(m) for m in TAG_MODES)
+        raise FilterError("tags_match", f"tags_match must be one of {modes}, got {flt.tags_match!r}")
     if flt is not None and flt.mentioned_since and flt.mentioned_until:
         if flt.mentioned_since >= flt.mentioned_until:
             raise FilterError("mentioned_until", "mentioned_since must be before mentioned_until")
@@ -164,9 +169,19 @@ def _types(flt: UnitFilter) -> list[str]:
     return [FactType(t).value for t in flt.fact_types or ()]
 
 
+def _by_tags(flt: UnitFilter) -> bool:
+    """Whether the filter restricts by tags: tags given, or an exact match (with none:
+    untagged units only)."""
+    return bool(flt.tags) or flt.tags_match == "exact"
+
+
 def _tags_pass(tags: Iterable[str], flt: UnitFilter) -> bool:
-    have, wanted = set(tags), set(flt.tags or ())
-    return wanted <= have if flt.tags_match == "all" else bool(wanted & have)
+    have = tags if isinstance(tags, (set, frozenset)) else set(tags)
+    wanted, mode = set(flt.tags or ()), flt.tags_match
+    if mode == "exact":
+        return have == wanted
+    hit = wanted <= have if mode in ("all", "all_or_untagged") else bool(wanted & have)
+    return hit or (mode in ("any_or_untagged", "all_or_untagged") and not have)
 
 
 def valid_at(mentioned: T, valid_from: T | None, invalid_at: T | None, when: T) -> bool:
@@ -185,7 +200,7 @@ def matches(fields: Mapping[str, Any], flt: UnitFilter | None) -> bool:
         return False
     if flt.document_id and fields.get("document_id") != flt.document_id:
         return False
-    if flt.tags and not _tags_pass(fields.get("tags") or (), flt):
+    if _by_tags(flt) and not _tags_pass(fields.get("tags") or (), flt):
         return False
     if flt.entity_id and flt.entity_id not in (fields.get("entity_ids") or ()):
         return False
@@ -232,9 +247,8 @@ def milvus_expr(flt: UnitFilter | None) -> str:
     parts: list[str] = []
     if flt.fact_types:
         parts.append(f"fact_type in {str_list(_types(flt))}")
-    if flt.tags:
-        fn = "array_contains_any" if flt.tags_match == "any" else "array_contains_all"
-        parts.append(f"{fn}(tags, {str_list(flt.tags)})")
+    if _by_tags(flt):
+        parts.append(_milvus_tags(flt))
     if flt.document_id:
         parts.append(f"document_id == {escape_string(flt.document_id)}")
     if flt.entity_id:
@@ -251,6 +265,18 @@ def milvus_expr(flt: UnitFilter | None) -> str:
     elif flt.only_valid:
         parts.append(f"invalid_at == {NONE_TIME_US}")
     return " and ".join(f"({p})" for p in parts)
+
+
+def _milvus_tags(flt: UnitFilter) -> str:
+    wanted = sorted(set(flt.tags or ()))
+    untagged = "array_length(tags) == 0"
+    if flt.tags_match == "exact":
+        if not wanted:
+            return untagged
+        return f"array_length(tags) == {len(wanted)} and array_contains_all(tags, {str_list(wanted)})"
+    fn = "array_contains_all" if flt.tags_match in ("all", "all_or_untagged") else "array_contains_any"
+    hit = f"{fn}(tags, {str_list(wanted)})"
+    return f"{hit} or {untagged}" if flt.tags_match.endswith("_or_untagged") else hit
 
 
 def filter_mask(
@@ -277,12 +303,8 @@ def filter_mask(
         mask &= np.isin(fact_code, [FACT_CODES[t] for t in _types(flt)])
     if flt.document_id:
         mask &= np.fromiter((d == flt.document_id for d in document_ids), bool, n)
-    if flt.tags:
-        wanted = frozenset(flt.tags)
-        if flt.tags_match == "all":
-            mask &= np.fromiter((wanted <= t for t in tags), bool, n)
-        else:
-            mask &= np.fromiter((not wanted.isdisjoint(t) for t in tags), bool, n)
+    if _by_tags(flt):
+        mask &= np.fromiter((_tags_pass(t, flt) for t in tags), bool, n)
     if flt.entity_id:
         if entity_ids is None:
             raise ValueError("this filter names an entity: pass the rows' entity_ids")

@@ -192,8 +192,14 @@ class _Endpoints:
     def delete_memory(self, bank_id: str, memory_id: str) -> Any:
         return self._send("DELETE", f"/v1/banks/{bank_id}/memories/{memory_id}")
 
-    def list_documents(self, bank_id: str) -> Any:
-        return self._send("GET", f"/v1/banks/{bank_id}/documents", pick="documents")
+    def list_documents(self, bank_id: str, *, q: str | None = None) -> Any:
+        """The bank's documents with their counts; ``q``: those whose id or text holds it."""
+        params = _options(q=q)
+        return self._send("GET", f"/v1/banks/{bank_id}/documents", {"params": params}, pick="documents")
+
+    def get_document(self, bank_id: str, document_id: str) -> Any:
+        """A document with its text as retained, its counts and tags."""
+        return self._send("GET", f"/v1/banks/{bank_id}/documents/{document_id}")
 
     def delete_document(self, bank_id: str, document_id: str) -> Any:
         return self._send("DELETE", f"/v1/banks/{bank_id}/documents/{document_id}")

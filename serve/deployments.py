@@ -188,13 +188,24 @@ class MemoryDeployment:
         return import_bank(self.memory, body.splitlines(), bank_id=bank_id)
 
     # retain in the background
-    def retain_async(self, bank_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def retain_async(
+        self, bank_id: str, body: dict[str, Any], operation_id: str | None = None
+    ) -> dict[str, Any]:
+        """Queue a retain; its operation. ``operation_id``: the caller's id for it (the
+        Hindsight surface's): sent again, the operation it already names is answered and
+        nothing is queued; Conflict when it names another bank's or kind's operation."""
+        from memlane.errors import Conflict
+
         # Validate now, so bad input is a 4xx on the request, not a failed operation later.
         self.memory.banks.get(bank_id)
         self.memory.plan_items(
             bank_id, body["items"], document_id=body.get("document_id"), tags=body.get("tags") or ()
         )
-        op = self.ops.create(bank_id, "retain", total=len(body["items"]))
+        if operation_id is not None and (known := self.ops.get(operation_id)) is not None:
+            if known["bank_id"] != bank_id or known["kind"] != "retain":
+                raise Conflict(f"operation {operation_id!r} is another operation", "operation_id")
+            return known
+        op = self.ops.create(bank_id, "retain", total=len(body["items"]), op_id=operation_id)
         with self._lock:
             self._pending[op["operation_id"]] = op
         self._jobs.submit(self._run_op, op, lambda: self.call("retain", bank_id, body))

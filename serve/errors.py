@@ -102,6 +102,7 @@ def engine_error(exc: BaseException) -> APIError | None:
     as a subclass of the original), or None for anything else."""
     from memlane.errors import (
         ConfigError,
+        Conflict,
         EmbedderMismatch,
         InvalidInput,
         LLMNotConfigured,
@@ -116,6 +117,8 @@ def engine_error(exc: BaseException) -> APIError | None:
     if isinstance(exc, NotFound):
         code = "bank_not_found" if exc.field == "bank_id" else "not_found"
         return APIError(404, code, _text(exc), exc.field or None)
+    if isinstance(exc, Conflict):
+        return APIError(409, "conflict", _text(exc), exc.field or None)
     if isinstance(exc, EmbedderMismatch):  # the bank's state conflicts with this service's
         return APIError(409, "embedder_mismatch", _text(exc), exc.field)
     if isinstance(exc, LLMNotConfigured):

@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
@@ -17,7 +17,7 @@ from fastapi.security import HTTPBearer
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memlane.records import BANK_ID_PATTERN, FactType
+from memlane.records import BANK_ID_PATTERN, FactType, TagsMatch
 from serve import curated_routes, explorer
 from serve.auth import Authenticator, Principal
 from serve.bank_host import BankHost
@@ -29,6 +29,8 @@ from serve.errors import (
     http_error_handler,
     validation_handler,
 )
+from serve.hindsight import routes as hindsight_routes
+from serve.hindsight.mcp import HindsightMCPEndpoint
 from serve.mcp_http import MCPEndpoint, run_replica_mcp
 from serve.openapi import document_errors
 from serve.ratelimit import RateLimiter, admit
@@ -163,6 +165,11 @@ async def limits_and_metrics(request: Request, call_next):
 
 # MCP (serve/mcp_http.py): the same keys and banks, Streamable HTTP, stateless ------------------
 api.add_route("/mcp", MCPEndpoint("/mcp"), include_in_schema=False)
+# Hindsight's MCP tools (serve/hindsight/mcp.py): all banks, and one bank's; before the
+# Hindsight routes' catch-all (included last)
+for _path, _kind in (("/hindsight/mcp", "multi"), ("/hindsight/mcp/{bank_id}", "bank")):
+    for _slash in ("", "/"):
+        api.add_route(_path + _slash, HindsightMCPEndpoint(_kind), include_in_schema=False)
 
 
 # health and discovery ---------------------------------------------------------------------
@@ -259,7 +266,9 @@ async def list_memories(
     type: list[FactType] | None = Query(None, description="memory networks (fact types); any of them"),  # noqa: A002
     document_id: str | None = Query(None, min_length=1),
     tag: list[str] | None = Query(None, description="tags (repeat the parameter); see tags_match"),
-    tags_match: Literal["any", "all"] = Query("any", description="any: shares a tag; all: has every tag"),
+    tags_match: TagsMatch = Query(
+        "any", description="any: shares a tag; all: has every tag; *_or_untagged: or has none; exact"
+    ),
     since: datetime | None = Query(None, description="mentioned at or after this time (ISO 8601)"),
     until: datetime | None = Query(None, description="mentioned before this time (exclusive)"),
     entity_id: str | None = Query(None, min_length=1, description="memories that name this entity"),
@@ -292,8 +301,27 @@ async def delete_memory(request: Request, memory_id: str, bank_id: str = Depends
 
 
 @api.get("/v1/banks/{bank_id}/documents", tags=["documents"])
-async def list_documents(request: Request, bank_id: str = Depends(bank_access)) -> dict:
-    return {"documents": await _op(request, "list_documents", bank_id)}
+async def list_documents(
+    request: Request,
+    bank_id: str = Depends(bank_access),
+    q: str | None = Query(
+        None, min_length=1, max_length=1000, description="only documents whose id or text holds this"
+    ),
+) -> dict:
+    """The bank's documents with their memory and chunk counts; ``q`` matches ids and text
+    (case-insensitive), reading the bank's chunks."""
+    return {"documents": await _op(request, "list_documents", bank_id, q=q)}
+
+
+@api.get("/v1/banks/{bank_id}/documents/{document_id}", tags=["documents"])
+async def get_document(
+    request: Request,
+    document_id: str = Path(..., min_length=1, max_length=256),
+    bank_id: str = Depends(bank_access),
+) -> dict:
+    """A document with its text as retained (one ``speaker: text`` line per turn, session by
+    session), its memory and chunk counts, tags, and when its first and last chunk start."""
+    return await _op(request, "get_document", bank_id, document_id=document_id)
 
 
 @api.delete("/v1/banks/{bank_id}/documents/{document_id}", tags=["documents"])
@@ -413,6 +441,8 @@ async def rerank(request: Request, body: RerankBody, who: Principal = Depends(pr
 
 
 api.include_router(curated_routes.router(bank_access, _op))  # mental models, directives
+# The Hindsight-compatible surface (serve/hindsight/routes.py), its catch-all last of all
+api.include_router(hindsight_routes.router)
 
 
 @serve.deployment(name="Ingress")
@@ -435,6 +465,12 @@ class Ingress(BankHost):
         from serve.mcp_http import build_http_mcp
 
         self.mcp = build_http_mcp(self, self.max_body_bytes)
+        from serve.hindsight.mcp import build_replica_servers
+        from serve.mcp_http import keep_running
+
+        self.hindsight_mcp = build_replica_servers(self, self.max_body_bytes)
+        for kind, server in self.hindsight_mcp.items():
+            keep_running(f"hindsight-{kind}", server)
         self._metrics = EndpointMetrics()
         self._log = logging.getLogger("memlane.serve")
         self.init_host(embedder, reranker)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -91,11 +91,27 @@ def _validate(model: Any, request: dict[str, Any]) -> Any:
 _replica: dict[str, MCPServer] = {}
 
 
+def keep_running(name: str, server: MCPServer) -> None:
+    """Run ``server``'s session manager for the app's lifetime too (the Hindsight-compatible
+    surface's MCP servers, serve/hindsight/mcp.py)."""
+    _replica[name] = server
+
+
 def run_replica_mcp() -> AbstractAsyncContextManager[Any]:
-    """The session manager's ``run()`` of this replica's MCP server, for the app's lifespan
+    """The session managers' ``run()`` of this replica's MCP servers, for the app's lifespan
     (nothing to run where no Ingress was built, e.g. the app imported outside Serve)."""
-    server = _replica.get("server")
-    return server.session_manager.run() if server is not None else nullcontext()
+    servers = list(_replica.values())
+    if not servers:
+        return nullcontext()
+
+    @asynccontextmanager
+    async def run_all() -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for server in servers:
+                await stack.enter_async_context(server.session_manager.run())
+            yield
+
+    return run_all()
 
 
 def build_http_mcp(ingress: Any, max_body_bytes: int) -> MCPServer:

@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memlane.records import BANK_ID_PATTERN, LEVEL_NAMES, FactType, utc
+from memlane.records import BANK_ID_PATTERN, LEVEL_NAMES, FactType, TagsMatch, utc
 
 # Non-blank: at least one non-space character (JSON Schema patterns are unanchored searches).
 _NOT_BLANK = r"\S"
@@ -336,7 +336,11 @@ def build_mcp_server(
         ] = None,
         tags: TagList = None,
         tags_match: Annotated[
-            Literal["any", "all"], Field(description="A memory needs any or all of the tags.")
+            TagsMatch,
+            Field(
+                description="A memory needs any or all of the tags; '..._or_untagged' also takes "
+                "memories without tags, 'exact' exactly these tags."
+            ),
         ] = "any",
         as_of: Annotated[
             datetime | None, Field(description="Only what was known and still valid at this time.")

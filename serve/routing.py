@@ -6,7 +6,10 @@ Serve routes a request tagged with a multiplexed model id to a replica that regi
 proxy adds it: this module's :func:`proxy_middlewares` is the proxy's callback
 (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=serve.routing:proxy_middlewares``, set by
 ``memlane serve`` and in infra/rayservice-memlane.yaml), and its middleware tags every
-``/v1/banks/{bank_id}/...`` request with its bank id. A header the client sent wins.
+``/v1/banks/{bank_id}/...`` request with its bank id, and every request of the Hindsight-
+compatible surface that names a bank (``/hindsight/v1/default/banks/{bank_id}/...``,
+``/hindsight/mcp/{bank_id}/``) with the Memlane id of that bank (serve/hindsight/bank_ids.py).
+A header the client sent wins.
 """
 
 from __future__ import annotations
@@ -21,12 +24,24 @@ from memlane.records import BANK_ID_PATTERN
 HEADER = b"serve_multiplexed_model_id"
 CALLBACK = "serve.routing:proxy_middlewares"
 _BANK_PATH = re.compile(r"^/v1/banks/(" + BANK_ID_PATTERN.strip("^$") + r")(?:/|$)")
+# ASGI's path is percent-decoded: a Hindsight bank id is the whole segment
+_HINDSIGHT_PATH = re.compile(r"^/hindsight/(?:v1/default/banks|mcp)/([^/]+)(?:/|$)")
 
 
 def bank_of(path: str) -> str | None:
-    """The bank id a request path names, if any."""
+    """The (Memlane) bank id a request path names, if any."""
     m = _BANK_PATH.match(path)
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    m = _HINDSIGHT_PATH.match(path)
+    if m is None:
+        return None
+    from serve.hindsight.bank_ids import BankIdError, to_memlane
+
+    try:
+        return to_memlane(m.group(1))
+    except BankIdError:
+        return None
 
 
 class BankAffinity:

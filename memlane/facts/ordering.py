@@ -1,24 +1,54 @@
 """Where superseded facts go in a ranking, and when a question asks for them.
 
-Recall "as of now" hides superseded facts; a question about the past ("where did she live
-before Bristol?", the ``past`` cue of its analysis, memlane/query/analysis.py) includes them. In a ranking (:func:`order`):
+A fact's supersession is its own (memlane/facts/resolver.py): the turn it came from stays
+recallable for everything else it says. So the order changes only for a question about the
+fact's slot (the slots its analysis asks about, memlane/query/analysis.py). In a ranking
+(:func:`order`):
 
-* a fact marked ``possibly_superseded_by`` a fact also ranked comes after it (the ambiguous
-  tier: both valid, the newer first);
-* a superseded fact comes after its successor, unless the question asks about the past and
-  names the successor's value ("before Bristol"): then the fact it replaced comes first.
+* a fact of an asked slot marked ``possibly_superseded_by`` a fact also ranked comes after it
+  (the ambiguous tier: both valid, the newer first);
+* a superseded fact of an asked slot comes after its successor, unless the question asks about
+  the past and names the successor's value ("before Bristol"): then the fact it replaced comes
+  first;
+* a unit an earlier resolution invalidated whole (before facts had records of their own, and
+  shown only to history questions) comes after its successor whatever the question.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from memlane.facts.slots import norm_text, unit_slot
+from memlane.facts.slots import Slot, norm_text, unit_facts, unit_of
 from memlane.query.analysis import QueryAnalysis
 
 
-def _engram(fields: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (fields.get("metadata") or {}).get("engram") or {}
+def asked(slot: Slot, query: QueryAnalysis) -> bool:
+    """Whether the question asks about the fact's slot (``owns:dog`` and ``favourite:band``
+    by their own name; the asked predicate ``owns:dog`` also matches ``count:dogs``)."""
+    pred = slot.predicate
+    if pred in query.asked_slots:
+        return True
+    family = pred.split(":", 1)[0]
+    return family in ("owns", "count") and any(
+        a.split(":", 1)[0] in ("owns", "count") for a in query.asked_slots
+    )
+
+
+def successors(fields: Mapping[str, Any], query: QueryAnalysis) -> list[tuple[str, str, Slot]]:
+    """``(kind, successor unit id, slot)`` for each fact of an asked slot that a newer fact
+    supersedes (kind "superseded") or possibly supersedes ("possibly")."""
+    out = []
+    for slot, rec in unit_facts(fields.get("metadata") or {}):
+        if not asked(slot, query):
+            continue
+        for kind, key in (("superseded", "superseded_by"), ("possibly", "possibly_superseded_by")):
+            succ = rec.get(key)
+            if succ:
+                out.append((kind, unit_of(str(succ)), slot))
+    engram = (fields.get("metadata") or {}).get("engram") or {}
+    if engram.get("resolved_invalid") and fields.get("superseded_by"):
+        out.append(("superseded", str(fields["superseded_by"]), Slot("", "", "")))
+    return out
 
 
 def order(
@@ -27,28 +57,27 @@ def order(
     """``ids`` (best first) reordered by the rules of the module docstring; the relative order
     of everything else is kept."""
     present = set(ids)
-    newer: dict[str, str] = {}  # id -> the ranked fact it must follow
+    newer: dict[str, str] = {}  # id -> the ranked unit it must follow
+    replaced_by: dict[str, list[tuple[str, Slot]]] = {}  # successor -> (predecessor, slot)
     for i in ids:
-        f = fields[i]
-        succ = f.get("superseded_by")
-        maybe = _engram(f).get("possibly_superseded_by")
-        if succ in present and succ != i:
-            newer[i] = succ
-        elif maybe in present and maybe != i:
-            newer[i] = maybe
+        for kind, succ, slot in successors(fields[i], query):
+            if succ in present and succ != i:
+                newer.setdefault(i, succ)
+                if kind == "superseded":
+                    replaced_by.setdefault(succ, []).append((i, slot))
     if not newer:
         return list(ids)
     ranked = list(ids)
     if history:
         q = f" {query.normalized} "
-        for succ in list(ranked):
-            slot = unit_slot(fields[succ].get("metadata") or {})
-            pred = _engram(fields[succ]).get("supersedes")
-            if slot is None or pred not in present or f" {norm_text(slot.object)} " not in q:
-                continue
-            newer.pop(pred, None)  # the answer to "before <value>": first, not after it
-            ranked.remove(pred)
-            ranked.insert(ranked.index(succ), pred)
+        for succ, preds in replaced_by.items():
+            for pred, _ in preds:
+                values = [s for s, _ in unit_facts(fields[succ].get("metadata") or {}) if asked(s, query)]
+                if not any(f" {norm_text(s.object)} " in q for s in values):
+                    continue
+                newer.pop(pred, None)  # the answer to "before <value>": first, not after it
+                ranked.remove(pred)
+                ranked.insert(ranked.index(succ), pred)
     out: list[str] = []
     waiting: dict[str, list[str]] = {}
     emitted: set[str] = set()

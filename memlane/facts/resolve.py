@@ -10,6 +10,10 @@ the slot that is still valid:
   both valid, the newer ``elaborates`` the older;
 * a different value said later -> **superseded**: ``old.invalid_at = new.valid_from``,
   ``old.superseded_by = new``, ``new.supersedes = old`` (never deleted);
+* a different value said later by an extractor not trusted for the slot (memlane/facts/trust.py:
+  below 0.95 precision on the held statement set, or never measured) -> **untrusted**: both
+  stay valid; the newer one records ``would_supersede`` the older (a hint recall may read),
+  the older one is left as it was;
 * said at the same instant in different documents -> **ambiguous**, as is a pair of one subject
   whose predicates differ but embed close (a likely update: "resides_in" / "lives_in").
   Ambiguous pairs go to the adjudicator when one is configured; without one, or when it fails,
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
 from memlane.facts.slots import Slot, norm_text
+from memlane.facts.trust import slot_may_supersede
 
 Verdict = Literal["supersedes", "elaboration", "both_valid"]
 # A judge of one ambiguous (older, newer) pair: its verdict, or None when it could not decide.
@@ -35,12 +40,15 @@ Adjudicator = Callable[["SlotFact", "SlotFact"], "Verdict | None"]
 
 # The predicates the rules fill and the LLM extractor is asked to use; a pair of them is never
 # a "similar predicate" (owns:dog and owns:cat embed close but are two slots).
-CANONICAL = frozenset({"lives_in", "works_at", "job_title", "relationship", "plans"})
+CANONICAL = frozenset(
+    {"lives_in", "works_at", "job_title", "relationship", "plans", "pet", "diet", "car", "studies"}
+)
 CANONICAL_PREFIXES = ("owns:", "favourite:")
 
 
 # Predicates a subject holds several values of at once: never superseded, only restated.
-MULTI_VALUED = frozenset({"plans"})
+# A second pet is another pet, not a replaced one.
+MULTI_VALUED = frozenset({"plans", "pet"})
 
 
 def is_canonical(predicate: str) -> bool:
@@ -69,6 +77,7 @@ class Decision:
     restates: str | None = None
     elaborates: str | None = None
     possibly_superseded_by: str | None = None
+    would_supersede: str | None = None  # an untrusted newer value's hint (see the docstring)
     reinforced: int = 0  # earlier facts of the slot that said the same (salience)
     adjudicated: dict[str, str] = field(default_factory=dict)
 
@@ -95,9 +104,11 @@ def resolve(
     *,
     adjudicate: Adjudicator | None = None,
     similar_predicates: Callable[[list[str]], set[tuple[str, str]]] | None = None,
+    trusted: Callable[[Slot], bool] = slot_may_supersede,
 ) -> Resolution:
     """Decide every fact's validity and links (see the module docstring). ``similar_predicates``
-    returns the pairs of a subject's predicates that embed close (the likely-update tier)."""
+    returns the pairs of a subject's predicates that embed close (the likely-update tier);
+    ``trusted`` whether a fact's slot and extractor may invalidate another (the trust table)."""
     out = Resolution({f.id: Decision() for f in facts})
     groups: dict[str, list[SlotFact]] = defaultdict(list)
     for f in facts:
@@ -123,6 +134,10 @@ def resolve(
             out.outcomes["ambiguous"] += 1
 
     def supersede(old: SlotFact, new: SlotFact) -> None:
+        if not trusted(new.slot):
+            out.decisions[new.id].would_supersede = old.id
+            out.outcomes["untrusted"] += 1
+            return
         d_old = out.decisions[old.id]
         d_old.invalid_at, d_old.superseded_by = new.at, new.id
         out.decisions[new.id].supersedes = old.id
@@ -149,7 +164,8 @@ def resolve(
                         valid.remove(old)
                 else:
                     supersede(old, new)
-                    valid.remove(old)
+                    if out.decisions[old.id].invalid_at is not None:
+                        valid.remove(old)
             valid.append(new)
 
     if similar_predicates is not None:

@@ -33,6 +33,7 @@ class FactsService:
         self.writer = writer
         self.embedder = embedder
         self.llm = llm
+        self._extractors: dict[str, object] = {}
 
     def resolve(self, bank_id: str) -> ResolveReport:
         """Resolve conflicts between the bank's slotted facts (memlane/facts/resolve.py) as
@@ -63,7 +64,29 @@ class FactsService:
             adjudicator=adjudicator,
             predicate_similarity=self.settings.facts.predicate_similarity,
             rules_slots=self.settings.facts.slots,
+            learned=self._learned(bank_id),
         ).run(bank_id)
+
+    def _learned(self, bank_id: str):
+        """The learned slot extractor of the bank's embedder (memlane/facts/learned.py), or
+        None when it is off or no weights ship for that embedder. Built once per embedder."""
+        if not self.settings.facts.learned_slots:
+            return None
+        from memlane.banks import bank_embedder
+
+        bank = self.store.get_bank(bank_id)
+        name = bank_embedder(bank)[0] if bank is not None else ""
+        if name not in self._extractors:
+            from memlane.facts.learned import LearnedExtractor, SpacyEntities
+            from memlane.facts.slot_weights import SlotWeights
+
+            weights = SlotWeights.for_embedder(name)
+            self._extractors[name] = (
+                LearnedExtractor(weights, SpacyEntities(self.settings.models.spacy_model))
+                if weights is not None
+                else None
+            )
+        return self._extractors[name]
 
     def reinforce(self, bank_id: str, unit_ids: Sequence[str]) -> int:
         """One more citation on each of these memories (reflect cited them): their salience

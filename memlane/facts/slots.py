@@ -82,3 +82,54 @@ def slot_key(subject: str, predicate: str) -> str:
 def unit_slot(metadata: Mapping[str, Any]) -> Slot | None:
     """The slot stored on a unit (``metadata["slot"]``), if any."""
     return Slot.from_metadata(metadata.get("slot"))
+
+
+# A unit's facts: ``metadata["facts"]``, one dict a fact (the Slot's fields), each with its own
+# validity as resolution decided it (``superseded_by``, ``invalid_at``, ...: memlane/facts/
+# resolver.py). A turn holds several ("Settled in Fife now, and I started at the depot last
+# week": where the speaker lives and works); superseding one leaves the others, and the turn
+# itself, valid. Units written before facts had their own record hold one ``metadata["slot"]``.
+FACTS = "facts"
+# The keys of a fact's record that resolution owns (the rest are the Slot's).
+DECISION_KEYS = (
+    "supersedes",
+    "superseded_by",
+    "invalid_at",
+    "restates",
+    "elaborates",
+    "possibly_superseded_by",
+    "would_supersede",
+    "reinforced",
+    "adjudicated",
+)
+
+
+def fact_id(unit_id: str, index: int) -> str:
+    """A fact's id: its unit's id and its place among the unit's facts."""
+    return f"{unit_id}#{index}"
+
+
+def unit_of(fact: str) -> str:
+    """The unit id of a fact id (a unit id itself passes through)."""
+    head, sep, tail = fact.rpartition("#")
+    return head if sep and tail.isdigit() else fact
+
+
+def unit_facts(metadata: Mapping[str, Any]) -> list[tuple[Slot, dict[str, Any]]]:
+    """The unit's facts as ``(slot, record)``: ``metadata["facts"]``, else the one legacy
+    ``metadata["slot"]`` (no decisions of its own)."""
+    raw = metadata.get(FACTS)
+    if isinstance(raw, list):
+        out = []
+        for rec in raw:
+            slot = Slot.from_metadata(rec)
+            if slot is not None:
+                out.append((slot, dict(rec)))
+        return out
+    slot = unit_slot(metadata)
+    return [(slot, slot.as_metadata())] if slot is not None else []
+
+
+def fact_record(slot: Slot, decisions: Mapping[str, Any]) -> dict[str, Any]:
+    """A fact's stored record: the slot's fields and the decisions that are set."""
+    return {**slot.as_metadata(), **{k: v for k, v in decisions.items() if k in DECISION_KEYS and v}}

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from memlane.llm.errors import LLMError, LLMOutputError
 
 T = TypeVar("T", bound=BaseModel)
+V = TypeVar("V")
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 
@@ -78,7 +79,68 @@ def complete_json(
     (LLMError) pass through. A client with a ``record(kind, outcome)`` method hears the outcome
     of each call by the reply's model name: valid, repaired, invalid (after the repair) or
     error (the transport)."""
-    schema = model.model_json_schema()
+    return _complete(
+        llm,
+        messages,
+        model.model_json_schema(),
+        lambda text: validate_reply(text, model, check),
+        model.__name__,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
+
+
+def check_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` if it is a JSON Schema (its own draft, else 2020-12); ValueError naming what
+    is wrong otherwise."""
+    import jsonschema
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+    return schema
+
+
+def complete_schema(
+    llm,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    *,
+    max_tokens: int = 1024,
+    temperature: float = 0.0,
+) -> dict[str, Any]:
+    """As :func:`complete_json`, for a caller's JSON Schema given as a dict (reflect's
+    ``response_schema``): the reply is the JSON object that validates against it."""
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(check_schema(schema))(schema)
+
+    def validate(text: str) -> dict[str, Any]:
+        value = parse_json_object(text)
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))[:5]
+        if errors:
+            raise ValueError(
+                "; ".join(f"{'.'.join(map(str, e.path)) or 'reply'}: {e.message}" for e in errors)
+            )
+        return value
+
+    return _complete(
+        llm, messages, schema, validate, "response_schema", max_tokens=max_tokens, temperature=temperature
+    )
+
+
+def _complete(
+    llm,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    validate: Callable[[str], V],
+    name: str,
+    *,
+    max_tokens: int,
+    temperature: float,
+) -> V:
+    """Ask with ``schema``, validate the reply; one repair round, then LLMOutputError."""
     record = getattr(llm, "record", None)  # the client's outcome counts (OpenAICompatLLM.outcomes)
 
     def ask(msgs: list[dict[str, str]]) -> str:
@@ -86,17 +148,17 @@ def complete_json(
             return llm.complete(msgs, json_schema=schema, max_tokens=max_tokens, temperature=temperature)
         except LLMError:
             if record:
-                record(model.__name__, "error")
+                record(name, "error")
             raise
 
     text = ask(messages)
     try:
-        value = validate_reply(text, model, check)
+        value = validate(text)
     except ValueError as exc:
         first = str(exc)
     else:
         if record:
-            record(model.__name__, "valid")
+            record(name, "valid")
         return value
     repair = [
         *messages,
@@ -108,13 +170,11 @@ def complete_json(
     ]
     text = ask(repair)
     try:
-        value = validate_reply(text, model, check)
+        value = validate(text)
     except ValueError as exc:
         if record:
-            record(model.__name__, "invalid")
-        raise LLMOutputError(
-            f"invalid {model.__name__} after one repair: {exc} (first reply: {first})"
-        ) from None
+            record(name, "invalid")
+        raise LLMOutputError(f"invalid {name} after one repair: {exc} (first reply: {first})") from None
     if record:
-        record(model.__name__, "repaired")
+        record(name, "repaired")
     return value

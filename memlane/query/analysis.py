@@ -11,6 +11,8 @@ The cue words are here, one home each:
   "now"): the planner climbs to days and weeks. It overlaps the past cue ("before",
   "previously") but is wider; neither list has been measured word by word (issue 24 item 7).
 * **aggregate** and **habit**: the planner's other cues.
+* **now** (:data:`_NOW`): the question asks for the present value; its words are left out of
+  the lexical query (``lexical``).
 
 How often they fire on the dev sets' questions (counted Nov 2026, no recall): the past cue on
 38 of LoCoMo's 1,540 answerable questions ("old" 12 of them, mostly false hits on ages: "How
@@ -52,6 +54,15 @@ _HABIT = re.compile(
     r"enjoy\w*|tend[s]? to|habit\w*|routine|recommend\w*|suggest\w*|would .* like)\b",
     re.I,
 )
+# The present cue: the question asks for the value now ("Where does Ana work now?"). Its words
+# are a cue, not content: left in the lexical query, "now" matched every turn that says "now"
+# ("The roguelike has a name now") above the one that answers (the answer set's "now"
+# questions, calibration half).
+_NOW = re.compile(
+    r"\b(?:right now|now|currently|current|these days|nowadays|at the moment|at present|still|"
+    r"anymore|any more)\b",
+    re.I,
+)
 _FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine)\b")
 KEYWORDS = 8  # keywords a plan lists
 
@@ -73,6 +84,8 @@ class QueryAnalysis:
     change: str | None  # the comparison-or-change cue, as said
     aggregate: str | None  # the aggregation cue ("how many"), as said
     habit: str | None  # the preference-or-habit cue, as said
+    now: str | None  # the present cue, as said ("now", "these days")
+    lexical: str  # the query as the lexical channel searches it: the present cue left out
     asked_slots: frozenset[str]  # predicates asked about ("lives_in", "owns:dog")
     first_person: bool  # the asker speaks of itself ("my", "I")
 
@@ -103,6 +116,8 @@ def analyse(query: str, reference: datetime | None = None) -> QueryAnalysis:
         change=_found(_CHANGE, query),
         aggregate=_found(_AGGREGATE, query),
         habit=_found(_HABIT, query),
+        now=_found(_NOW, query),
+        lexical=" ".join(_NOW.sub(" ", query).split()) or query,
         asked_slots=frozenset(asked_predicates(query)),
         first_person=_FIRST_PERSON.search(query) is not None,
     )

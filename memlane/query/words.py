@@ -53,6 +53,17 @@ VAGUE_WORDS = frozenset(
     """.split()
 )
 
+# Speakers that are the assistant, not a person whose life the bank holds ("Assistant",
+# LongMemEval's "assistant", the demo's "Memlane"): their turns ask, suggest and echo, and
+# state no fact about the person (memlane/facts/resolver.py; the learned ranker's features).
+ASSISTANT_SPEAKERS = frozenset({"assistant", "ai", "bot", "chatbot", "memlane", "system", "agent", "model"})
+
+
+def is_assistant(speaker: str) -> bool:
+    """Whether a turn's speaker is the assistant (:data:`ASSISTANT_SPEAKERS`)."""
+    return speaker.strip().casefold() in ASSISTANT_SPEAKERS
+
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # A capitalised word ("Caroline", "McDonald"), its possessive ending outside the group.
 _CAPITAL = re.compile(r"\b([A-Z][a-z]+(?:[A-Z][a-z]+)?)(?:'s|s')?\b")

@@ -21,9 +21,24 @@ from memlane.stores.lexical import analyze
 K1, B = 1.2, 0.75
 
 
-def unit_tokens(unit: MemoryUnit) -> tuple[str, ...]:
-    """The unit's analysed tokens (text and context), interned: one string per term."""
-    return tuple(sys.intern(t) for t in analyze(f"{unit.text} {unit.context}").split())
+def unit_tokens(unit: MemoryUnit) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The unit's analysed tokens, interned (one string per term): its text's, and its
+    context's (the neighbouring turns), which the bank index scores as a second field."""
+    return (
+        tuple(sys.intern(t) for t in analyze(unit.text).split()),
+        tuple(sys.intern(t) for t in analyze(unit.context).split()) if unit.context else (),
+    )
+
+
+def combined(
+    text: tuple[np.ndarray, np.ndarray], context: tuple[np.ndarray, np.ndarray], weight: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of either field's scores (ascending) and ``text + weight * context`` there."""
+    (at_t, s_t), (at_c, s_c) = text, context
+    if weight <= 0 or at_c.size == 0:
+        return at_t, s_t
+    rows, inverse = np.unique(np.concatenate([at_t, at_c]), return_inverse=True)
+    return rows, np.bincount(inverse, weights=np.concatenate([s_t, weight * s_c]), minlength=rows.size)
 
 
 def query_terms(text: str) -> set[str]:

@@ -13,11 +13,18 @@ def factor(alpha: float, signal: float) -> float:
     return 1.0 + alpha * (min(1.0, max(0.0, signal)) - 0.5)
 
 
-def recency(mentioned_at: float | None, reference: float, half_life_days: float) -> float:
-    """0.5 ** (age / half-life); a memory from the future of the reference counts as age 0."""
-    if mentioned_at is None:
+def recency(
+    mentioned_at: float | None, reference: float, half_life_days: float, occurred_start: float | None = None
+) -> float:
+    """0.5 ** (age / half-life). A memory dated after the reference (said after it, or about
+    an event that starts after it: "the wedding is on 12 June 2027") is neutral (0.5, a factor
+    of 1): clamping its age to 0 gave it the full boost, and an unrelated future event came
+    first for a question about the present."""
+    if mentioned_at is None or mentioned_at > reference:
         return 0.5
-    age_days = max(0.0, reference - mentioned_at) / 86400.0
+    if occurred_start is not None and occurred_start > reference + 86400.0:
+        return 0.5
+    age_days = (reference - mentioned_at) / 86400.0
     return 0.5 ** (age_days / half_life_days)
 
 

@@ -58,7 +58,8 @@ def score(
     for i, c in enumerate(ids):
         f = fields[c]
         b_rec = boosts.factor(
-            r.recency_alpha, boosts.recency(f.get("mentioned_at"), ref_s, r.recency_half_life_days)
+            r.recency_alpha,
+            boosts.recency(f.get("mentioned_at"), ref_s, r.recency_half_life_days, f.get("occurred_start")),
         )
         b_tmp = 1.0
         occ = fields_interval(f) if interval is not None else None

@@ -152,7 +152,7 @@ class ChannelStage:
     """The question's own channel lists (timings: embed, semantic, lexical, temporal, graph)."""
 
     name = "channels"
-    reads = ("bank_id", "req", "search", "embedder", "channels", "flt", "interval")
+    reads = ("bank_id", "req", "search", "embedder", "query", "channels", "flt", "interval")
     writes = ("vector", "hits")
     timing = None
 
@@ -161,7 +161,7 @@ class ChannelStage:
 
     def run(self, state: RecallState) -> None:
         s, searcher, search = self.searcher.settings, self.searcher, state.search
-        assert state.flt is not None  # the query stage's
+        assert state.flt is not None and state.query is not None  # the query stage's
         t0 = time.perf_counter()
         bank_id, req, flt, channels = state.bank_id, state.req, state.flt, state.channels
         depth = BUDGET_DEPTH[req.budget]
@@ -186,7 +186,7 @@ class ChannelStage:
             )
         if "lexical" in channels:
             futures["lexical"] = searcher.pool.submit(
-                timed, "lexical", search.search_lexical, bank_id, req.query, depth, flt, ()
+                timed, "lexical", search.search_lexical, bank_id, state.query.lexical, depth, flt, ()
             )
         if state.interval is not None:
             futures["temporal"] = searcher.pool.submit(

@@ -29,7 +29,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from memlane.interfaces import Hit, UnitFilter
-from memlane.recall.bm25 import Postings, query_terms, unit_tokens
+from memlane.recall.bm25 import Postings, combined, query_terms, unit_tokens
 from memlane.recall.dense import AnnGraphs, DenseSearch
 from memlane.recall.index_rows import IndexRows
 from memlane.recall.rwlock import RWLock
@@ -68,6 +68,7 @@ class BankIndex:
         *,
         ann_threshold: int = DEFAULT_ANN_THRESHOLD,
         ann_background: bool = True,
+        context_weight: float = 1.0,
     ) -> None:
         """``ann_threshold``: live units from which dense search uses the HNSW graph.
         ``ann_background``: build the graph in a thread (exact search answers meanwhile);
@@ -80,7 +81,11 @@ class BankIndex:
         self.ann_background = ann_background
         self._lock = RWLock()
         self.rows = IndexRows(dim)
+        # BM25 over two fields: the unit's text, and its context (the neighbouring turns),
+        # weighted by ``context_weight`` (see :meth:`search_lexical`).
         self.lexical = Postings()
+        self.context = Postings()
+        self.context_weight = context_weight
         self.dense = DenseSearch(self.rows)
         # The HNSW graphs once built (None below the threshold): over rows [0, rows.n), and
         # over the chunk centroids (labelled by chunk number, for the chunk prior); a new
@@ -111,8 +116,8 @@ class BankIndex:
         tokens = [unit_tokens(u) for u in units]
         with self._lock.write():
             self._remove([u.id for u in units if u.id in self.rows.pos])
-            lo = self.rows.append(units, [len(t) for t in tokens])
-            self.lexical.add(lo, tokens)
+            lo = self.rows.append(units, [(len(t), len(c)) for t, c in tokens])
+            self._post(lo, tokens)
             self._ann_extend()
 
     def bulk_load(self, units: Sequence[MemoryUnit]) -> None:
@@ -126,8 +131,8 @@ class BankIndex:
         tokens = [unit_tokens(u) for u in units]
         with self._lock.write():
             self._remove([u.id for u in units if u.id in self.rows.pos])
-            lo = self.rows.append_bulk(units, [len(t) for t in tokens])
-            self.lexical.add(lo, tokens)
+            lo = self.rows.append_bulk(units, [(len(t), len(c)) for t, c in tokens])
+            self._post(lo, tokens)
             self._ann_extend()
 
     def remove(self, ids: Iterable[str]) -> None:
@@ -137,13 +142,21 @@ class BankIndex:
             if self.rows.n > 1000 and self.rows.alive_n < self.rows.n // 2:
                 self._compact()
 
+    def _post(self, lo: int, tokens: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
+        self.lexical.add(lo, [t for t, _ in tokens])
+        self.context.add(lo, [c for _, c in tokens])
+
     def _remove(self, ids: list[str]) -> None:
-        self.lexical.remove(self.rows.remove(ids))
+        dead = self.rows.remove(ids)
+        self.lexical.remove(dead)
+        self.context.remove(dead)
 
     def _compact(self) -> None:
         """Rebuild without dead rows (after many deletes or replacements); the graphs go with
         the old row numbers, and the next search that needs them rebuilds them."""
-        self.lexical.compact(self.rows.compact())
+        kept = self.rows.compact()
+        self.lexical.compact(kept)
+        self.context.compact(kept)
         self._ann = None
         self._ann_building = False
         self._ann_gen += 1
@@ -248,16 +261,46 @@ class BankIndex:
         return self.dense.exact(q, limit, mask, chunk_prior)
 
     def search_lexical(self, text: str, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
-        """BM25 over the units' text and context (see memlane/recall/bm25.py)."""
+        """BM25 of the units' text plus ``context_weight`` times BM25 of their context, each
+        field with its own length norm (memlane/recall/bm25.py). One field of both, as before,
+        let a short reply outrank the turn it answers on that turn's words."""
         terms = query_terms(text)
         with self._lock.read():
             rows = self.rows
             if not terms or not rows.alive_n:
                 return []
-            avgdl = rows.alive_len / rows.alive_n
-            at, scores = self.lexical.scores(terms, rows.n, rows.cols["dl"], rows.alive_n, avgdl)
+            at, scores = combined(*self._field_scores(terms), self.context_weight)
             keep = rows.mask(flt)[at]
             return rows.top_of(at[keep], scores[keep], limit)
+
+    def lexical_parts(self, text: str, ids: Sequence[str]) -> dict[str, tuple[float, float]]:
+        """Each present id's BM25 of its text and of its context for ``text`` (0.0 where no
+        term occurs): what the learned ranker reads beside the lexical channel's sum."""
+        terms = query_terms(text)
+        with self._lock.read():
+            rows = self.rows
+            out = {i: (0.0, 0.0) for i in ids if i in rows.pos}
+            if not terms or not out:
+                return out
+            (at_t, s_t), (at_c, s_c) = self._field_scores(terms)
+            text_s = dict(zip(at_t.tolist(), s_t.tolist()))
+            ctx_s = dict(zip(at_c.tolist(), s_c.tolist()))
+            return {i: (text_s.get(rows.pos[i], 0.0), ctx_s.get(rows.pos[i], 0.0)) for i in out}
+
+    def _field_scores(
+        self, terms: set[str]
+    ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """BM25 of ``terms`` over the text field and the context field. Caller holds a read."""
+        rows = self.rows
+        n, alive = rows.n, rows.alive_n
+        text = self.lexical.scores(terms, n, rows.cols["dl"], alive, max(rows.alive_len / alive, 1e-9))
+        ctx_avg = rows.alive_ctx_len / alive
+        context = (
+            self.context.scores(terms, n, rows.cols["dlc"], alive, ctx_avg)
+            if ctx_avg > 0
+            else (np.zeros(0, dtype=np.int64), np.zeros(0))
+        )
+        return text, context
 
     def search_time(self, start: float, end: float, limit: int, flt: UnitFilter | None = None) -> list[Hit]:
         """Units whose occurrence interval overlaps [start, end], nearest middle first, with
@@ -276,6 +319,12 @@ class BankIndex:
                     for k, v in zip(_TIME_KEYS, (c["occ_start"][i], c["occ_end"][i], c["mentioned"][i]))
                 }
             return hits
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """Each present id's vector (a copy)."""
+        with self._lock.read():
+            pos, vec = self.rows.pos, self.rows.vec
+            return {i: vec[pos[i]].copy() for i in ids if i in pos}
 
     def mentioned_at(self, ids: Iterable[str]) -> dict[str, float]:
         """Each present id's mention time (epoch seconds)."""

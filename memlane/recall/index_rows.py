@@ -39,6 +39,7 @@ COLUMNS = (
     "t_end",
     "ftype",
     "dl",
+    "dlc",
 )
 _ENTITIES = CANDIDATE_FIELDS.index("entity_ids")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -92,11 +93,14 @@ class IndexRows:
         self.tags: list[frozenset[str]] = []
         self.n = 0  # rows used (alive or dead)
         self.alive_n = 0
-        self.alive_len = 0.0  # the live rows' token count (BM25's average document length)
+        # The live rows' token counts of text and of context (BM25's average field lengths).
+        self.alive_len = 0.0
+        self.alive_ctx_len = 0.0
 
-    def append(self, units: Sequence[MemoryUnit], lengths: Sequence[int]) -> int:
+    def append(self, units: Sequence[MemoryUnit], lengths: Sequence[tuple[int, int]]) -> int:
         """Write ``units`` (with embeddings, ids not present) as new rows, one at a time (the
-        cheaper way for a few); ``lengths``: their token counts. Returns the first new row."""
+        cheaper way for a few); ``lengths``: their token counts (text, context). Returns the
+        first new row."""
         lo = self.n
         self.version += 1
         self.grow(lo + len(units))
@@ -116,15 +120,16 @@ class IndexRows:
             c["occ_end"][i] = _ts(u.occurred_end)
             c["t_start"][i], c["t_end"][i] = start.timestamp(), end.timestamp()
             c["ftype"][i] = FACT_CODES[FactType(u.fact_type).value]
-            c["dl"][i] = length
+            c["dl"][i], c["dlc"][i] = length
             self.fields.append(_fields(u))
             self.docs.append(u.document_id)
             self.tags.append(frozenset(u.tags))
             self.alive_n += 1
             self.alive_len += c["dl"][i]
+            self.alive_ctx_len += c["dlc"][i]
         return lo
 
-    def append_bulk(self, units: Sequence[MemoryUnit], lengths: Sequence[int]) -> int:
+    def append_bulk(self, units: Sequence[MemoryUnit], lengths: Sequence[tuple[int, int]]) -> int:
         """:meth:`append` for large batches: the same rows, written a column at a time."""
         m, lo = len(units), self.n
         hi = lo + m
@@ -145,8 +150,10 @@ class IndexRows:
         c["t_start"][lo:hi] = [a.timestamp() for a, _ in spans]
         c["t_end"][lo:hi] = [b.timestamp() for _, b in spans]
         c["ftype"][lo:hi] = [FACT_CODES[FactType(u.fact_type).value] for u in units]
-        dl = np.asarray(lengths, dtype=np.float64)
+        dl = np.asarray([t for t, _ in lengths], dtype=np.float64)
+        dlc = np.asarray([x for _, x in lengths], dtype=np.float64)
         c["dl"][lo:hi] = dl
+        c["dlc"][lo:hi] = dlc
         self.ids.extend(u.id for u in units)
         self.pos.update((u.id, lo + j) for j, u in enumerate(units))
         self.fields.extend(_fields(u) for u in units)
@@ -155,6 +162,7 @@ class IndexRows:
         self.n = hi
         self.alive_n += m
         self.alive_len += float(dl.sum())
+        self.alive_ctx_len += float(dlc.sum())
         return lo
 
     def remove(self, ids: Sequence[str]) -> list[int]:
@@ -166,6 +174,7 @@ class IndexRows:
             self.cols["alive"][i] = 0.0
             self.alive_n -= 1
             self.alive_len -= self.cols["dl"][i]
+            self.alive_ctx_len -= self.cols["dlc"][i]
             dead.append(i)
         return dead
 
@@ -204,6 +213,8 @@ class IndexRows:
         self.n = self.alive_n = m
         for length in cols["dl"]:  # summed in row order, as appends sum it
             self.alive_len += length
+        for length in cols["dlc"]:
+            self.alive_ctx_len += length
         return kept
 
     def mask(self, flt: UnitFilter | None, at: np.ndarray | None = None) -> np.ndarray:

@@ -1,8 +1,9 @@
 """TEMPR recall as a chain of stages over one :class:`~memlane.recall.state.RecallState`:
 
 query -> channels (semantic, lexical, temporal side by side; graph after semantic) ->
-subqueries -> fuse (RRF) -> fetch -> order (boosts) -> rerank (cross-encoder) -> spread
-(sessions) -> pack (token budget) -> tree -> chunks -> abstain.
+subqueries -> fuse (RRF) -> fetch -> order (boosts) -> rerank (cross-encoder) -> learn (the
+learned ranker, where a model ships) -> spread (sessions) -> pack (token budget) -> tree ->
+chunks -> abstain.
 
 Each stage declares what it reads and writes (memlane/recall/stages.py checks the chain when
 it is built), and a stage that gates by a score reads the scale it declares
@@ -19,6 +20,7 @@ from typing import Callable
 from memlane.interfaces import LLM, Embedder, GraphStore, Reranker, SearchBackend, VectorStore
 from memlane.recall.abstain import Abstention
 from memlane.recall.channels import CHANNELS, ChannelStage, QueryStage, Searcher, SubqueryStage, ms_since
+from memlane.recall.learned import LearnStage
 from memlane.recall.packing import pack
 from memlane.recall.ranking import FetchStage, FuseStage, OrderStage, PackStage, RerankStage, SpreadStage
 from memlane.recall.stages import Stage, TreeStage, check_chain
@@ -112,6 +114,7 @@ class Recaller:
             FetchStage(settings, reranker),
             OrderStage(settings),
             RerankStage(settings, reranker),
+            LearnStage(settings),
             SpreadStage(settings),
             PackStage(embedder, reranker),
         ]

@@ -112,7 +112,7 @@ class RerankStage:
 
     name = "rerank"
     reads = ("req", "fields", "pool", "fused_order", "reference", "interval", "query", "history")
-    writes = ("ranking", "scores", "cross", "earlier")
+    writes = ("ranking", "scores", "cross", "earlier", "moved")
     timing = "rerank"
 
     def __init__(self, settings: Settings, reranker: Reranker) -> None:
@@ -123,7 +123,7 @@ class RerankStage:
         r, head = self.settings.recall, state.pool
         fused = {x.id: x.score for x in state.fused_order}
         if not head:
-            state.ranking = state.fused_order
+            state.ranking, state.moved = monotone(state.fused_order)
             state.scores = {c: Scores(fused=v, cross=None, final=v) for c, v in fused.items()}
             return
         assert state.reference is not None
@@ -144,7 +144,9 @@ class RerankStage:
         floor = min((x.score for x in top), default=0.0)
         scale = min(1.0, floor / low[0].score) if low and low[0].score > 0 else 1.0
         low = [dataclasses.replace(x, score=x.score * scale) for x in low]
-        state.ranking = ordered(self.settings, ranked + [x.id for x in low], top + low, state)
+        state.ranking, state.moved = monotone(
+            ordered(self.settings, ranked + [x.id for x in low], top + low, state)
+        )
         state.cross = cross
         # A pool member among no fused candidates (a channel's best past the fetched ones)
         # has no fused score: 0.0, below every fused candidate.
@@ -200,7 +202,19 @@ class PackStage:
     (channels, fusion, rerank, boosts, scores) on request."""
 
     name = "pack"
-    reads = ("bank_id", "req", "hits", "fused", "fields", "ranking", "scores", "cross", "earlier")
+    reads = (
+        "bank_id",
+        "req",
+        "hits",
+        "fused",
+        "fields",
+        "ranking",
+        "scores",
+        "cross",
+        "earlier",
+        "learned",
+        "moved",
+    )
     writes = ("memories",)
     timing = None
 
@@ -235,9 +249,13 @@ def _tracer(state: RecallState, model: str) -> Callable[[Candidate], dict[str, A
     cross = state.cross
     cross_rank = {c: r for r, c in enumerate(sorted(cross, key=lambda c: -cross[c]), start=1)}
 
+    learned_rank = {
+        c: r for r, c in enumerate(sorted(state.learned, key=lambda c: -state.learned[c]), start=1)
+    }
+
     def trace(x: Candidate) -> dict[str, Any]:
         c, s = x.id, state.scores[x.id]
-        return {
+        out = {
             "channels": {name: {"rank": r[c][0], "score": r[c][1]} for name, r in ranks.items() if c in r},
             "rrf": {"rank": fused_rank[c], "score": rrf_score[c]},
             "rerank": rerank_trace(c, model, x.rerank, cross, cross_rank, fused_rank[c], c in state.earlier),
@@ -250,6 +268,14 @@ def _tracer(state: RecallState, model: str) -> Callable[[Candidate], dict[str, A
             "scores": {"fused": s.fused, "cross": s.cross, "final": s.final},
             "final": x.score,
         }
+        if c in state.learned:
+            out["learned"] = {"score": state.learned[c], "rank": learned_rank[c]}
+        if c in state.moved:
+            out["moved"] = (
+                "scored lower to follow the order: an ordering rule put a lower-scored memory "
+                "before it (a fact's successor, the asked slot's latest value, a newer near-tie)"
+            )
+        return out
 
     return trace
 
@@ -264,5 +290,21 @@ def ordered(
     at = {x.id: x for x in scored}
     ids = supersession_order(ranking or [x.id for x in scored], state.fields, state.query, state.history)
     if settings.facts.slot_first and not state.history:  # "before Leeds" asks for an older value
-        ids = current_values_first(ids, state.fields, state.query)
+        when = state.reference.timestamp() if state.reference is not None else None
+        ids = current_values_first(ids, state.fields, state.query, when)
     return [at[c] for c in ids]
+
+
+def monotone(ranking: list[Candidate]) -> tuple[list[Candidate], set[str]]:
+    """``ranking`` with one score falling down the list: a memory scored above the one before
+    it (an ordering rule put that one first: a superseded fact after its successor, the asked
+    slot's latest value first, the newest among near-ties) gets a score just under it. Also
+    the ids whose score was lowered so."""
+    out: list[Candidate] = []
+    moved: set[str] = set()
+    for x in ranking:
+        if out and x.score > out[-1].score:
+            x = dataclasses.replace(x, score=out[-1].score * (1 - 1e-6))
+            moved.add(x.id)
+        out.append(x)
+    return out, moved

@@ -87,6 +87,10 @@ class RecallState:
     scores: dict[str, Scores] = field(default_factory=dict)
     cross: dict[str, float] = field(default_factory=dict)
     earlier: set[str] = field(default_factory=set)
+    # The learned ranker ("learn"): its raw score per candidate, and the memories an ordering
+    # rule put above a better-scored one (their score was lowered to follow the order).
+    learned: dict[str, float] = field(default_factory=dict)
+    moved: set[str] = field(default_factory=set)
     # The memories packed to the token budget ("pack"), and the tree's nodes and plan ("tree").
     memories: list[RecalledMemory] = field(default_factory=list)
     nodes: list[RecalledNode] = field(default_factory=list)

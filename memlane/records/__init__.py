@@ -22,6 +22,7 @@ from memlane.records.memory import (
     LinkType,
     MemoryUnit,
     OpinionChange,
+    StoredDocument,
     TreeNode,
     Turn,
     TurnKind,
@@ -31,6 +32,7 @@ from memlane.records.memory import (
     utc,
 )
 from memlane.records.requests import (
+    TAG_MODES,
     Budget,
     RecalledMemory,
     RecalledModel,
@@ -38,6 +40,7 @@ from memlane.records.requests import (
     RecallRequest,
     RecallResult,
     RetainItem,
+    TagsMatch,
 )
 
 __all__ = [
@@ -47,6 +50,8 @@ __all__ = [
     "LEVEL_NAMES",
     "Bank",
     "Budget",
+    "TAG_MODES",
+    "TagsMatch",
     "Chunk",
     "Directive",
     "Disposition",
@@ -65,6 +70,7 @@ __all__ = [
     "RecalledModel",
     "RecalledNode",
     "RetainItem",
+    "StoredDocument",
     "TreeNode",
     "Turn",
     "TurnKind",

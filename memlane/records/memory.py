@@ -171,6 +171,20 @@ class Chunk(_Strict):
     tags: list[str] = Field(default_factory=list)
 
 
+class StoredDocument(_Strict):
+    """A document as retained: its turns' text (its chunks' text, session by session, each
+    turn a ``speaker: text`` line), its counts, its tags and when its first and last chunk
+    start."""
+
+    document_id: str
+    text: str
+    units: int = Field(ge=0)
+    chunks: int = Field(ge=0)
+    tags: list[str] = Field(default_factory=list)
+    start: datetime | None = None
+    end: datetime | None = None
+
+
 class Entity(_Strict):
     """A canonical entity of one bank; mentions resolve to it."""
 
@@ -233,6 +247,13 @@ class MemoryUnit(_Strict):
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:
         return None if v is None else utc(v)
+
+    @field_validator("tags")
+    @classmethod
+    def _unique_tags(cls, v: list[str]) -> list[str]:
+        # A tag set: an "exact" tag filter compares sets, which Milvus does by the array's
+        # length (memlane/units.py), so a stored unit never repeats a tag.
+        return list(dict.fromkeys(v))
 
 
 class Level(IntEnum):

@@ -48,6 +48,12 @@ class RetainItem(_Strict):
 
 
 Budget = Literal["low", "mid", "high"]
+# How a request's tags select memories (the rule: memlane/units.py). "any": shares a tag; "all":
+# has every tag; "any_or_untagged" / "all_or_untagged": the same, or has no tag; "exact": has
+# exactly these tags (none given: the untagged memories). Hindsight's five modes map onto these
+# (serve/hindsight/).
+TagsMatch = Literal["any", "all", "any_or_untagged", "all_or_untagged", "exact"]
+TAG_MODES: tuple[str, ...] = TagsMatch.__args__  # type: ignore[attr-defined]
 
 
 class RecallRequest(_Strict):
@@ -58,7 +64,7 @@ class RecallRequest(_Strict):
     budget: Budget = "mid"
     types: list[FactType] | None = None
     tags: list[str] | None = None
-    tags_match: Literal["any", "all"] = "any"
+    tags_match: TagsMatch = "any"
     # A validity filter: only what was known and still valid at that time.
     as_of: datetime | None = None
     # Superseded facts (Engram, memlane/facts): False hides them (recall "as of now"), True

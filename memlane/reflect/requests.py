@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memlane.records import Budget, MemoryUnit, RecalledMemory, not_blank
+from memlane.llm.structured import check_schema
+from memlane.records import Budget, MemoryUnit, RecalledMemory, TagsMatch, not_blank
 
 
 class ReflectRequest(BaseModel):
@@ -22,14 +23,22 @@ class ReflectRequest(BaseModel):
     as_of: datetime | None = None  # validity filter (see RecallRequest)
     reference_time: datetime | None = None  # "now" for relative times and recency
     tags: list[str] | None = None
-    tags_match: Literal["any", "all"] = "any"
+    tags_match: TagsMatch = "any"
     answer_max_tokens: int = Field(1024, gt=0, le=32_768)
     form_opinions: bool = True
+    # A JSON Schema: the answer is also given as a JSON object that follows it
+    # (``structured_output``), from one more call of the model (memlane/llm/structured.py).
+    response_schema: dict[str, Any] | None = None
 
     @field_validator("query")
     @classmethod
     def _non_empty(cls, v: str) -> str:
         return not_blank(v, "query")
+
+    @field_validator("response_schema")
+    @classmethod
+    def _schema(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if v is None else check_schema(v)
 
 
 class ReflectResult(BaseModel):
@@ -44,3 +53,7 @@ class ReflectResult(BaseModel):
     # and no model was asked for one.
     abstain: bool = False
     abstain_reason: str | None = None
+    # With a response_schema: the answer as a JSON object following it, or why there is none
+    # (the model's reply did not follow it after a repair; recall abstained).
+    structured_output: dict[str, Any] | None = None
+    structured_output_error: str | None = None

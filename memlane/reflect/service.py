@@ -26,7 +26,8 @@ from memlane.curated.directives import directives_section
 from memlane.errors import BankNotFound, InvalidInput
 from memlane.interfaces import LLM, VectorStore
 from memlane.llm import build_llm, require_llm
-from memlane.llm.structured import complete_json
+from memlane.llm.errors import LLMOutputError
+from memlane.llm.structured import complete_json, complete_schema
 from memlane.records import Bank, FactType, MemoryUnit, OpinionChange, RecallResult, now_utc
 from memlane.reflect.consolidation import MAX_SOURCES, Consolidation
 from memlane.reflect.disposition import system_message
@@ -58,6 +59,13 @@ Recall = Callable[..., RecallResult]
 # embed(bank_id, texts) -> float32 (n, dim): the bank's embedder, built on first use
 Embed = Callable[[str, Sequence[str]], np.ndarray]
 
+
+# The second call of a reflect with a response_schema: the answer as the caller's JSON.
+STRUCTURED_INSTRUCTIONS = (
+    "Give the answer below as one JSON object that follows the given JSON Schema. Use only what "
+    "the answer and the memories say; where they say nothing for a field, leave it out if the "
+    "schema allows, else give an empty value."
+)
 
 # What reflect answers when recall abstains (the reason follows in parentheses).
 DONT_KNOW = "I don't know: nothing I remember answers that"
@@ -120,7 +128,7 @@ class ReflectService:
         )
         timings["recall"] = _ms(t0)
         if recalled.abstain:
-            return self._dont_know(recalled, timings, t0)
+            return self._dont_know(recalled, timings, t0, schema=req.response_schema is not None)
         labels = {f"M{i}": m.unit for i, m in enumerate(recalled.memories, start=1)}
         rules = directives_section(self.store, bank_id, req.tags)  # the user's (memlane/curated)
         tick = time.perf_counter()
@@ -141,6 +149,11 @@ class ReflectService:
             tick = time.perf_counter()
             opinions = self.form_opinions(bank, reply.opinions, cited, req.query)
             timings["opinions"] = _ms(tick)
+        structured: dict[str, Any] = {}
+        if req.response_schema is not None:
+            tick = time.perf_counter()
+            structured = self._structured(llm, req, reply.answer, labels)
+            timings["structured"] = _ms(tick)
         timings["total"] = _ms(t0)
         for m in recalled.memories:
             m.unit.embedding = None
@@ -150,10 +163,33 @@ class ReflectService:
             opinions=opinions,
             memories=recalled.memories,
             timings_ms=timings,
+            **structured,
         )
 
     @staticmethod
-    def _dont_know(recalled, timings: dict[str, float], t0: float) -> ReflectResult:
+    def _structured(
+        llm: LLM | None, req: ReflectRequest, answer: str, labels: dict[str, MemoryUnit]
+    ) -> dict[str, Any]:
+        """The answer as a JSON object following the request's response_schema, from one more
+        call: ``structured_output``, or ``structured_output_error`` when the reply did not
+        follow the schema after a repair (the answer itself stands)."""
+        memories = "\n".join(f"[{label}] {u.text}" for label, u in labels.items()) or "(no memories)"
+        messages = [
+            {"role": "system", "content": STRUCTURED_INSTRUCTIONS},
+            {
+                "role": "user",
+                "content": f"Answer to structure: {answer}\n\nQuestion: {req.query}\n\nMemories:\n{memories}",
+            },
+        ]
+        schema = req.response_schema or {}
+        try:
+            value = complete_schema(llm, messages, schema, max_tokens=req.answer_max_tokens)
+        except LLMOutputError as exc:
+            return {"structured_output_error": str(exc)}
+        return {"structured_output": value}
+
+    @staticmethod
+    def _dont_know(recalled, timings: dict[str, float], t0: float, *, schema: bool = False) -> ReflectResult:
         """Recall abstained: say the bank does not know, without asking the model.
 
         Not an instruction to the model ("say you don't know if ..."): the questions recall
@@ -171,6 +207,7 @@ class ReflectService:
             timings_ms=timings,
             abstain=True,
             abstain_reason=recalled.abstain_reason,
+            structured_output_error=f"no answer to structure: {reason}" if schema else None,
         )
 
     @staticmethod

@@ -227,6 +227,11 @@ class FactsSettings(_Area):
     # Fill slots (subject, predicate, object) on facts at retain: the rules extractor from
     # its patterns (memlane/facts/patterns.py), the LLM extractor from its schema.
     slots: bool = True
+    # At consolidation, also the learned slot extractor of the bank's embedder (topic x gate x
+    # value over the stored vectors, memlane/facts/learned.py): on the statement set's held half
+    # it finds 0.51 of the facts at 0.89 precision (bge-small), against the rules' 0.22 at
+    # 0.97; only the families it is trusted for (memlane/facts/trust.py) supersede.
+    learned_slots: bool = True
     # Conflict resolution between facts of one slot: "auto" (the cheap rules, then the LLM
     # adjudicator for ambiguous pairs when the consolidation role has a model), "rules"
     # (ambiguous pairs stay both valid, marked possibly_superseded), "llm" (a config error

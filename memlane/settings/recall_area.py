@@ -45,6 +45,15 @@ class RecallSettings(_Area):
     # yet of the best size per kind of process.
     state_max_mb: int = Field(1024, ge=1)
     state_max_banks: int = Field(2000, ge=1)
+    # The lexical channel scores a unit's text and its context (the turns beside it) as two
+    # BM25 fields: text + this weight * context (memlane/recall/index.py). Measured: see
+    # docs/results.md ("context as its own field").
+    lexical_context_weight: float = Field(1.0, ge=0.0, le=4.0)
+    # What orders the candidates: "learned", the ranking model of the request's budget
+    # (memlane/recall/learned.py; where none ships, the fused order), or "fused", the fused
+    # order with the boosts and, where it reads, the cross-encoder's join. Figures: see
+    # docs/results.md ("the learned ranker").
+    ranker: Literal["learned", "fused"] = "learned"
     # RRF weight per channel (DEFAULT_CHANNEL_WEIGHTS above; memlane/recall/fusion.py).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
     # Boosts (memlane/recall/boosts.py), measured one at a time on LoCoMo (recall on the same

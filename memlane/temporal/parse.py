@@ -17,17 +17,22 @@ built from regular expressions and calendar rules only:
   next to a year). A missed expression costs recall a little; a wrong interval misleads it.
 
 Resolution rules (all relative to the reference date, in UTC, day granularity; the reasons are
-in ``periods.py``): "last Friday" and a plain "Friday" are the most recent Friday strictly
-before the reference (chat is mostly past tense), "this Friday" the Friday of the reference's
-Monday-based week; "next Friday", "next June", "next summer" are the first such day, month or
-season to start after the reference (dateparser's reading; "the one after the coming one" is
-the other common reading, and no rule serves both); "last summer" is the latest summer that
-ended before the reference; a month or date without a year is the most recent one not after
-the reference; "N weeks/months/years ago" is the whole calendar week/month/year N units back;
-"the past N days" is the rolling window ending at the reference; "the day/week before" is
-relative to the previous expression in the text (else the reference), or to the date right
-after it ("the week before 9 June 2023" = Jun 2-8); "since X" and "after X" reach up to the
-reference; "early/mid/late X" and "the beginning/middle/end of X" keep a third of X.
+in ``periods.py``). An expression without a year or a direction (a date, "the 9th", a month, a
+season, a holiday, a plain "Friday", "the weekend", "in four days") is read by the sentence it
+is in (``tense.py``): a plan, booking or schedule takes the next occurrence (the one in
+progress counts: later this month, today), a report the last; a sentence with no tense cue at
+all is read as a plan (a report has a past-tense verb). "last Friday" is the most recent Friday
+strictly before the reference, "this Friday" the Friday of the reference's Monday-based week
+(the next one when a plan's has passed); "next Friday", "next June", "next summer" are the
+first such day, month or season to start after the reference (dateparser's reading; "the one
+after the coming one" is the other common reading, and no rule serves both); "last summer" is
+the latest summer that ended before the reference; "N days/weeks ago" is that day (a week is 7
+days), "N months/years ago" the whole calendar month/year N units back; "in N days/weeks" is
+that day ahead (nothing in a report: "I read it in two days" is a duration); "the past N days"
+is the rolling window ending at the reference; "the day/week before" is relative to the
+previous expression in the text (else the reference), or to the date right after it ("the week
+before 9 June 2023" = Jun 2-8); "since X" and "after X" reach up to the reference;
+"early/mid/late X" and "the beginning/middle/end of X" keep a third of X.
 
 The vocabulary is in ``vocabulary.py``, the rule table in ``rules.py`` and each rule's calendar
 reading in ``resolvers.py``; this module runs the rules over a text and settles overlaps.
@@ -41,8 +46,9 @@ from datetime import UTC, date, datetime, time
 
 from . import periods as P
 from .rules import RULES
+from .tense import TenseReader
 from .timestamps import as_utc, parse_timestamp
-from .vocabulary import DIGIT, DIGITS, WORDS
+from .vocabulary import DIGIT, MONTH_TYPO, MONTH_TYPO_WORDS, MONTH_TYPOS, WORDS
 
 # (length, start, end, rule index, match, range or None for anchored rules)
 _Candidate = tuple[int, int, int, int, re.Match[str], P.DateRange | None]
@@ -95,16 +101,64 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
     if not text:
         return []
     ref = _reference(reference)
-    d = ref.date()
     words = set(WORDS.findall(text.lower()))
+    if words.isdisjoint(MONTH_TYPO_WORDS):
+        return _find(text, ref, words)
+    # A misspelt month ("octobr 2nd"): the rules read the corrected text; the spans keep the
+    # offsets and words of the text as written.
+    fixed, moves = _correct_months(text)
+    spans = []
+    for s in _find(fixed, ref, set(WORDS.findall(fixed.lower()))):
+        cs, ce = _original(s.char_start, moves, start=True), _original(s.char_end, moves, start=False)
+        spans.append(TimeSpan(s.start, s.end, text[cs:ce], cs, ce))
+    return spans
+
+
+# (start in the corrected text, end there, start in the original, end there)
+_Move = tuple[int, int, int, int]
+
+
+def _correct_months(text: str) -> tuple[str, list[_Move]]:
+    parts, moves, at, shift = [], [], 0, 0
+    for m in MONTH_TYPO.finditer(text):
+        right = MONTH_TYPOS[m[0].lower()]
+        parts.append(text[at : m.start()])
+        parts.append(right)
+        moves.append((m.start() + shift, m.start() + shift + len(right), m.start(), m.end()))
+        shift += len(right) - (m.end() - m.start())
+        at = m.end()
+    parts.append(text[at:])
+    return "".join(parts), moves
+
+
+def _original(pos: int, moves: list[_Move], start: bool) -> int:
+    """An offset of the corrected text in the original (a corrected word maps to all of the
+    misspelt one)."""
+    shift = 0
+    for new_start, new_end, old_start, old_end in moves:
+        if pos < new_start or (pos == new_start and not start):
+            break
+        if pos < new_end or (pos == new_end and not start):
+            return old_start if start else old_end
+        shift = old_end - new_end
+    return pos + shift
+
+
+def _find(text: str, ref: datetime, words: set[str]) -> list[TimeSpan]:
+    d = ref.date()
     has_digit = DIGIT.search(text) is not None
 
+    tense = TenseReader(text)  # reads the text only when a yearless expression asks
     candidates: list[_Candidate] = []
     for index, rule in enumerate(RULES):
-        if rule.triggers == DIGITS:
+        triggers = rule.triggers
+        if isinstance(triggers, str):  # DIGITS
             if not has_digit:
                 continue
-        elif isinstance(rule.triggers, frozenset) and rule.triggers.isdisjoint(words):
+        elif isinstance(triggers, frozenset):
+            if triggers.isdisjoint(words):
+                continue
+        elif any(group.isdisjoint(words) for group in triggers):  # one word of each group
             continue
         for m in rule.regex.finditer(text):
             body = m.span("b") if "b" in rule.regex.groupindex and m["b"] is not None else m.span()
@@ -113,7 +167,7 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
             rng = None
             if not rule.anchored:
                 try:
-                    rng = rule.resolve(m, ref, d, None)
+                    rng = rule.resolve(m, ref, d, None, tense)
                 except (ValueError, OverflowError):  # out of the calendar (year 0, 10000)
                     rng = None
                 if rng is None:
@@ -146,12 +200,11 @@ def find_time_expressions(text: str, reference: datetime) -> list[TimeSpan]:
                         continue
                     target, ce = chosen[i][5], chosen[i][2]
                     i += 1
-                    rng = rule.resolve(m, ref, d, target)
+                    rng = rule.resolve(m, ref, d, target, tense)
                 else:
-                    rng = rule.resolve(m, ref, d, anchor)
-            # a non-anchored candidate was kept only with a range, and the anchored resolvers
-            # (resolve_anchored, resolve_before_after) always return one
-            assert rng is not None
+                    rng = rule.resolve(m, ref, d, anchor, tense)
+            if rng is None:  # an anchored reading with no real date ("the 31st" of a 30-day month)
+                continue
             rng, cs = _apply_prefixes(text, cs, previous_end, rng, d)
         except (ValueError, OverflowError):
             continue

@@ -104,19 +104,76 @@ def earliest_month_after(month: int, d: date) -> tuple[int, int]:
     return (d.year, month) if month > d.month else (d.year + 1, month)
 
 
-def latest_date_not_after(month: int, day: int, d: date) -> date | None:
-    """The most recent ``month``/``day`` at or before ``d`` (Feb 29 looks back to a leap year);
-    None for a day the month never has (April 31)."""
-    if day < 1 or day > (29 if month == 2 else last_day_of_month(2001, month)):
-        return None
-    for year in range(d.year, d.year - 9, -1):
-        try:
-            candidate = date(year, month, day)
-        except ValueError:  # Feb 29 in a common year
-            continue
-        if candidate <= d:
-            return candidate
-    return None
+# ---------------------------------------------------------------- yearless: which occurrence
+
+PAST, UNKNOWN, FUTURE = -1, 0, 1  # a sentence's lean (memlane/temporal/tense.py)
+
+
+def pick(candidates: list[DateRange], d: date, lean: int) -> DateRange | None:
+    """Of a yearless expression's occurrences (``candidates``, in time order), the one the
+    sentence means: a plan (FUTURE) the first that has not ended by ``d``, a report (PAST) the
+    last that has begun by ``d``; so the occurrence in progress (this month, today) serves both.
+
+    With no cue either way (UNKNOWN), the plan's reading: a report says what happened with a
+    past-tense verb, so a sentence without one is a proposal, a question or a fragment ("How
+    about Friday at 5?", "Any plans for the weekend?", "dentist on the 4th"). Of the 13 such
+    expressions in LoCoMo's turns, 8 are plans, 1 a report and 4 habits or generic.
+    """
+    ahead = next((r for r in candidates if r[1] >= d), None)
+    behind = next((r for r in reversed(candidates) if r[0] <= d), None)
+    # none that way (a "Thursday the 4th" a year off): the nearest the other way
+    return (behind or ahead) if lean == PAST else (ahead or behind)
+
+
+def date_candidates(month: int, day: int, d: date, weekday: int | None = None) -> list[DateRange]:
+    """``month``/``day`` in the years around ``d`` (Feb 29 in the leap years of +-8), those on
+    ``weekday`` only when one is named and some fall on it ("Friday 13 June")."""
+    found = []
+    for year in range(d.year - 8, d.year + 9):
+        if month == 2 and day == 29 or abs(year - d.year) <= 1:
+            try:
+                found.append(date(year, month, day))
+            except ValueError:  # Feb 29 in a common year, April 31
+                continue
+    return _on_weekday(found, weekday)
+
+
+def day_of_month_candidates(day: int, d: date, weekday: int | None = None) -> list[DateRange]:
+    """The ``day``-th of each month within a year of ``d`` (months that have it), those on
+    ``weekday`` only when one is named ("Thursday the 4th")."""
+    found = []
+    for k in range(-13, 14):
+        y, m = shift_month(d.year, d.month, k)
+        if day <= last_day_of_month(y, m):
+            found.append(date(y, m, day))
+    return _on_weekday(found, weekday)
+
+
+def _on_weekday(days: list[date], weekday: int | None) -> list[DateRange]:
+    if weekday is not None:
+        matching = [x for x in days if x.weekday() == weekday]
+        days = matching or days
+    return [day_range(x) for x in days]
+
+
+def month_candidates(month: int, d: date) -> list[DateRange]:
+    """That month in the year before ``d``'s, in ``d``'s and in the year after."""
+    return [month_range(year, month) for year in (d.year - 1, d.year, d.year + 1)]
+
+
+def weekday_candidates(weekday: int, d: date) -> list[DateRange]:
+    """The ``weekday`` strictly before ``d`` (within a week) and the one strictly after: said
+    on a Friday, a plain "Friday" is last week's or next week's, never today."""
+    before = d - timedelta(days=(d.weekday() - weekday) % 7 or 7)
+    return [
+        day_range(before),
+        day_range(before + timedelta(days=7 if before + timedelta(days=7) > d else 14)),
+    ]
+
+
+def weekend_candidates(d: date) -> list[DateRange]:
+    """The weekend of the week before ``d``'s (Monday-based) and the weekend of ``d``'s week."""
+    return [weekend_range(d - timedelta(weeks=1)), weekend_range(d)]
 
 
 # ---------------------------------------------------------------- seasons
@@ -145,11 +202,6 @@ def season_last(season: str, d: date) -> DateRange:
 def season_next(season: str, d: date) -> DateRange:
     """The first such season that starts after ``d``."""
     return min(r for r in _season_candidates(season, d) if r[0] > d)
-
-
-def season_recent(season: str, d: date) -> DateRange:
-    """The latest such season that has started by ``d`` ("in the summer" in past-tense chat)."""
-    return max(r for r in _season_candidates(season, d) if r[0] <= d)
 
 
 def season_this(season: str, d: date) -> DateRange:

@@ -14,8 +14,10 @@ from .resolvers import (
     resolve_before_after,
     resolve_before_last,
     resolve_day_month,
+    resolve_day_of_month,
     resolve_decade,
     resolve_holiday,
+    resolve_in_offset,
     resolve_month_ctx,
     resolve_month_rel,
     resolve_month_span,
@@ -35,8 +37,10 @@ from .resolvers import (
     resolve_year_span,
 )
 from .vocabulary import (
+    DAY_ENDS,
     DIGITS,
     HOLIDAYS,
+    MAY_ENDS,
     MONTH_ANY,
     MONTH_FULL,
     MONTH_WORDS,
@@ -44,11 +48,14 @@ from .vocabulary import (
     NOT_POSS,
     NOT_QUANTITY,
     NUM,
+    OFFSET_WORDS,
+    ORDINAL_WORDS,
     REL,
     SEASON,
     SEASON_WORDS,
     UNIT_WORDS,
     WEEKDAY,
+    WEEKDAY_ABBR,
     YEAR,
     YEAR_EXPLICIT,
 )
@@ -74,9 +81,12 @@ class Renamed:
 
 @dataclass(frozen=True)
 class Rule:
+    """A regex, the words that gate it (one of a set; one of each set for a tuple of sets;
+    DIGITS: a digit) and the resolver of its matches."""
+
     name: str
     regex: re.Pattern
-    triggers: frozenset | str
+    triggers: frozenset | tuple[frozenset, ...] | str
     resolve: Resolver
     anchored: bool = False
 
@@ -98,10 +108,24 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "ago",
-        rf"\b(?P<n>{NUM})\s+(?P<unit>hour|day|week|month|year|decade)s?"
+        rf"\b(?P<n>{NUM})\s+(?P<unit>hour|day|week|fortnight|month|year|decade)s?"
         rf"(?:\s+or\s+(?P<n2>{NUM}|so))?\s+(?:ago|back)\b",
         "ago back",
         resolve_ago,
+    ),
+    _rule(
+        "in_offset",  # in four days / in a fortnight / in a couple of weeks' time
+        # (not "in just 30 days", "in 16 months", "In Five Years": durations and titles)
+        rf"\bin\s+(?:(?:about|around|roughly|another)\s+)?(?P<n>{NUM})\s+"
+        r"(?P<unit>day|week|fortnight)s?\b(?:['’]?\s+time\b)?(?!\s+(?:of|ago|back)\b)",
+        (OFFSET_WORDS, frozenset({"in"})),
+        resolve_in_offset,
+    ),
+    _rule(
+        "from_now",  # two weeks from now / ten days from today
+        rf"\b(?P<n>{NUM})\s+(?P<unit>day|week|fortnight)s?\s+from\s+(?:now|today)\b",
+        (OFFSET_WORDS, frozenset({"from"}), frozenset({"now", "today"})),
+        resolve_in_offset,
     ),
     _rule(
         "rolling",
@@ -143,17 +167,43 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "day_month",  # 8 May, 2023 / the 27th of June / Friday, 5 May
-        rf"\b(?:{WEEKDAY}\s*,?\s+)?(?:the\s+)?(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?"
+        rf"\b(?:(?P<wd>{WEEKDAY})\s*,?\s+)?(?:the\s+)?(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?"
         rf"(?P<mon>{MONTH_ANY})(?:\s*,?\s*(?P<year>{YEAR_EXPLICIT})\b)?",
         MONTH_WORDS,
         resolve_day_month,
     ),
     _rule(
         "month_day",  # May 8th / June 27, 2023 / Friday, May 5
-        rf"\b(?:{WEEKDAY}\s*,?\s+)?(?P<mon>{MONTH_ANY})\s+(?:the\s+)?(?P<day>[0-3]?\d)"
+        rf"\b(?:(?P<wd>{WEEKDAY})\s*,?\s+)?(?P<mon>{MONTH_ANY})\s+(?:the\s+)?(?P<day>[0-3]?\d)"
         rf"(?:st|nd|rd|th)?\b(?:\s*,?\s*(?P<year>{YEAR_EXPLICIT})\b)?",
         MONTH_WORDS,
         resolve_day_month,
+    ),
+    _rule(
+        # the 5th of may / may 5th / 3rd march: "may" and "march" in lower case are months only
+        # next to an ordinal day, and "may" not before a verb ("the 5th may be fine")
+        "day_month_lower",
+        rf"\b(?:(?P<wd>{WEEKDAY})\s*,?\s+)?(?:the\s+)?(?P<day>[0-3]?\d)(?:st|nd|rd|th)\s+(?:of\s+)?"
+        rf"(?P<mon>may|march){MAY_ENDS}(?:\s*,?\s*(?P<year>{YEAR_EXPLICIT})\b)?",
+        (frozenset({"may", "march"}), ORDINAL_WORDS),
+        resolve_day_month,
+    ),
+    _rule(
+        "month_day_lower",
+        rf"\b(?:(?P<wd>{WEEKDAY})\s*,?\s+)?(?P<mon>may|march)\s+(?:the\s+)?(?P<day>[0-3]?\d)"
+        rf"(?:st|nd|rd|th)\b(?:\s*,?\s*(?P<year>{YEAR_EXPLICIT})\b)?",
+        (frozenset({"may", "march"}), ORDINAL_WORDS),
+        resolve_day_month,
+    ),
+    _rule(
+        # the 9th / on the 12th / Thursday the 4th / Sat 28th: in the month the sentence means.
+        # Not "the 3rd time", "in the 4th" (a quarter, a century), "the 17th and 18th centuries".
+        "day_of_month",
+        rf"(?:\b(?P<wd>{WEEKDAY}|{WEEKDAY_ABBR})\.?,?\s+(?:the\s+)?|(?<!\bin\s)\bthe\s+)"
+        rf"(?P<day>[0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(?P<rel>this|next|last)\s+month\b|(?(wd)|{DAY_ENDS}))"
+        r"(?![^.!?]{0,30}\bcentur)",
+        ORDINAL_WORDS,
+        resolve_day_of_month,
     ),
     _rule(
         "month_year",  # May 2023 / May of 2023
@@ -176,9 +226,9 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "month_in_context",  # in May / since June / early March / the end of April
-        r"\b(?:in|since|during|until|till|by|before|after|from|through|throughout|around|"
+        r"\b(?P<ctx>in|since|during|until|till|by|before|after|from|through|throughout|around|"
         r"early|late|mid|of|for)[\s-]+"
-        rf"(?P<b>(?P<mon>{MONTH_FULL}))",
+        rf"(?P<b>(?P<mon>{MONTH_ANY}))",
         MONTH_WORDS,
         resolve_month_ctx,
     ),
@@ -195,7 +245,7 @@ RULES: tuple[Rule, ...] = (
         rf"\b(?:(?:from|between)\s+(?P<y1>{YEAR})\s*(?:to|and|until|till|through|-|–|—)\s*"
         rf"(?P<y2>{YEAR})|(?P<y1b>{YEAR})\s*[-–—]\s*(?P<y2b>{YEAR}))\b",
         DIGITS,
-        lambda m, ref, d, a: resolve_year_span(Renamed(m), ref, d, a),
+        lambda m, ref, d, a, t: resolve_year_span(Renamed(m), ref, d, a, t),
     ),
     _rule(
         "year_in_context",  # in 2022 / since 2019 / back in 2010 / mid-2022 / the end of 2021
@@ -262,7 +312,7 @@ RULES: tuple[Rule, ...] = (
         r"\bthe\s+(?:(?P<dir>following|previous|prior)\s+(?P<unit>day|morning|night|weekend|"
         r"week|month|year)|(?P<dir2>next)\s+(?P<unit2>day|morning|night))\b",
         "following previous prior next",
-        lambda m, ref, d, a: resolve_anchored(Renamed(m), ref, d, a),
+        lambda m, ref, d, a, t: resolve_anchored(Renamed(m), ref, d, a, t),
         anchored=True,
     ),
     _rule(
@@ -270,7 +320,7 @@ RULES: tuple[Rule, ...] = (
         rf"\b(?P<n>{NUM})\s+(?P<unit>day|week|month|year)s?\s+"
         rf"(?:(?P<dir>later|earlier)\b|(?P<dir2>before|after)\b{NO_EVENT_AFTER})",
         "later earlier before after",
-        lambda m, ref, d, a: resolve_anchored(Renamed(m), ref, d, a),
+        lambda m, ref, d, a, t: resolve_anchored(Renamed(m), ref, d, a, t),
         anchored=True,
     ),
 )

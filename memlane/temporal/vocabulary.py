@@ -42,12 +42,35 @@ NUM = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|an|a)"
 )
 WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+# Abbreviated weekdays are read only next to a day number ("Sat 28th"): "sat", "sun" and "wed"
+# are words.
+WEEKDAY_ABBR = r"(?:mon|tues|tue|weds|wed|thurs|thur|thu|fri|sat|sun)"
+
+_LONG_MONTHS = ("january", "february", "august", "september", "october", "november", "december")
+
+
+def _misspellings(word: str) -> set[str]:
+    """One letter dropped or two neighbours swapped ("octobr", "febuary", "feburary"): the typos
+    of a long month name that no English word shares."""
+    dropped = {word[:i] + word[i + 1 :] for i in range(len(word))}
+    swapped = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+    return (dropped | swapped) - {word}
+
+
+# misspelt month -> its number (only the long names: a short one's typos are other words)
+MONTH_TYPOS = {typo: name for name in _LONG_MONTHS for typo in sorted(_misspellings(name))}
+MONTH_TYPO_WORDS = frozenset(MONTH_TYPOS)  # a set: a text tests its few words, not these 99
+# the misspelt months of a text, replaced before the rules run (memlane/temporal/parse.py)
+MONTH_TYPO = re.compile(
+    r"\b(?:" + "|".join(sorted(MONTH_TYPOS, key=lambda w: (-len(w), w))) + r")\b", re.IGNORECASE
+)
 # "May" and "March" are common verbs: only the capitalized forms are months.
 MONTH_FULL = (
     r"(?:january|february|april|june|july|august|september|october|november|december|"
     r"(?-i:May|March))\b"
 )
-MONTH_ABBR = r"(?-i:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?"
+# Abbreviations in any case ("feb 20"), but "mar" is a verb: only "Mar".
+MONTH_ABBR = r"(?:jan|feb|apr|jun|jul|aug|sept|sep|oct|nov|dec|(?-i:Mar))\b\.?"
 MONTH_ANY = rf"(?:{MONTH_FULL}|{MONTH_ABBR})"
 SEASON = r"(?:spring|summer|fall|autumn|winter)"
 YEAR = r"(?:19\d\d|20\d\d|2100)"  # bare years in running text: 1900-2100 only
@@ -59,6 +82,18 @@ NOT_POSS = "".join(rf"(?<!\b{w}\s)" for w in ("the", "my", "his", "her", "our", 
 # An offset like "the day before" is anchored to an event we cannot resolve when a noun phrase
 # or clause follows ("the day before my birthday", "the day after I left").
 NO_EVENT_AFTER = r"(?!\s+\w)"
+# What may follow a bare day number ("on the 9th, remind me", "is the 14th and I"): the end of
+# the text, punctuation or a word that does not make the ordinal a noun's ("the 3rd time").
+DAY_ENDS = (
+    r"(?!\s+(?!(?:at|and|but|so|or|then|after|before|when|which|in|for|to|with|if|as|because|"
+    r"until|till|this|next|we|i|you|he|she|they|it|is|was|will|from|on|by|please|instead|too|"
+    r"though|anyway|now|morning|afternoon|evening|night|lol|haha|yeah|right|sorry|thanks|"
+    r"hopefully|apparently|fingers|assuming|unless|works|suits|sounds|would|could|should|might|"
+    r"can|does|looks|seems|are|were|has|had)\b)[a-z])"
+)
+# A lower-case "may" or "march" after a day number ends the date: punctuation, the end, a year
+# or a word that cannot follow the verb "may".
+MAY_ENDS = r"(?=\s*(?:[,.!?;:)]|$|\d|(?:and|at|so|but|then|for|in|when|which|or|until|till)\b))"
 NOT_QUANTITY = (
     r"(?!\s*(?:%|percent|people|persons|dollars|usd|euros|pounds|yen|words|pages|steps|"
     r"calories|points|miles|km|meters|metres|feet|times|units|items|followers|likes|views|"
@@ -81,4 +116,6 @@ MONTH_WORDS = frozenset(
 )
 SEASON_WORDS = frozenset("spring summer fall autumn winter".split())
 UNIT_WORDS = frozenset("week month year weekend".split())
+OFFSET_WORDS = frozenset("day days week weeks fortnight fortnights month months year years".split())
+ORDINAL_WORDS = frozenset("st nd rd th".split())  # the letters of an ordinal ("9th" has the word "th")
 DIGITS = "digits"  # trigger: the text contains a digit

@@ -48,6 +48,33 @@ def test_a_document_sent_again_replaces_its_previous_version(memory):
     assert memory.banks.stats("a")["graph"]["units"] == 1
 
 
+def test_a_document_reads_back_as_retained_and_listings_search_its_text(memory):
+    memory.create_bank("a")
+    items = [
+        {"content": "We moved to Lisbon.\nThe flat has a view.", "speaker": "Alice", "timestamp": T0},
+        {"content": "Sam joined the band.", "speaker": "Bo", "timestamp": T0.replace(minute=1)},
+        {"content": "Later: a gig.", "speaker": "Alice", "timestamp": T0.replace(day=2), "session_id": "s2"},
+    ]
+    memory.retain_items("a", items, document_id="chat/1", tags=["band", "band"])
+    memory.retain_items("a", _items("I play the cello."), document_id="other")
+    doc = memory.browse.get_document("a", "chat/1")
+    # session by session in the order they started, one "speaker: text" line per turn
+    assert doc.text == (
+        "Alice: We moved to Lisbon.\nThe flat has a view.\nBo: Sam joined the band.\nAlice: Later: a gig."
+    )
+    assert (doc.units, doc.chunks, doc.tags) == (3, 2, ["band"])
+    assert (doc.start, doc.end) == (T0, T0.replace(day=2))
+    with pytest.raises(NotFound, match="document 'nope' is not in bank 'a'"):
+        memory.browse.get_document("a", "nope")
+    with pytest.raises(BankNotFound):
+        memory.browse.get_document("ghost", "chat/1")
+    # q: in the id or the text, any case
+    assert list(memory.browse.list_documents("a", q="CELLO")) == ["other"]
+    assert list(memory.browse.list_documents("a", q="chat/")) == ["chat/1"]
+    assert memory.browse.list_documents("a", q="lisbon") == {"chat/1": {"units": 3, "chunks": 2}}
+    assert memory.browse.list_documents("a", q="tuba") == {}
+
+
 def test_item_validation_names_the_item_and_writes_nothing(memory):
     memory.create_bank("a")
     with pytest.raises(InvalidInput, match=r"items\.1\.content"):

@@ -36,7 +36,7 @@ REFERENCE = datetime(2023, 5, 8, 12, tzinfo=UTC)  # a Monday
             False,
             None,
         ),
-        ("Caroline's dog: what breed is it?", ["Caroline"], {"dog", "breed"}, [], set(), False, None),
+        ("Caroline's dog: what breed is it?", ["Caroline"], {"dog", "breed"}, [], {"pet"}, False, None),
         (
             "How many rescue dogs does Priya have?",
             ["Priya"],

@@ -49,8 +49,20 @@ def test_boost_factor_is_centred_and_bounded():
 def test_recency_halves_per_half_life():
     day = 86400.0
     assert boosts.recency(1000 * day - 30 * day, 1000 * day, 30) == pytest.approx(0.5)
-    assert boosts.recency(1000 * day + day, 1000 * day, 30) == pytest.approx(1.0)
+    assert boosts.recency(1000 * day - 2 * day, 1000 * day, 30) > 0.9
     assert boosts.recency(None, 0, 30) == 0.5
+
+
+def test_a_memory_dated_after_the_reference_gets_no_recency_boost():
+    day = 86400.0
+    ref = 1000 * day
+    # said after the reference time
+    assert boosts.recency(ref + day, ref, 30) == 0.5
+    # said yesterday, about an event next year: neutral, not the full boost
+    assert boosts.recency(ref - day, ref, 30, occurred_start=ref + 200 * day) == 0.5
+    # said yesterday about yesterday: boosted
+    assert boosts.recency(ref - day, ref, 30, occurred_start=ref - day) > 0.9
+    assert boosts.factor(0.2, boosts.recency(ref - day, ref, 30, occurred_start=ref + 200 * day)) == 1.0
 
 
 def test_proof_boost_is_log_scaled_and_neutral_without_support_spread():

@@ -51,6 +51,7 @@ class Model:
             "opinions": [],
         }
         self.calls: dict[str, int] = {}
+        self.structured_reply = json.dumps({"dog": "Pixel", "walks": True})
 
     def __call__(self, body: dict):
         system = body["messages"][0]["content"]
@@ -76,6 +77,9 @@ class Model:
             return json.dumps({"background": "I am a vet in Porto. I have a beagle."})
         if kind == "reflect":
             return json.dumps(self.reflect_reply)
+        if user.startswith("Answer to structure:") or user.startswith("That reply was rejected"):
+            self.calls["structured"] = self.calls.get("structured", 0) + 1
+            return self.structured_reply
         return {"status": 400}
 
 
@@ -327,3 +331,44 @@ def test_merging_into_a_background_needs_an_llm(memory):
     memory.create_bank("ana", name="Ana", background="I am a vet.")
     with pytest.raises(LLMNotConfigured, match="background merging"):
         memory.reflection.merge_background("ana", "I moved.")
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"dog": {"type": "string"}, "walks": {"type": "boolean"}},
+    "required": ["dog", "walks"],
+}
+
+
+def test_reflect_gives_the_answer_as_the_callers_json_schema(settings, embedder, extractor, server, tmp_path):
+    with _memory(settings, embedder, extractor, server, mode="off") as memory:
+        memory.create_bank("ana", name="Ana")
+        _retain(memory, tmp_path, DAY1, "d1")
+        res = memory.reflect("ana", "Tell me about Pixel", response_schema=SCHEMA, form_opinions=False)
+        assert res.answer == "I walk Pixel every morning [M1]."
+        assert res.structured_output == {"dog": "Pixel", "walks": True}
+        assert res.structured_output_error is None and "structured" in res.timings_ms
+        asked = next(r for r in server.requests if r["messages"][-1]["content"].startswith("Answer to"))
+        assert asked["response_format"]["json_schema"]["schema"] == SCHEMA  # the caller's schema, sent
+        assert "Answer to structure: I walk Pixel every morning [M1]." in asked["messages"][-1]["content"]
+
+        # A reply that does not follow the schema, also after the repair: the answer stands and
+        # the error says why there is no structured output.
+        server.model.structured_reply = json.dumps({"dog": 3})
+        res = memory.reflect("ana", "Tell me about Pixel", response_schema=SCHEMA, form_opinions=False)
+        assert res.answer == "I walk Pixel every morning [M1]." and res.structured_output is None
+        assert "invalid response_schema after one repair" in (res.structured_output_error or "")
+        assert "dog: 3 is not of type 'string'" in (res.structured_output_error or "")
+
+        # Without a schema no second call is made.
+        before = server.model.calls.get("structured", 0)
+        res = memory.reflect("ana", "Tell me about Pixel", form_opinions=False)
+        assert res.structured_output is None and server.model.calls.get("structured", 0) == before
+
+
+def test_a_response_schema_that_is_no_json_schema_is_refused(settings, embedder, extractor, server):
+    with _memory(settings, embedder, extractor, server, mode="off") as memory:
+        memory.create_bank("ana", name="Ana")
+        with pytest.raises(InvalidInput, match="response_schema: .*not a valid JSON Schema"):
+            memory.reflect("ana", "Tell me about Pixel", response_schema={"type": "nothing-like-this"})
+        assert not server.requests  # refused before any model call

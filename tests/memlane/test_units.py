@@ -105,6 +105,23 @@ FILTER_CASES = [
     ("tags all", UnitFilter(tags=["x", "y"], tags_match="all", only_valid=False), {"o"}),
     ("one tag all", UnitFilter(tags=["y"], tags_match="all"), {"n"}),
     ("tag of an end-only unit", UnitFilter(tags=["z"]), {"end"}),
+    # Hindsight's modes: its "any"/"all" take untagged units too, "exact" compares the sets.
+    # Untagged here: e, start, open, both (o is invalidated, shown with only_valid off).
+    (
+        "tags any or untagged",
+        UnitFilter(tags=["y"], tags_match="any_or_untagged"),
+        {"n", "e", "start", "open", "both"},
+    ),
+    (
+        "tags all or untagged",
+        UnitFilter(tags=["x", "y"], tags_match="all_or_untagged", only_valid=False),
+        {"o", "e", "start", "open", "both"},
+    ),
+    ("tags exact", UnitFilter(tags=["x"], tags_match="exact"), {"w"}),
+    ("tags exact, a set", UnitFilter(tags=["y", "x", "y"], tags_match="exact", only_valid=False), {"o"}),
+    ("tags exact, none: untagged", UnitFilter(tags_match="exact"), {"e", "start", "open", "both"}),
+    ("tags exact, empty: untagged", UnitFilter(tags=[], tags_match="exact"), {"e", "start", "open", "both"}),
+    ("no tags, any or untagged: any", UnitFilter(tags=[], tags_match="any_or_untagged"), ALL - {"o"}),
     ("document", UnitFilter(document_id="d1"), {"w", "e"}),
     ("document, invalidated too", UnitFilter(document_id="d2", only_valid=False), {"o", "n"}),
     ("empty document: any", UnitFilter(document_id=""), ALL - {"o"}),
@@ -269,6 +286,8 @@ def test_a_refused_filter_names_its_field():
     with pytest.raises(FilterError, match="tags_match must be") as bad_match:
         check_filter(UnitFilter(tags=["a"], tags_match="some"))
     assert bad_match.value.field == "tags_match"
+    with pytest.raises(FilterError, match="tags_match must be"):  # refused without tags too
+        check_filter(UnitFilter(tags_match="some"))
     with pytest.raises(FilterError, match="mentioned_since must be before") as bad_window:
         check_filter(UnitFilter(mentioned_since=now, mentioned_until=now - timedelta(days=1)))
     assert bad_window.value.field == "mentioned_until"

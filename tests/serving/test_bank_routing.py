@@ -25,6 +25,15 @@ from serve.routing import HEADER, BankAffinity, bank_of
         ("/mcp", None),
         ("/v1/banks/-bad/recall", None),  # not a bank id: must start with a letter or digit
         ("/trivial/v1/banks/alice/recall", None),
+        # the Hindsight-compatible surface: its bank ids mapped to Memlane's
+        ("/hindsight/v1/default/banks/alice/memories/recall", "alice"),
+        ("/hindsight/v1/default/banks/user:alice/reflect", "hs_user_3aalice"),
+        ("/hindsight/v1/default/banks/team a", "hs_team_20a"),
+        ("/hindsight/mcp/alice/", "alice"),
+        ("/hindsight/mcp/", None),
+        ("/hindsight/v1/default/banks", None),
+        ("/hindsight/health", None),
+        ("/hindsight/v1/default/banks/" + "é" * 60 + "/memories", None),  # too long for Memlane
     ],
 )
 def test_bank_of_reads_the_bank_from_the_path(path, bank):

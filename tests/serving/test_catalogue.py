@@ -244,3 +244,242 @@ def test_the_docs_table_is_the_catalogue() -> None:
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
     assert catalogue.markdown() in docs
+
+
+# The Hindsight-compatible surface (serve/hindsight/) -----------------------------------------
+HS_OPS = [op for op in OPERATIONS if op.hindsight]
+
+
+def _hindsight_routes() -> dict[tuple[str, str], Any]:
+    """The surface's routes (method, path under /hindsight) and their endpoints, but the
+    catch-all that answers 501."""
+    from fastapi.routing import APIRoute
+
+    from serve.hindsight import routes
+
+    out = {}
+    for route in routes.router.routes:
+        assert isinstance(route, APIRoute)
+        if route.endpoint is routes.not_offered:
+            continue
+        for method in route.methods:
+            out[(method, route.path.removeprefix(routes.PREFIX))] = route.endpoint
+    return out
+
+
+def test_the_hindsight_surface_serves_exactly_the_catalogues_routes() -> None:
+    declared = {route for op in HS_OPS for route in op.hindsight}
+    assert set(_hindsight_routes()) == declared
+    assert len(declared) == sum(len(op.hindsight) for op in HS_OPS)  # each route runs one operation
+
+
+class _EngineBackend:
+    """The surface's backend over a real engine in this process: every operation through
+    catalogue.call (an undeclared parameter name fails it), recording what ran. The LLM of
+    reflect and the Memory deployment's queue are the edges: their requests are validated and
+    answered here."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.ran: list[str] = []
+
+    async def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
+        from serve.errors import engine_error
+
+        self.ran.append(name)
+        try:
+            return catalogue.call(self.memory, name, bank_id, **params)
+        except Exception as exc:
+            raise (engine_error(exc) or exc) from None
+
+    async def recall(self, bank_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.call("recall", bank_id, params)
+
+    async def reflect(self, bank_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        from memlane.reflect.requests import ReflectRequest
+
+        self.ran.append("reflect")
+        assert set(params) <= catalogue.operation("reflect").param_names()
+        ReflectRequest.model_validate(params)
+        self.memory.banks.get(bank_id)
+        return {"answer": "scripted", "memories": []}
+
+    async def retain_async(self, bank_id: str, body: dict[str, Any], operation_id: str) -> dict[str, Any]:
+        self.ran.append("retain")
+        assert set(body) <= catalogue.operation("retain").param_names()
+        self.memory.plan_items(bank_id, body["items"])
+        return {"operation_id": operation_id, "bank_id": bank_id, "kind": "retain", "status": "queued"}
+
+    async def operation(self, bank_id: str, operation_id: str) -> dict[str, Any]:
+        self.ran.append("get_operation")
+        return {"operation_id": operation_id, "bank_id": bank_id, "kind": "retain", "status": "succeeded"}
+
+    async def health(self) -> dict[str, Any]:
+        self.ran.append("health")
+        return {"store": "ok"}
+
+    def features(self) -> dict[str, bool]:
+        self.ran.append("version")
+        return {"mcp": True}
+
+
+# Request bodies as hindsight-client 1.1.0 sends them (captured: explicit nulls, defaults sent).
+HS_BODIES: dict[str, dict[str, Any]] = {
+    "BankBody": {"name": "Ana", "mission": "Help Ana", "disposition_skepticism": 4},
+    "ConfigUpdateBody": {"updates": {"reflect_mission": "rm", "retain_chunk_size": 1000}},
+    "RetainBody": {
+        "items": [
+            {
+                "content": "Ana: My cat is Miso.\nBen: Lovely!",
+                "resolve_entities": True,
+                "timestamp": "2024-01-15T10:30:00Z",
+                "context": None,
+                "metadata": None,
+                "document_id": "d/1",
+                "entities": None,
+                "tags": ["pets"],
+                "observation_scopes": None,
+                "strategy": None,
+                "update_mode": None,
+            }
+        ],
+        "async": False,
+        "document_tags": None,
+    },
+    "RecallBody": {
+        "query": "What is the cat called?",
+        "budget": "mid",
+        "max_tokens": 4096,
+        "trace": True,
+        "include": {"entities": {"max_tokens": 500}, "chunks": {"max_tokens": 1000}, "source_facts": None},
+        "tags_match": "any",
+        "types": ["world", "opinion"],
+        "prefer_observations": None,
+        "query_timestamp": "2024-02-01T00:00:00",
+        "tags": ["pets"],
+        "tag_groups": None,
+        "min_scores": None,
+        "temporal_window": None,
+    },
+    "ReflectBody": {
+        "query": "What do I know about Miso?",
+        "budget": "low",
+        "context": "ctx",
+        "max_tokens": 500,
+        "response_schema": {"type": "object"},
+        "tags": None,
+        "tags_match": "any_strict",
+        "tag_groups": None,
+        "fact_types": None,
+    },
+}
+
+
+def _route_args(endpoint: Any, surface: Any) -> dict[str, Any]:
+    import uuid
+
+    from starlette.requests import Request
+
+    from serve.auth import Principal
+    from serve.hindsight import requests as hs_requests
+
+    args: dict[str, Any] = {}
+    for name, param in inspect.signature(endpoint).parameters.items():
+        kind = param.annotation if isinstance(param.annotation, str) else param.annotation.__name__
+        model = kind.split(" ")[0]
+        if model in HS_BODIES:
+            args[name] = getattr(hs_requests, model).model_validate(HS_BODIES[model])
+        else:
+            args[name] = {
+                "bank_id": "hs ana",
+                "s": surface,
+                "who": Principal("k", None),
+                "operation_id": str(uuid.uuid4()),
+                "document_id": "d/1",
+                "q": None,
+                "limit": 100,
+                "offset": 0,
+                "request": Request({"type": "http", "query_string": b"tags=x"}),
+            }[name]
+    return args
+
+
+def test_each_hindsight_route_runs_its_declared_operation_on_the_engine(engine: Memory) -> None:
+    """Every route, with the client's bodies, in the order a client would use them: it runs the
+    operation the catalogue declares for it, with the catalogue's parameter names."""
+    from serve.hindsight.surface import Surface
+
+    routes = _hindsight_routes()
+    # create the bank, retain, read, delete the document and then the bank
+    rank = {"PUT": 0, "POST": 1, "PATCH": 2, "GET": 3, "DELETE": 4}
+    order = sorted(routes, key=lambda r: (rank[r[0]], r[1].count("/") * (-1 if r[0] == "DELETE" else 1), r))
+    for method, path in order:
+        backend = _EngineBackend(engine)
+        op = next(op for op in HS_OPS if (method, path) in op.hindsight)
+        endpoint = routes[(method, path)]
+        args = _route_args(endpoint, Surface(backend))
+        response = anyio.run(lambda: endpoint(**args))  # noqa: B023
+        assert response.status_code == 200, (method, path, response.body)
+        assert op.name in backend.ran, f"{method} {path} ran {backend.ran}, not {op.name}"
+
+
+def _hindsight_servers() -> dict[bool, Any]:
+    from serve.hindsight.mcp import build_hindsight_mcp
+
+    return {single: build_hindsight_mcp(lambda _h: None, single=single) for single in (False, True)}
+
+
+def test_the_hindsight_mcp_tools_are_the_catalogues_and_the_rest_are_refused() -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from serve.hindsight.mcp import HINDSIGHT_TOOLS, MULTI_BANK_ONLY
+
+    declared = {t for op in OPERATIONS for t in op.hindsight_mcp}
+    assert declared <= HINDSIGHT_TOOLS
+    for single, server in _hindsight_servers().items():
+        tools = {t.name for t in anyio.run(server.list_tools)}
+        assert tools == (declared - MULTI_BANK_ONLY if single else declared)
+        assert server.refused == HINDSIGHT_TOOLS - tools
+        for tool in anyio.run(server.list_tools):  # as Hindsight's two servers: no bank_id on a bank's
+            takes_bank = (not single and tool.name != "list_banks") or tool.name == "create_bank"
+            assert ("bank_id" in tool.input_schema["properties"]) == takes_bank, tool.name
+        with pytest.raises(ToolError, match="not_offered: get_bank_stats is a Hindsight tool"):
+            anyio.run(lambda: server.call_tool("get_bank_stats", {"bank_id": "x"}))  # noqa: B023
+
+
+TOOL_ARGS: dict[str, dict[str, Any]] = {
+    "create_bank": {"bank_id": "hs ana", "name": "Ana"},
+    "retain": {"content": "Ana: I play the cello."},
+    "sync_retain": {"content": "Ana: My dog is Rex.", "document_id": "d/2", "tags": ["pets"]},
+    "recall": {"query": "dog", "include_entities": True, "tags": ["pets"], "tags_match": "all_strict"},
+    "reflect": {"query": "Who is Rex?", "include_based_on": True},
+    "list_banks": {},
+    "list_documents": {"q": "rex"},
+    "get_document": {"document_id": "d/2"},
+    "create_mental_model": {"name": "Pets", "source_query": "Which pets do I have?"},
+    "list_mental_models": {},
+    "get_mental_model": {"mental_model_id": "pets"},
+    "refresh_mental_model": {"mental_model_id": "pets"},
+    "delete_mental_model": {"mental_model_id": "pets"},
+    "delete_document": {"document_id": "d/2"},
+}
+
+
+def test_each_hindsight_tool_runs_its_declared_operation_on_the_engine(engine: Memory) -> None:
+    from types import SimpleNamespace
+
+    from serve.auth import Principal
+    from serve.hindsight import mcp
+    from serve.hindsight.surface import Surface
+
+    declared = {t: op.name for op in OPERATIONS for t in op.hindsight_mcp}
+    assert set(TOOL_ARGS) == declared.keys()
+    for name, args in TOOL_ARGS.items():
+        backend = _EngineBackend(engine)
+        resolve = lambda _headers, b=backend: (Surface(b), Principal("k", None))  # noqa: E731
+        ctx = SimpleNamespace(request_context=SimpleNamespace(lifespan_context=resolve), headers={})
+        fn = next(f for f in mcp.TOOLS if f.__name__ == name)
+        kwargs = args if name in ("list_banks", "create_bank") else {"bank_id": "hs ana", **args}
+        out = anyio.run(lambda: fn(ctx, **kwargs))  # noqa: B023
+        assert isinstance(out, dict) and "error" not in out
+        assert declared[name] in backend.ran, f"{name} ran {backend.ran}, not {declared[name]}"

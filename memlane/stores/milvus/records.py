@@ -28,7 +28,7 @@ from memlane.stores.milvus.codec import (
 )
 from memlane.stores.milvus.collections import Collections
 from memlane.stores.milvus.connection import is_missing
-from memlane.units import json_value
+from memlane.units import escape_string, json_value
 
 # The collections every bank gets with its first write (the tree's comes with consolidation).
 BANK_KINDS = ("units", "chunks", "entities")
@@ -277,6 +277,14 @@ class Records(Collections):
             check_bank_id(bank_id)
             return []
         rows = self._read(bank_id, "chunks", lambda n: self._bank_get(bank_id, n, ids, CHUNK_OUT), [])
+        return [row_chunk(bank_id, r) for r in rows]
+
+    def document_chunks(self, bank_id: str, document_id: str) -> list[Chunk]:
+        """The chunks of one document ([] for an unknown document or bank), in no order."""
+        if not isinstance(document_id, str) or not document_id:
+            raise ValueError(f"document_id must be a non-empty string, got {document_id!r}")
+        expr = f"document_id == {escape_string(document_id)}"
+        rows = self._read(bank_id, "chunks", lambda n: self._bank_query(bank_id, n, expr, CHUNK_OUT), [])
         return [row_chunk(bank_id, r) for r in rows]
 
     def iter_chunks(self, bank_id: str, *, batch_size: int = 2000) -> Iterator[list[Chunk]]:

@@ -103,6 +103,17 @@ class UnitRecords(Records):
         rows = self._read(bank_id, "units", lambda n: self._bank_query(bank_id, n, expr, ["id"]), [])
         return sorted(r["id"] for r in rows)
 
+    def list_superseded_unit_ids(self, bank_id: str, successors: Collection[str]) -> list[str]:
+        """Ids of the bank's units a fact of one of ``successors`` superseded (their
+        ``superseded_by`` names it), sorted; what the delete hook reads to restore them."""
+        ids = sorted(set(successors))
+        out: list[str] = []
+        for lo in range(0, len(ids), ID_BATCH):
+            expr = f"superseded_by in {str_list(ids[lo : lo + ID_BATCH])}"
+            rows = self._read(bank_id, "units", lambda n, e=expr: self._bank_query(bank_id, n, e, ["id"]), [])
+            out.extend(r["id"] for r in rows)
+        return sorted(out)
+
     def document_counts(self, bank_id: str) -> dict[str, dict[str, int]]:
         """``{document_id: {"units": n, "chunks": m}}`` for every document of the bank."""
         out: dict[str, dict[str, int]] = {}

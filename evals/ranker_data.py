@@ -1,0 +1,146 @@
+"""The learned ranker's rows: every dev set's questions recalled on banks the evals built, each
+candidate's features (:func:`memlane.recall.features.candidate_features`, the same function
+recall ranks with) and whether it holds the question's evidence.
+
+The three dev sets, split the way every tuning here splits them: LoCoMo by conversation (even
+places calibration, odd held), LongMemEval dev60 by question (even places calibration), the
+answer set by its files. Banks come from ``memlane eval locomo|longmemeval|answers --data-dir
+D`` (this module never retains): give each set's data directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+SETS = ("locomo", "longmemeval", "answers")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One question of a dev set, as the ranker's rows need it."""
+
+    dataset: str
+    id: str
+    bank: str
+    text: str
+    reference: datetime | None
+    relevant: frozenset[str]  # evidence turn ids
+    kind: str
+
+
+def locomo_questions(path: Path, split: str) -> Iterator[Question]:
+    from evals.locomo_data import load_locomo_questions
+    from memlane.ingest import load_conversations
+
+    conversations = load_conversations(path, format="locomo")
+    questions = load_locomo_questions(path, categories=(1, 2, 3, 4))
+    for i, conv in enumerate(conversations):
+        if (i % 2 == 0) != (split == "calibration"):
+            continue
+        for j, qa in enumerate(questions.get(conv.document_id, [])):
+            if qa.evidence:
+                yield Question(
+                    "locomo",
+                    f"{conv.document_id}#{j}",
+                    conv.bank_id,
+                    qa.question,
+                    None,
+                    frozenset(qa.evidence),
+                    str(qa.category),
+                )
+
+
+def lme_questions(path: Path, split: str) -> Iterator[Question]:
+    from memlane.ingest.longmemeval import load_longmemeval
+
+    for i, q in enumerate(load_longmemeval(path)):
+        if (i % 2 == 0) != (split == "calibration") or q.abstention or not q.evidence_turns:
+            continue
+        yield Question(
+            "longmemeval",
+            q.question_id,
+            q.bank_id,
+            q.question,
+            q.question_date,
+            frozenset(q.evidence_turns),
+            q.question_type,
+        )
+
+
+def answer_questions(split: str) -> Iterator[Question]:
+    from evals.answers import _banks
+    from evals.answers_data import default_answer_paths, load_answer_set
+
+    for path in default_answer_paths(split):
+        for h in load_answer_set(path):
+            banks = _banks(h)
+            for q in h.questions:
+                yield Question(
+                    "answers",
+                    q.id,
+                    banks[len(h.turns_before(q.asked_at))],
+                    q.question,
+                    q.asked_at,
+                    q.expected,
+                    q.kind,
+                )
+
+
+@dataclass
+class Rows:
+    """Feature rows of one dev set: X, labels, the question each row belongs to (a group per
+    question, in order), and per question its dataset, id and kind."""
+
+    X: np.ndarray
+    y: np.ndarray
+    group: np.ndarray
+    questions: list[Question]
+
+    def save(self, path: Path) -> None:
+        np.savez_compressed(
+            path,
+            X=self.X,
+            y=self.y,
+            group=self.group,
+            qid=np.array([q.id for q in self.questions]),
+            dataset=np.array([q.dataset for q in self.questions]),
+            kind=np.array([q.kind for q in self.questions]),
+        )
+
+
+def collect(memory, questions: Sequence[Question], budget: str, progress=None) -> Rows:
+    """Recall each question (budget ``budget``) and keep the candidates' feature rows as the
+    ranker would see them."""
+    from memlane.recall.learned import rows_of
+
+    recaller = memory._parts.recaller
+    Xs, ys, groups = [], [], []
+    kept: list[Question] = []
+    for q in questions:
+        captured: dict = {}
+
+        def observe(stage: str, state, _c=captured) -> None:
+            if stage == "rerank":
+                _c["rows"] = rows_of(state)
+
+        recaller.observer = observe
+        try:
+            memory.recall(q.bank, q.text, max_tokens=512, budget=budget, reference_time=q.reference)
+        finally:
+            recaller.observer = None
+        if progress is not None:
+            progress()
+        ids, X, fields = captured.get("rows", ([], None, {}))
+        if not ids:
+            continue
+        y = np.array([1.0 if set(fields[c].get("source_turns") or ()) & q.relevant else 0.0 for c in ids])
+        Xs.append(X)
+        ys.append(y)
+        groups.append(np.full(len(ids), len(kept)))
+        kept.append(q)
+    return Rows(np.vstack(Xs), np.concatenate(ys), np.concatenate(groups), kept)

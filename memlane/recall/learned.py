@@ -1,0 +1,156 @@
+"""The learned ranker: a LightGBM ranking model over the candidates' features
+(memlane/recall/features.py), trained on the calibration halves of the three dev sets
+(``python -m benchmarks.train_ranker``; the figures are in docs/results.md). It replaces the
+hand-set join of the fused order, the boosts and the cross-encoder where a model for the
+request's budget ships (``memlane/recall/models/ranker-<budget>.txt``) and
+``recall.ranker`` is "learned"; otherwise the fused order (and the cross-encoder's join)
+ranks, as before.
+
+The model's raw score orders the candidates; the score a memory carries (``Scores.final``)
+is that score through a logistic, in (0, 1), so it falls down the list as the order does.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from memlane.facts.query import fills_asked_slot
+from memlane.recall.candidates import Boosts, Candidate
+from memlane.recall.features import FEATURES, boosts_into, candidate_features
+from memlane.recall.ranking import monotone, ordered
+from memlane.recall.state import RecallState, Scores
+from memlane.settings import Settings
+
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+def candidate_ids(state: RecallState) -> list[str]:
+    """The candidates the ranker orders: the fetched ones in fused order, then the
+    cross-encoder's pool members fusion ranked below them."""
+    return [c for c in dict.fromkeys([*state.candidates, *state.pool]) if c in state.fields]
+
+
+def rows_of(state: RecallState) -> tuple[list[str], np.ndarray, dict[str, dict[str, Any]]]:
+    """The candidates, their feature rows and their fields (after the rerank stage)."""
+    assert state.query is not None
+    ids = candidate_ids(state)
+    parts = None
+    lexical_parts = getattr(state.search, "lexical_parts", None)
+    if lexical_parts is not None and ids:
+        parts = lexical_parts(state.bank_id, state.query.lexical, ids)
+    at = state.reference.timestamp() if state.reference is not None else None
+    fills = {c: fills_asked_slot(state.fields[c], state.query, at) for c in ids}
+    X = candidate_features(state, ids, lexical_parts=parts, fills_slot=fills)
+    boosts_into(X, ids, {x.id: x.boosts for x in state.fused_order})
+    return ids, X, state.fields
+
+
+class RankerModel:
+    """One LightGBM model file, loaded once (lightgbm is imported on first use)."""
+
+    _lock = threading.Lock()
+    _loaded: dict[Path, RankerModel | None] = {}
+
+    def __init__(self, path: Path) -> None:
+        import lightgbm
+
+        self.path = path
+        self.booster = lightgbm.Booster(model_file=str(path))
+        names = tuple(self.booster.feature_name())
+        if names != FEATURES:
+            raise ValueError(f"{path.name} was trained on other features than memlane/recall/features.py's")
+
+    @classmethod
+    def for_budget(cls, budget: str, directory: Path = MODELS) -> RankerModel | None:
+        """The model of ``budget`` (None when none ships, or lightgbm is not installed)."""
+        path = directory / f"ranker-{budget}.txt"
+        with cls._lock:
+            if path not in cls._loaded:
+                try:
+                    cls._loaded[path] = cls(path) if path.exists() else None
+                except ImportError:
+                    cls._loaded[path] = None
+            return cls._loaded[path]
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """The model's raw scores (higher: ranked first)."""
+        if len(X) == 0:
+            return np.zeros(0)
+        return np.asarray(self.booster.predict(X, num_threads=1), dtype=np.float64)
+
+
+def logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, x))))
+
+
+def ranked(ids: Sequence[str], raw: np.ndarray) -> list[tuple[str, float]]:
+    """``(id, final score)`` best first: by raw score, ties in candidate order."""
+    order = sorted(range(len(ids)), key=lambda i: (-raw[i], i))
+    return [(ids[i], logistic(float(raw[i]))) for i in order]
+
+
+class LearnStage:
+    """The learned ranker over the candidates, where a model for the request's budget ships and
+    ``recall.ranker`` is "learned": its order replaces the rerank stage's, then Engram's
+    ordering rules (a superseded fact after its successor: memlane/recall/ranking.py
+    ``ordered``) apply, and :func:`~memlane.recall.ranking.monotone` keeps the list's one
+    score falling as the list does."""
+
+    name = "learn"
+    reads = (
+        "bank_id",
+        "req",
+        "search",
+        "query",
+        "reference",
+        "history",
+        "interval",
+        "hits",
+        "fused",
+        "fields",
+        "candidates",
+        "pool",
+        "fused_order",
+        "ranking",
+        "scores",
+        "cross",
+    )
+    writes = ("ranking", "scores", "learned", "moved")
+    timing = "rerank"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def run(self, state: RecallState) -> None:
+        if self.settings.recall.ranker != "learned":
+            return
+        model = RankerModel.for_budget(state.req.budget)
+        if model is None:
+            return
+        ids, X, _ = rows_of(state)
+        if not ids:
+            return
+        raw = model.scores(X)
+        state.learned = {c: float(r) for c, r in zip(ids, raw)}
+        boosts = {x.id: x.boosts for x in state.fused_order}
+        neutral = Boosts(1.0, 1.0, 1.0, 1.0)
+        scored = [
+            Candidate(c, i, float(raw[i]), boosts.get(c, neutral), logistic(float(raw[i])))
+            for i, c in enumerate(ids)
+        ]
+        scored.sort(key=lambda x: (-x.score, x.rank))
+        state.ranking, state.moved = monotone(ordered(self.settings, None, scored, state))
+        old = state.scores
+        state.scores = {
+            x.id: Scores(
+                fused=old[x.id].fused if x.id in old else 0.0,
+                cross=state.cross.get(x.id),
+                final=x.score,
+            )
+            for x in state.ranking
+        }
