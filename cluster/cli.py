@@ -161,16 +161,16 @@ def _register_tree() -> None:
     from cluster.consolidate_cmd import consolidate
     from cluster.tree_cmd import tree
 
-    app.command(help="Build banks' temporal trees in parallel on Ray Data (local Ray by default).")(
-        consolidate
-    )
+    app.command(help="Build banks' temporal trees: a few in this process, many on Ray Data.")(consolidate)
     app.command(help="Print a bank's temporal tree: level, interval and text of each node.")(tree)
 
 
 def _register_reembed() -> None:
     from cluster.reembed_cmd import reembed
 
-    app.command(help="Re-embed banks with another embedder on Ray Data (local Ray by default).")(reembed)
+    app.command(help="Re-embed banks with another embedder: a few in this process, many on Ray Data.")(
+        reembed
+    )
 
 
 def _register_serve() -> None:
@@ -182,9 +182,9 @@ def _register_serve() -> None:
 def _register_mcp() -> None:
     from cluster.mcp_cmd import mcp_command
 
-    app.command("mcp", help="Serve the MCP tools over stdio (embedded engine, or --url a service).")(
-        mcp_command
-    )
+    app.command(
+        "mcp", help="Serve the MCP tools over stdio (the running service, --url one, or the engine)."
+    )(mcp_command)
 
 
 def _register_llm() -> None:
