@@ -315,8 +315,10 @@ class JobSettings(_Area):
 
     # Consolidation: 6.9 s in process (3.3 ms per unit, the models' loading included) against
     # 30.6 s on Ray (11.4 s of job on 2 actors: 5.5 ms per unit, slower than one process on 2
-    # cores). Ray never won here; 10,000 units (~33 s in process, twice Ray's start and stop)
-    # keeps a machine with more cores from waiting long on one process. Not measured there.
+    # cores); again after the slot extractor joined consolidation (load 2-3): 14.2 s against
+    # 29.1 s (6.4 and 9.7 ms per unit). Ray never won here; 10,000 units (~30-60 s in process,
+    # two to four times Ray's start and stop) keeps a machine with more cores from waiting long
+    # on one process. Not measured there.
     consolidate_in_process_max_units: int = Field(10_000, ge=0)
     # Re-embedding: 40.9 s in process (19.7 ms per unit) against 33.8 s on Ray (14 s of start
     # and stop, then 9.7 ms per unit on 2 actors): even at ~1,400 units, so 1,500.
