@@ -308,7 +308,7 @@ class BackgroundSettings(_Area):
 class JobSettings(_Area):
     """Where the batch jobs over banks run (``memlane consolidate``, ``memlane reembed``): in
     the command's own process (or the running service), bank after bank, or on Ray Data's pool
-    of actors, whose start and stop cost ~14-16 s. ``--runner process|ray`` on the command
+    of actors, whose start and stop cost ~9-16 s here. ``--runner process|ray`` on the command
     overrides the choice. Measured 28 Nov 2026 on the 2-core machine (load 5-9), 4 LoCoMo
     banks (2,080 memory units, 275 tree nodes), ``time memlane consolidate|reembed --runner
     process|ray``."""
