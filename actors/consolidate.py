@@ -65,6 +65,65 @@ class _Metrics:
             tag_keys=("outcome",),
         )
 
+    def count(self, rec: dict[str, Any]) -> None:
+        """Record one bank's result row."""
+        ok = rec["status"] == "ok"
+        self.banks.inc(1, tags={"status": "ok" if ok else "failed"})
+        if not ok:
+            return
+        self.bank_seconds.observe(rec["seconds"])
+        for outcome in ("written", "unchanged"):
+            for lv in LEVEL_NAMES:
+                n = int(rec[f"{outcome}_{lv}"])
+                if n:
+                    self.nodes.inc(n, tags={"level": lv, "outcome": outcome})
+        for outcome, n in (rec.get("facts_outcomes") or {}).items():
+            if n:
+                self.facts.inc(int(n), tags={"outcome": outcome})
+
+
+def consolidate_row(
+    memory: Any, bank_id: str, now: datetime | None = None, consolidator: str | None = None
+) -> dict[str, Any]:
+    """Consolidate one bank on ``memory`` (a :class:`memlane.engine.Memory`): its result row
+    (``COLUMNS``, plus ``facts_outcomes``: conflict resolution's counts by outcome). A bank
+    that fails is reported with ``status="failed"`` and its error, never raised. The one
+    row of both runners: a Ray Data actor's and the in-process loop's (pipelines/consolidate.py)."""
+    t0 = time.perf_counter()
+    report: dict[str, Any] | None = None
+    error = ""
+    try:
+        report = memory.consolidate(bank_id, now=now, consolidator=consolidator).as_dict()
+    except Exception as exc:  # noqa: BLE001 - reported per bank, the job goes on
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+        log.warning("consolidation of bank %s failed: %s", bank_id, error)
+    finally:
+        memory.derived.evict(bank_id)  # keep the process's memory bounded
+    return report_row(bank_id, report, error, time.perf_counter() - t0)
+
+
+def report_row(bank_id: str, report: dict[str, Any] | None, error: str, seconds: float) -> dict[str, Any]:
+    """A bank's result row (``COLUMNS``) from its :class:`memlane.tree.build.TreeReport` as a
+    dict (None: failed, with ``error``): also what ``memlane consolidate`` makes of the
+    service's answer."""
+    facts = (report or {}).get("facts") or {}
+    rec: dict[str, Any] = {
+        "bank_id": bank_id,
+        "status": "ok" if report is not None else "failed",
+        "error": error,
+        "seconds": seconds,
+        "worker_pid": os.getpid(),
+        "facts_written": int(facts.get("written", 0)),
+        "facts_superseded": int(facts.get("superseded", 0)),
+        "facts_outcomes": dict(facts),
+    }
+    for key in ("leaves", "removed", "fallbacks"):
+        rec[key] = int(report[key]) if report else 0
+    for kind in ("written", "unchanged", "nodes"):
+        for lv in LEVEL_NAMES:
+            rec[f"{kind}_{lv}"] = int(report[kind].get(lv, 0)) if report else 0
+    return rec
+
 
 class ConsolidateWorker:
     """Callable class for ``Dataset.map_batches``: ``{"bank_id": [...]}`` in, one row per bank
@@ -92,52 +151,14 @@ class ConsolidateWorker:
             self.metrics = None
         export_held_state(self.memory.derived, kind=type(self).__name__)
 
-    def consolidate_bank(self, bank_id: str) -> dict[str, Any]:
-        """Consolidate one bank; its :class:`memlane.tree.build.TreeReport` as a dict."""
-        report = self.memory.consolidate(bank_id, now=self.now, consolidator=self.consolidator)
-        return report.as_dict()
-
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, list] = {k: [] for k in COLUMNS}
         for bank_id in batch["bank_id"]:
-            bank_id = str(bank_id)
-            t0 = time.perf_counter()
-            report: dict[str, Any] | None = None
-            error = ""
-            try:
-                report = self.consolidate_bank(bank_id)
-            except Exception as exc:  # noqa: BLE001 - reported per bank, the job goes on
-                error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
-                log.warning("consolidation of bank %s failed: %s", bank_id, error)
-            finally:
-                self.memory.derived.evict(bank_id)  # keep the actor's memory bounded
-            seconds = time.perf_counter() - t0
-            ok = report is not None
-            out["bank_id"].append(bank_id)
-            out["status"].append("ok" if ok else "failed")
-            out["error"].append(error)
-            out["seconds"].append(seconds)
-            out["worker_pid"].append(os.getpid())
-            for key in ("leaves", "removed", "fallbacks"):
-                out[key].append(int(report[key]) if report else 0)
-            facts = (report or {}).get("facts") or {}
-            out["facts_written"].append(int(facts.get("written", 0)))
-            out["facts_superseded"].append(int(facts.get("superseded", 0)))
-            for kind in ("written", "unchanged", "nodes"):
-                for lv in LEVEL_NAMES:
-                    out[f"{kind}_{lv}"].append(int(report[kind].get(lv, 0)) if report else 0)
+            rec = consolidate_row(self.memory, str(bank_id), self.now, self.consolidator)
+            for key in COLUMNS:
+                out[key].append(rec[key])
             if self.metrics is not None:
-                self.metrics.banks.inc(1, tags={"status": "ok" if ok else "failed"})
-                if report:
-                    self.metrics.bank_seconds.observe(seconds)
-                    for outcome in ("written", "unchanged"):
-                        for lv in LEVEL_NAMES:
-                            n = int(report[outcome].get(lv, 0))
-                            if n:
-                                self.metrics.nodes.inc(n, tags={"level": lv, "outcome": outcome})
-                    for outcome, n in (report.get("facts") or {}).items():
-                        if n:
-                            self.metrics.facts.inc(int(n), tags={"outcome": outcome})
+                self.metrics.count(rec)
         return out
 
     def __del__(self) -> None:

@@ -46,6 +46,38 @@ class _Metrics:
         )
 
 
+def reembed_row(memory: Any, bank_id: str, retain: Any, stop_after: int | None = None) -> dict[str, Any]:
+    """Re-embed one bank with ``memory``'s embedder (the target) under ``retain`` settings:
+    its result row (``COLUMNS``). A bank that fails is reported with ``status="failed"`` and
+    its error, never raised. The one row of both runners: a Ray Data actor's and the
+    in-process loop's (pipelines/reembed.py)."""
+    from memlane.reembed import reembed_bank
+
+    t0 = time.perf_counter()
+    report: dict[str, Any] = {}
+    error = ""
+    try:
+        report = reembed_bank(
+            memory.store, memory.writer, memory.embedder, bank_id, retain, stop_after=stop_after
+        ).as_dict()
+    except Exception as exc:  # noqa: BLE001 - reported per bank, the job goes on
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+        log.warning("re-embedding bank %s failed: %s", bank_id, error)
+    finally:
+        memory.derived.evict(bank_id)  # keep the process's memory bounded
+    return {
+        "bank_id": bank_id,
+        "status": report.get("status", "failed"),
+        "error": error,
+        "source": str(report.get("source", "")),
+        "target": str(report.get("target", memory.embedder.name)),
+        "units": int(report.get("units", 0)),
+        "tree_nodes": int(report.get("tree_nodes", 0)),
+        "seconds": time.perf_counter() - t0,
+        "worker_pid": os.getpid(),
+    }
+
+
 class ReembedWorker:
     """Callable class for ``Dataset.map_batches``: ``{"bank_id": [...]}`` in, one row per bank
     out (see ``COLUMNS``).
@@ -69,46 +101,18 @@ class ReembedWorker:
             self.metrics = None
         export_held_state(self.memory.derived, kind=type(self).__name__)
 
-    def reembed(self, bank_id: str) -> dict[str, Any]:
-        """Re-embed one bank; its :class:`memlane.reembed.ReembedReport` as a dict."""
-        from memlane.reembed import reembed_bank
-
-        m = self.memory
-        return reembed_bank(
-            m.store, m.writer, m.embedder, bank_id, self.settings.retain, stop_after=self.stop_after
-        ).as_dict()
-
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, list] = {k: [] for k in COLUMNS}
         for bank_id in batch["bank_id"]:
-            bank_id = str(bank_id)
-            t0 = time.perf_counter()
-            report: dict[str, Any] = {}
-            error = ""
-            try:
-                report = self.reembed(bank_id)
-            except Exception as exc:  # noqa: BLE001 - reported per bank, the job goes on
-                error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
-                log.warning("re-embedding bank %s failed: %s", bank_id, error)
-            finally:
-                self.memory.derived.evict(bank_id)  # keep the actor's memory bounded
-            seconds = time.perf_counter() - t0
-            status = report.get("status", "failed")
-            out["bank_id"].append(bank_id)
-            out["status"].append(status)
-            out["error"].append(error)
-            out["source"].append(str(report.get("source", "")))
-            out["target"].append(str(report.get("target", self.memory.embedder.name)))
-            out["units"].append(int(report.get("units", 0)))
-            out["tree_nodes"].append(int(report.get("tree_nodes", 0)))
-            out["seconds"].append(seconds)
-            out["worker_pid"].append(os.getpid())
+            rec = reembed_row(self.memory, str(bank_id), self.settings.retain, self.stop_after)
+            for key in COLUMNS:
+                out[key].append(rec[key])
             if self.metrics is not None:
-                self.metrics.banks.inc(1, tags={"status": status})
-                self.metrics.bank_seconds.observe(seconds)
+                self.metrics.banks.inc(1, tags={"status": rec["status"]})
+                self.metrics.bank_seconds.observe(rec["seconds"])
                 for kind in ("units", "tree_nodes"):
-                    if report.get(kind):
-                        self.metrics.rows.inc(int(report[kind]), tags={"kind": kind})
+                    if rec[kind]:
+                        self.metrics.rows.inc(int(rec[kind]), tags={"kind": kind})
         return out
 
     def __del__(self) -> None:

@@ -1,8 +1,10 @@
 """``memlane backfill``: retain a large corpus in parallel on Ray Data.
 
-Registered in the CLI with ``app.command()(backfill)``. Without ``--address`` it starts a local
-Ray and a Milvus Lite server over the data directory, both on 127.0.0.1, and stops both at the
-end (Ctrl-C included). With ``--address`` it joins that cluster and writes to ``--milvus-uri``
+Registered in the CLI with ``app.command()(backfill)``. The corpus is read and validated first
+(every turn against the store's limits: a bad one is a reject, and past ``--max-reject-share``
+nothing starts). Without ``--address`` it starts a local Ray and a Milvus Lite server over the
+data directory (or uses the one ``memlane serve`` runs there), both on 127.0.0.1, and stops
+what it started at the end (Ctrl-C included). With ``--address`` it joins that cluster and writes to ``--milvus-uri``
 (or ``MEMLANE_STORE__MILVUS_URI``), which every node must reach.
 """
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from cluster.common import DataDir, MilvusUri, RayAddress, fail
+from cluster.common import FILE_ERRORS, DataDir, MilvusUri, RayAddress, counted, fail, problem
 from pipelines.job import worker_settings  # the one definition; this module's name for it
 
 FORMAT_CHOICES = ("auto", "locomo", "longmemeval", "jsonl", "parquet")
@@ -36,14 +38,14 @@ def _peak_rss_mb() -> float | None:
 
 def _format(summary: dict) -> str:
     lines = [
-        f"backfill: {summary['banks']} banks ({summary['retained_banks']} retained, "
+        f"backfill: {counted(summary['banks'], 'bank')} ({summary['retained_banks']} retained, "
         f"{summary['skipped_banks']} unchanged since the last run, {summary['failed_banks']} failed)",
-        f"  {summary['turns']} turns -> {summary['memories']} memories, {summary['entities']} "
-        f"entities, {summary['links']} links",
-        f"  {summary['rejects']} rejected records ({summary['reject_share']:.2%})"
+        f"  {counted(summary['turns'], 'turn')} -> {counted(summary['memories'], 'memory', 'memories')}, "
+        f"{counted(summary['entities'], 'entity', 'entities')}, {counted(summary['links'], 'link')}",
+        f"  {counted(summary['rejects'], 'rejected record')} ({summary['reject_share']:.2%})"
         + (f", reasons in {summary['rejects_path']}" if summary["rejects"] else ""),
         f"  {summary['wall_s']:.1f}s wall, {summary['turns_per_s']:.1f} turns/s "
-        f"({summary['workers']} workers; read {summary['read_s']:.1f}s; "
+        f"({counted(summary['workers'], 'worker')}; read {summary['read_s']:.1f}s; "
         f"{summary['total_s']:.1f}s with cluster start and stop)",
     ]
     if "consolidate" in summary:
@@ -123,8 +125,8 @@ def backfill(
                 "--address needs --milvus-uri (or MEMLANE_STORE__MILVUS_URI): the workers "
                 "of a cluster cannot share a local Milvus Lite directory"
             )
-    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
 
     from pipelines.backfill import BackfillConfig, RejectLimitExceeded, prepare_backfill
 
@@ -157,8 +159,8 @@ def backfill(
         if json_out:
             typer.echo(json.dumps(_public(exc.summary.as_dict())))
         fail(str(exc))
-    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
     except KeyboardInterrupt:
         typer.echo(
             "backfill interrupted: finished banks are in the ledger; run the same command "
@@ -189,16 +191,14 @@ def _run(cfg, plan, settings, address: str | None, uri: str | None, on_result, c
             return _retain(cfg, plan, on_result=on_result)
         return _retain_then_consolidate(cfg, plan, on_result, _retain)
 
-    if address or uri:
-        from cluster.consolidate_cmd import ray_session
+    from cluster.consolidate_cmd import ray_session, store_uri
 
+    # The Milvus server every worker reaches: the one given, the running service's Milvus Lite
+    # server (said in one line), or one started here over the data directory; then Ray.
+    with store_uri(settings, uri) as store:
+        cfg.milvus_uri = store
         with ray_session(address):
             return run_backfill(cfg, plan, on_result=on_result)
-    from cluster.local import local_cluster
-
-    with local_cluster(settings.data_dir) as local_uri:
-        cfg.milvus_uri = local_uri
-        return run_backfill(cfg, plan, on_result=on_result)
 
 
 def _retain_then_consolidate(cfg, plan, on_result, retain):

@@ -2,9 +2,13 @@
 
 Registered in the CLI with ``app.command()(consolidate)``. Which banks: ``--bank B``
 (repeatable), the banks a corpus file maps to (``PATH``, mapped as ``memlane backfill`` maps
-it), or every bank of the data directory. Without ``--address`` it starts a Milvus Lite server
-over the data directory (or uses the one ``memlane serve`` runs), checks the banks, then starts
-a local Ray on 127.0.0.1; it stops what it started. ``memlane backfill --consolidate`` runs the
+it), or every bank of the data directory. Where (``--runner``, default ``auto``): a job of at
+most ``MEMLANE_JOBS__CONSOLIDATE_IN_PROCESS_MAX_UNITS`` memory units runs bank after bank
+through the service's API when ``memlane serve`` runs on the data directory, else on an engine
+in this process (no Ray: a one-bank consolidate takes seconds); a larger one (or ``--runner
+ray``, or ``--address``) on Ray Data: a Milvus Lite server over the data directory (or the
+one ``memlane serve`` runs), the banks checked, then a local Ray on 127.0.0.1; it stops what
+it started. ``memlane backfill --consolidate`` runs the
 same job (:func:`run_stage`) after its retain stage.
 """
 
@@ -20,7 +24,18 @@ from typing import Any
 
 import typer
 
-from cluster.common import DataDir, MilvusUri, RayAddress, fail
+from cluster.common import (
+    FILE_ERRORS,
+    DataDir,
+    MilvusUri,
+    RayAddress,
+    Runner,
+    check_runner,
+    counted,
+    fail,
+    in_process,
+    problem,
+)
 from memlane.settings import is_secret
 
 CONSOLIDATORS = ("auto", "rules", "llm")
@@ -30,7 +45,8 @@ LOG_FILE = "consolidate.log"
 def format_summary(s: dict[str, Any]) -> str:
     """The terminal lines of a consolidation summary (``ConsolidateSummary.as_dict()``)."""
     lines = [
-        f"consolidate: {s['banks']} banks ({s['failed_banks']} failed), {s['leaves']} memory units",
+        f"consolidate: {counted(s['banks'], 'bank')} ({s['failed_banks']} failed), "
+        f"{counted(s['leaves'], 'memory unit')}",
         f"  {'level':<8} {'nodes':>7} {'written':>8} {'unchanged':>10}",
     ]
     for lv in s["nodes"]:
@@ -44,11 +60,15 @@ def format_summary(s: dict[str, Any]) -> str:
     )
     lines.append(
         f"  {s['wall_s']:.1f}s wall, {s['nodes_per_s']:.1f} nodes/s written, "
-        f"{s['leaves_per_s']:.1f} memory units/s ({s['workers']} workers)"
+        f"{s['leaves_per_s']:.1f} memory units/s ({_where(s['workers'])})"
     )
     for f in s["failures"][:5]:
         lines.append(f"  failed {f['bank_id']}: {f['error']}")
     return "\n".join(lines)
+
+
+def _where(workers: int) -> str:
+    return "in one process" if workers == 1 else counted(workers, "worker")
 
 
 def run_stage(
@@ -79,6 +99,7 @@ def consolidate(
     consolidator: str | None = typer.Option(
         None, "--consolidator", help="auto | rules | llm (default: MEMLANE_TREE__CONSOLIDATOR, auto)."
     ),
+    runner: str = Runner,
     address: str | None = RayAddress,
     data_dir: Path | None = DataDir,
     milvus_uri: str | None = MilvusUri,
@@ -93,7 +114,8 @@ def consolidate(
         help="Show Ray's logs and Ray Data's progress instead of DATA_DIR/consolidate.log.",
     ),
 ) -> None:
-    """Consolidate banks' temporal trees (sessions, days, weeks, profile) on Ray; a re-run writes nothing."""
+    """Consolidate banks' temporal trees (sessions, days, weeks, profile): a few banks in this
+    process (or the running service), many on Ray; a re-run writes nothing."""
     from pydantic import ValidationError
 
     from memlane.errors import MemlaneError
@@ -110,8 +132,13 @@ def consolidate(
             )
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be >= 1, got {workers}")
+        check_runner(runner, address)
         if path is not None and not path.exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
+        for b in bank:
+            from memlane.records import check_bank_id
+
+            check_bank_id(b)
         settings = Settings(data_dir=data_dir) if data_dir else Settings()
         uri = milvus_uri or settings.store.milvus_uri
         if address and not uri:
@@ -122,8 +149,8 @@ def consolidate(
         wanted: list[str] | None = list(bank) if bank else None
         if path is not None:
             wanted = corpus_banks(path, format)
-    except (MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+    except (MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
 
     from pipelines.job import worker_settings
 
@@ -135,22 +162,16 @@ def consolidate(
         progress=verbose,
         settings=worker_settings(settings),
     )
+    limit = settings.jobs.consolidate_in_process_max_units
     try:
-        with _quiet(settings.data_dir, verbose, json_out) as bars:
-            with store_uri(settings, uri) as store:
-                cfg.milvus_uri = store
-                # Check the banks before Ray starts: an unknown bank fails in seconds.
-                from pipelines.consolidate import resolve_banks
-
-                planned = resolve_banks(cfg, wanted)
-                bars.plan(planned)
-                # No bank to build (an empty store): no Ray to start.
-                with ray_session(address) if planned else nullcontext():
-                    from pipelines.consolidate import run_consolidate
-
-                    summary = run_consolidate(cfg, planned, on_result=bars.advance)
-    except (UnknownBanks, MemlaneError, ValueError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc) or type(exc).__name__)
+        summary = None
+        planned = None
+        if not address and runner != "ray":
+            summary, planned = _small(cfg, wanted, uri, runner, limit, json_out, data_dir)
+        if summary is None:
+            summary = _on_ray(cfg, wanted, planned, uri, address, verbose, json_out)
+    except (UnknownBanks, MemlaneError, ValueError, ValidationError, *FILE_ERRORS) as exc:
+        fail(problem(exc))
     except KeyboardInterrupt:
         typer.echo(
             "consolidate interrupted: the banks finished are written; run it again to finish",
@@ -162,17 +183,115 @@ def consolidate(
     if json_out:
         typer.echo(json.dumps(out))
     else:
-        typer.echo(format_summary(out) + f"\n  ({out['total_s']:.1f}s with cluster start and stop)")
+        typer.echo(format_summary(out) + f"\n  ({out['total_s']:.1f}s in all)")
     if summary.failed_banks:
         raise typer.Exit(code=1)
+
+
+def _small(cfg, wanted, uri, runner: str, limit: int, json_out: bool, data_dir):
+    """The job without Ray when it is small (``in_process``): through the running service's
+    API, or on an engine here. ``(summary, planned)``: the summary None when Ray should run
+    it (``planned``: the banks, already checked)."""
+    from cluster import route
+    from pipelines.consolidate import plan_banks, run_in_process
+
+    svc = None if uri else route.service(data_dir)
+    if svc is not None:
+        with svc:
+            planned = plan_banks(_present(svc), lambda b: svc.call(svc.client.stats, b)["units"], wanted)
+            if not in_process(runner, sum(u for _, u in planned), limit):
+                return None, planned
+            with _bars(None, False, json_out) as bars:
+                bars.plan(planned)
+                return _through(svc, planned, cfg.consolidator, bars.advance), planned
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+    from pipelines.job import worker_settings
+
+    base = (
+        Settings(data_dir=cfg.data_dir, store={"milvus_uri": uri})
+        if uri
+        else route.store_settings(data_dir, create=False)
+    )
+    if base is None:  # nothing stored yet: no bank to build, and no store created
+        from pipelines.consolidate import ConsolidateSummary
+
+        plan_banks([], lambda b: 0, wanted)  # a named bank is unknown
+        return ConsolidateSummary(), []
+    settings = Settings(**worker_settings(cfg.settings, base.store.milvus_uri, base.data_dir))
+    with Memory(settings) as memory:
+        planned = plan_banks(memory.store.list_banks(), memory.store.count_units, wanted)
+        if not in_process(runner, sum(u for _, u in planned), limit):
+            return None, planned
+        with _bars(None, False, json_out) as bars:
+            bars.plan(planned)
+            return run_in_process(cfg, planned, memory, on_result=bars.advance), planned
+
+
+def _present(svc) -> list[Any]:
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(bank_id=b["bank_id"]) for b in svc.call(svc.client.list_banks)]
+
+
+def _through(svc, planned: list[tuple[str, int]], consolidator: str | None, on_result):
+    """Consolidate each bank through the service's API (``POST .../consolidate``); a bank the
+    service fails on (a 5xx) is a failed row, as on Ray."""
+    from actors.consolidate import report_row
+    from pipelines.consolidate import summarise
+
+    t0 = time.perf_counter()
+    rows = []
+    for bank_id, _ in planned:
+        t = time.perf_counter()
+        report, error = svc.call(_consolidate_one, svc.client, bank_id, consolidator)
+        rec = report_row(bank_id, report, error, time.perf_counter() - t)
+        rows.append(rec)
+        on_result(rec)
+    return summarise(rows, t0)
+
+
+def _consolidate_one(client, bank_id: str, consolidator: str | None) -> tuple[dict | None, str]:
+    """The bank's report, or None and why the service failed on it; a 4xx is raised."""
+    from memlane_client import MemlaneAPIError
+
+    try:
+        return client.consolidate(bank_id, consolidator=consolidator), ""
+    except MemlaneAPIError as exc:
+        if exc.status < 500:
+            raise
+        return None, f"HTTP {exc.status}: {exc.message}"
+
+
+def _on_ray(cfg, wanted, planned, uri, address, verbose: bool, json_out: bool):
+    """The job on Ray Data: a local Ray (or ``address``) over a Milvus server every worker
+    reaches (``uri``, the running service's, or one started here over the directory)."""
+    from pipelines.consolidate import resolve_banks, run_consolidate
+
+    with _bars(cfg.data_dir, verbose, json_out) as bars:
+        with store_uri(_settings_of(cfg), uri) as store:
+            cfg.milvus_uri = store
+            # Check the banks before Ray starts: an unknown bank fails in seconds.
+            if planned is None:
+                planned = resolve_banks(cfg, wanted)
+            bars.plan(planned)
+            # No bank to build (an empty store): no Ray to start.
+            with ray_session(address) if planned else nullcontext():
+                return run_consolidate(cfg, planned, on_result=bars.advance)
+
+
+def _settings_of(cfg):
+    from memlane.settings import Settings
+
+    return Settings(data_dir=cfg.data_dir)
 
 
 @contextmanager
 def store_uri(settings, uri: str | None) -> Iterator[str]:
     """The Milvus URI every worker can reach: ``uri`` when set, the service's Milvus Lite
     server when ``memlane serve`` runs, else a Milvus Lite server started here over the data
-    directory (stopped at the end). ValueError when another process holds the directory or
-    nothing was stored there yet."""
+    directory (stopped at the end; it creates the store when nothing was stored there yet).
+    ValueError when another process holds the directory."""
     if uri:
         yield uri
         return
@@ -181,9 +300,13 @@ def store_uri(settings, uri: str | None) -> Iterator[str]:
 
     access = store_access(settings.data_dir)
     if access.mode == "server" and access.uri:
+        if access.service is not None:
+            from cluster.route import note
+
+            note(f"through the Milvus Lite server of memlane serve on {access.path.parent} ({access.uri})")
         yield access.uri
         return
-    if access.mode != "file":
+    if access.mode == "held":
         raise ValueError(access.why_not())
     server = MilvusLiteServer(settings.data_dir)
     server.start()
@@ -238,9 +361,9 @@ class UnitsBar:
 
 
 @contextmanager
-def _quiet(data_dir: Path, verbose: bool, json_out: bool) -> Iterator[UnitsBar]:
-    """Unless ``verbose``: Ray's output to ``DATA_DIR/consolidate.log`` (path printed first)
-    and a progress bar on the terminal (a terminal only)."""
+def _bars(data_dir: Path | None, verbose: bool, json_out: bool) -> Iterator[UnitsBar]:
+    """A progress bar on the terminal (a terminal only). With ``data_dir`` and not ``verbose``
+    (a Ray job), Ray's output goes to ``DATA_DIR/consolidate.log`` (path printed first)."""
     if verbose:
         yield UnitsBar()
         return
@@ -249,11 +372,8 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool) -> Iterator[UnitsBar]:
 
     from cluster.console import output_to_log
 
-    log_path = Path(data_dir).resolve() / LOG_FILE
-    typer.echo(f"logs: {log_path}", err=True)
-    with output_to_log(log_path, "memlane consolidate") as terminal:
-        console = Console(file=terminal)
-        bar = Progress(
+    def bar(console: Console) -> Progress:
+        return Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -262,5 +382,13 @@ def _quiet(data_dir: Path, verbose: bool, json_out: bool) -> Iterator[UnitsBar]:
             console=console,
             disable=json_out or not console.is_terminal,
         )
-        with bar:
-            yield UnitsBar(bar)
+
+    if data_dir is None:
+        with bar(Console(stderr=True)) as progress:
+            yield UnitsBar(progress)
+        return
+    log_path = Path(data_dir).resolve() / LOG_FILE
+    typer.echo(f"logs: {log_path}", err=True)
+    with output_to_log(log_path, "memlane consolidate") as terminal:
+        with bar(Console(file=terminal)) as progress:
+            yield UnitsBar(progress)

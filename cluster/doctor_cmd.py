@@ -2,8 +2,8 @@
 
 Exit codes: 0 when every bank checked is free of errors (warnings allowed), 1 when any
 invariant is violated, 2 for bad input (no bank named, an unknown bank, a store that another
-process holds). Reaches the store like ``memlane status``: through the service's Milvus Lite
-server when ``memlane serve`` runs, else by opening the data directory.
+process holds). Not in the service's API: reaches the store through the service's Milvus Lite
+server when ``memlane serve`` runs (said in one line), else by opening the data directory.
 """
 
 from __future__ import annotations
@@ -14,15 +14,18 @@ from pathlib import Path
 
 import typer
 
-from cluster.common import DataDir, errors, fail
+from cluster.common import DataDir, counted, errors, fail
 
 
 def _line(report) -> str:
     c = report.counts
     head = f"bank {report.bank_id}: " + ("ok" if report.ok else f"{len(report.errors)} violated")
-    head += f" ({c['units']} memories, {c['chunks']} chunks, {c['entities']} entities"
+    head += (
+        f" ({counted(c['units'], 'memory', 'memories')}, {counted(c['chunks'], 'chunk')}, "
+        f"{counted(c['entities'], 'entity', 'entities')}"
+    )
     if c.get("tree_nodes"):
-        head += f", {c['tree_nodes']} tree nodes"
+        head += f", {counted(c['tree_nodes'], 'tree node')}"
     if "index_units" in c or "graph_units" in c:
         head += "; index and graph checked"
     lines = [head + ")"]
@@ -43,19 +46,17 @@ def doctor(
     derived index and graph, the temporal tree); exit 1 on a violation."""
     from rich.progress import Progress
 
-    from cluster.datadir import store_access
+    from cluster import route
     from memlane.engine import Memory
-    from memlane.settings import Settings
 
     if bool(bank) == all_banks:
         fail("name the banks to check with --bank B (repeatable), or --all")
-    access = store_access(data_dir or Settings().data_dir)
-    settings = access.settings()
+    settings = route.store_settings(data_dir, create=False)  # not in the API: the service's store
     if settings is None:
-        if access.mode == "absent" and all_banks:
+        if all_banks:
             typer.echo(json.dumps({"ok": True, "banks": []}) if json_out else "no banks", err=not json_out)
             return
-        fail(access.why_not())
+        fail(f"no store in {route.data_dir_of(data_dir)} yet")
     reports = []
     with errors(), Memory(settings) as memory:
         ids = [b.bank_id for b in memory.banks.list_all()] if all_banks else bank

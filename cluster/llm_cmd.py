@@ -29,22 +29,48 @@ def reflect(
 ) -> None:
     """Answer a question in the bank's own voice from its memories (needs an LLM:
     MEMLANE_LLM__BASE_URL and MEMLANE_LLM__MODEL)."""
-    with errors():
-        with open_memory(data_dir) as memory:
-            result = memory.reflect(
-                bank,
-                question,
-                max_tokens=max_tokens,
-                budget=budget,
-                answer_max_tokens=answer_max_tokens,
-                tags=tag or None,
-                form_opinions=not no_opinions,
-            )
-    if json_out:
-        from memlane.views import reflect_json
+    options = dict(
+        max_tokens=max_tokens,
+        budget=budget,
+        answer_max_tokens=answer_max_tokens,
+        tags=tag or None,
+        form_opinions=not no_opinions,
+    )
+    with errors():  # the request and the bank id before anything is opened
+        from pydantic import ValidationError
 
-        typer.echo(reflect_json(result))  # the REST API's answer, memories shown included
-        return
+        from memlane.errors import InvalidInput
+        from memlane.records import check_bank_id
+        from memlane.reflect.requests import ReflectRequest
+
+        check_bank_id(bank)
+        try:
+            ReflectRequest(query=question, **options)
+        except ValidationError as exc:
+            raise InvalidInput.from_validation(exc) from None
+    from cluster import route
+
+    svc = route.service(data_dir, bank=bank)
+    if svc is not None:
+        with svc:
+            raw = svc.call(
+                svc.client.reflect, bank, question, **{k: v for k, v in options.items() if v is not None}
+            )
+        if json_out:
+            typer.echo(json.dumps(raw))
+            return
+        from memlane.reflect.requests import ReflectResult
+
+        result = ReflectResult.model_validate(raw)
+    else:
+        with errors():
+            with open_memory(data_dir, bank=bank) as memory:
+                result = memory.reflect(bank, question, **options)
+        if json_out:
+            from memlane.views import reflect_json
+
+            typer.echo(reflect_json(result))  # the REST API's answer, memories shown included
+            return
     typer.echo(result.answer)
     if result.memory_ids:
         typer.echo(f"cited: {', '.join(result.memory_ids)}", err=True)
@@ -137,7 +163,7 @@ def merge_background(
 ) -> None:
     """Merge a snippet into the bank's first-person background (the new one wins conflicts)."""
     with errors():
-        with open_memory(data_dir) as memory:
+        with open_memory(data_dir, bank=bank) as memory:  # not in the API: the service's store
             updated = memory.reflection.merge_background(bank, snippet)
     typer.echo(updated.background)
 

@@ -30,7 +30,10 @@ def mcp_command(
         None, "--bank", help="Default bank for tools called without one (e.g. the user's bank)."
     ),
     url: str | None = typer.Option(
-        None, "--url", help="Use a running service (http://127.0.0.1:8000) instead of the data directory."
+        None,
+        "--url",
+        help="Use this service (http://127.0.0.1:8000); default: the one `memlane serve` runs on the "
+        "data directory, else the engine on the directory.",
     ),
     api_key: str | None = typer.Option(
         None,
@@ -57,11 +60,14 @@ def mcp_command(
         fail("--url and --data-dir exclude each other: the service owns its data directory")
     _log_to(log_file, log_level.upper())
 
+    from cluster import route
     from serve.mcp_backends import client_lifespan, engine_lifespan
     from serve.mcp_server import build_mcp_server
 
-    if url:
-        lifespan = client_lifespan(url, api_key)
+    # The service running on the data directory answers as --url would (said on stderr).
+    target = (url, api_key) if url else route.service_target(data_dir, bank=bank, api_key=api_key)
+    if target is not None:
+        lifespan = client_lifespan(*target)
     else:
         from cluster.common import open_memory
 

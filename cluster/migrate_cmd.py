@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from cluster.common import DataDir, errors, fail
+from cluster.common import DataDir, counted, errors, fail
 
 store_app = typer.Typer(
     no_args_is_help=True, help="The store: migrate between layouts, run a local Milvus server."
@@ -101,7 +101,9 @@ def migrate(
     if report.source is None:
         typer.echo(f"the store holds no banks yet: it will use the {to} layout")
         return
-    typer.echo(f"{copied} banks copied and verified, {skipped} already verified ({report.source} -> {to})")
+    typer.echo(
+        f"{counted(copied, 'bank')} copied and verified, {skipped} already verified ({report.source} -> {to})"
+    )
     if report.switched:
         gone = (
             "; the old rows were removed"
@@ -110,7 +112,8 @@ def migrate(
         )
         typer.echo(f"switched: the store now uses the {to} layout{gone}")
     else:
-        typer.echo(f"not switched yet: {report.left} banks are still to copy (run again without --bank)")
+        left = f"{counted(report.left, 'bank')} {'is' if report.left == 1 else 'are'}"
+        typer.echo(f"not switched yet: {left} still to copy (run again without --bank)")
 
 
 def register(app: typer.Typer) -> None:

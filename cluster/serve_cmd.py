@@ -32,18 +32,20 @@ def serve_command(
     MEMLANE_STORE__MILVUS_URI, on that Milvus server instead of Lite."""
     from rich.console import Console
 
+    from cluster.common import errors
     from cluster.service import ServiceError, start_background
     from cluster.service import stop as stop_service
     from memlane.settings import Settings
 
-    root = data_dir or Settings().data_dir
+    with errors():  # a bad setting: one line, before anything starts
+        root = data_dir or Settings().data_dir
+        settings = Settings()
     if stop:
         stopped = stop_service(root)
         typer.echo("stopped" if stopped else f"no service running for {root}")
         return
     if ray_dashboard:  # the supervisor reads its settings from the environment it inherits
         os.environ["MEMLANE_SERVE__RAY_DASHBOARD"] = "true"
-    settings = Settings()
     if settings.store.milvus_uri:  # a server the operator runs: it must answer before Ray starts
         from memlane.errors import StoreUnavailable
         from memlane.stores.milvus.connection import open_client

@@ -176,6 +176,8 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
                 "ray_session_dir": ctx.address_info.get("session_dir"),
                 "data_dir": str(data_dir),
                 "config": str(config_path),
+                # the CLI's commands go through the API: with a key only when auth is on
+                "auth": settings.serve.auth,
             }
             (data_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
             print(f"memlane service supervisor: {json.dumps(state)}", flush=True)

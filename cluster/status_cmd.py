@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from cluster.common import DataDir
+from cluster.common import DataDir, counted
 
 # Banks listed with their counts; a store with more is summarised (a count per bank is one
 # query each, about 5 ms on Milvus Lite).
@@ -146,7 +146,7 @@ def _render(s: dict[str, Any]) -> str:
     else:
         lines.append(f"banks     {b['count']}")
         for row in b["banks"]:
-            count = f"{row['memories']} memories" if "memories" in row else ""
+            count = counted(row["memories"], "memory", "memories") if "memories" in row else ""
             lines.append(f"  {row['bank_id']:<24} {count}")
         if b["count"] > len(b["banks"]):
             lines.append(f"  ... and {b['count'] - len(b['banks'])} more (memlane banks lists them all)")
@@ -157,7 +157,9 @@ def _render(s: dict[str, Any]) -> str:
 
 def status(json_out: bool = typer.Option(False, "--json"), data_dir: Path | None = DataDir) -> None:
     """Print what is running for the data directory: the service, Ray, Milvus Lite, banks."""
+    from cluster.common import errors
     from memlane.settings import Settings
 
-    report = collect(data_dir or Settings().data_dir)
+    with errors():  # a bad setting: one line
+        report = collect(data_dir or Settings().data_dir)
     typer.echo(json.dumps(report) if json_out else _render(report))

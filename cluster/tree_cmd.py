@@ -1,7 +1,7 @@
 """``memlane tree``: print a bank's temporal tree (the nodes ``memlane consolidate`` wrote).
 
-Reaches the store like ``memlane doctor``: through the service's Milvus Lite server when
-``memlane serve`` runs, else by opening the data directory. Bad input (an unknown bank or
+Through the service's API when ``memlane serve`` runs on the data directory (cluster/route.py),
+else by opening the directory. Bad input (an unknown bank or
 level, a date that does not parse, ``--to`` not after ``--from``) exits 2 with one line.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from cluster.common import DataDir, errors, fail
+from cluster.common import DataDir, counted, errors, open_memory
 
 
 def _when(value: str | None, option: str) -> datetime | None:
@@ -52,37 +52,39 @@ def tree(
     data_dir: Path | None = DataDir,
 ) -> None:
     """Print a bank's temporal tree: each node's level, interval and text."""
-    from cluster.datadir import store_access
-    from memlane.engine import Memory
-    from memlane.records import utc
-    from memlane.settings import Settings
-    from memlane.views import node_view
+    from cluster import route
+    from memlane.records import check_bank_id, utc
 
     with errors():
+        check_bank_id(bank)
         lo, hi = _when(since, "--from"), _when(until, "--to")
         if lo and hi and utc(hi) <= utc(lo):
             raise ValueError("--to must be after --from")
-        access = store_access(data_dir or Settings().data_dir)
-        settings = access.settings()
-        if settings is None:
-            if access.mode == "absent":
-                fail(f"unknown bank {bank!r}: {access.why_not()}")
-            fail(access.why_not())
+    svc = route.service(data_dir, bank=bank)
+    if svc is not None:
+        from memlane.records import TreeNode
+
+        with svc:
+            raw = svc.call(svc.client.tree, bank, level=level, since=lo, until=hi)
+        if json_out:
+            typer.echo(json.dumps(raw))
+            return
+        nodes = [TreeNode.model_validate({k: v for k, v in n.items() if k != "level_name"}) for n in raw]
+    else:
         # The tree is read, never written: no online consolidation from this process.
-        settings = settings.model_copy(update={"background": {"tree": False}})
-        with Memory(settings) as memory:
+        with errors(), open_memory(data_dir, bank=bank, update={"background": {"tree": False}}) as memory:
             nodes = memory.tree.nodes(bank, level=level, since=lo, until=hi)
-    if json_out:
-        typer.echo(json.dumps([node_view(n) for n in nodes]))
-        return
+        if json_out:
+            from memlane.views import node_view
+
+            typer.echo(json.dumps([node_view(n) for n in nodes]))
+            return
     if not nodes:
         typer.echo(f"bank {bank}: no tree nodes (run `memlane consolidate --bank {bank}`)", err=True)
         return
     counts: dict[str, int] = {}
     for n in nodes:
         counts[n.level.name] = counts.get(n.level.name, 0) + 1
-    typer.echo(
-        f"bank {bank}: " + ", ".join(f"{c} {name} node{'s' if c != 1 else ''}" for name, c in counts.items())
-    )
+    typer.echo(f"bank {bank}: " + ", ".join(counted(c, f"{name} node") for name, c in counts.items()))
     for n in nodes:
         typer.echo(node_line(n))

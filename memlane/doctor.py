@@ -81,25 +81,38 @@ _TREE_PROBLEMS = (
     (
         re.compile(r"^(\S+): interval does not cover child "),
         "tree_containment",
-        "{n} tree nodes have an interval that does not cover a child's",
+        "{n} {tree node has|tree nodes have} an interval that does not cover a child's",
     ),
-    (re.compile(r"^(\S+): starts after it ends$"), "tree_containment", "{n} tree nodes start after they end"),
+    (
+        re.compile(r"^(\S+): starts after it ends$"),
+        "tree_containment",
+        "{n} {tree node starts after it ends|tree nodes start after they end}",
+    ),
     (
         re.compile(r"^(\S+): child \S+ is not a memory unit of the bank$"),
         "tree_children",
-        "{n} session nodes have a child that is not a memory of the bank",
+        "{n} {session node has|session nodes have} a child that is not a memory of the bank",
     ),
     (
         re.compile(r"^(\S+): child \S+ does not exist$"),
         "tree_children",
-        "{n} tree nodes have a child that does not exist",
+        "{n} {tree node has|tree nodes have} a child that does not exist",
     ),
     (
         re.compile(r"^(\S+): child \S+ is level \d+, not \d+$"),
         "tree_children",
-        "{n} tree nodes have a child that is not one level down",
+        "{n} {tree node has|tree nodes have} a child that is not one level down",
     ),
 )
+
+# A message's words in both numbers: "{one|many}", the one for a count of 1 ("{n}" the count).
+_NUMBERED = re.compile(r"\{([^{}|]*)\|([^{}|]*)\}")
+
+
+def _counted(message: str, n: int) -> str:
+    """``message`` for ``n`` things: each ``{one|many}`` resolved, ``{n}`` filled."""
+    return _NUMBERED.sub(lambda m: m.group(1 if n == 1 else 2), message).format(n=n)
+
 
 # Ids listed per finding: enough to locate the problem, bounded for a million-memory bank.
 SAMPLE = 10
@@ -170,7 +183,9 @@ class _Collect:
     def add(self, check: str, message: str, ids: list[str], severity: Literal["error", "warning"] = "error"):
         if ids:
             ids = sorted(set(ids))
-            self.findings.append(Finding(check, severity, message.format(n=len(ids)), len(ids), ids[:SAMPLE]))
+            self.findings.append(
+                Finding(check, severity, _counted(message, len(ids)), len(ids), ids[:SAMPLE])
+            )
 
 
 def _supersession_cycles(units: dict[str, MemoryUnit]) -> list[str]:
@@ -238,12 +253,12 @@ def check_bank(
 
     out.add(
         "unit_chunk",
-        "{n} memories name a chunk that does not exist",
+        "{n} {memory names|memories name} a chunk that does not exist",
         [u.id for u in units.values() if u.chunk_id and u.chunk_id not in chunks],
     )
     out.add(
         "unit_chunk",
-        "{n} memories are in another document than their chunk",
+        "{n} {memory is in another document than its|memories are in another document than their} chunk",
         [
             u.id
             for u in units.values()
@@ -253,32 +268,32 @@ def check_bank(
     documents = {c.document_id for c in chunks.values()}
     out.add(
         "unit_document",
-        "{n} memories name a document that has no chunk",
+        "{n} {memory names|memories name} a document that has no chunk",
         [u.id for u in units.values() if u.document_id and u.document_id not in documents],
     )
     used_chunks = {u.chunk_id for u in units.values()}
     out.add(
         "orphan_chunks",
-        "{n} chunks have no memory left (their memories were deleted one by one)",
+        "{n} {chunk has no memory left (its|chunks have no memory left (their} memories were deleted one by one)",
         [cid for cid in chunks if cid not in used_chunks],
         severity="warning",
     )
     out.add(
         "links",
-        "{n} memories link to a memory that does not exist",
+        "{n} {memory links|memories link} to a memory that does not exist",
         [u.id for u in units.values() if any(link.target_id not in units for link in u.links)],
     )
     named = {e for u in units.values() for e in u.entity_ids}
     out.add(
         "entities",
-        "{n} memories name an entity that does not exist",
+        "{n} {memory names|memories name} an entity that does not exist",
         [u.id for u in units.values() if any(e not in entities for e in u.entity_ids)],
     )
-    out.add("entities", "{n} entities are named by no memory", sorted(entities - named))
+    out.add("entities", "{n} {entity is|entities are} named by no memory", sorted(entities - named))
     derived_types = (FactType.observation, FactType.opinion)
     out.add(
         "sources",
-        "{n} observations or opinions cite a source fact that does not exist",
+        "{n} {observation or opinion cites|observations or opinions cite} a source fact that does not exist",
         [
             u.id
             for u in units.values()
@@ -287,7 +302,7 @@ def check_bank(
     )
     out.add(
         "supersession",
-        "{n} memories are superseded by a memory that does not exist, or by themselves",
+        "{n} {memory is superseded by a memory that does not exist, or by itself|memories are superseded by a memory that does not exist, or by themselves}",
         [
             u.id
             for u in units.values()
@@ -296,7 +311,7 @@ def check_bank(
     )
     out.add(
         "supersession",
-        "{n} memories are on a superseded_by cycle",
+        "{n} {memory is|memories are} on a superseded_by cycle",
         _supersession_cycles({k: u for k, u in units.items() if u.superseded_by != k}),
     )
 
@@ -315,7 +330,7 @@ def check_bank(
     elif embedder is not None:
         out.add(
             "embedder",
-            f"{{n}} sampled memories have a vector that is not {embedder.name}'s, the bank's "
+            f"{{n}} {{sampled memory has|sampled memories have}} a vector that is not {embedder.name}'s, the bank's "
             f"recorded embedder, for their text (cosine < {SAME_VECTOR})",
             _foreign_vectors(store, bank_id, embedder),
         )
@@ -341,7 +356,7 @@ def check_bank(
                 have = set(ids)
                 out.add(
                     "derived",
-                    f"the derived {name} disagrees with the store on {{n}} memories "
+                    f"the derived {name} disagrees with the store on {{n}} {{memory|memories}} "
                     f"({len(have)} held, {len(units)} stored)",
                     sorted(have.symmetric_difference(units)),
                 )

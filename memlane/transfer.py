@@ -46,6 +46,7 @@ from pydantic import BaseModel, ValidationError
 
 from memlane.banks import bank_embedder
 from memlane.errors import BankNotFound, InvalidInput
+from memlane.ingest.common import json_problem
 from memlane.models.embedder import embedder_names
 from memlane.models.model_path import model_name
 from memlane.records import Bank, Chunk, Entity, MemoryUnit, TreeNode, check_bank_id
@@ -236,7 +237,7 @@ def _records(source: Source) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {n}: not JSON ({exc.msg} at column {exc.colno})") from None
+            raise InvalidInput(f"line {n}: not JSON ({json_problem(exc)})") from None
         if not isinstance(obj, dict):
             raise InvalidInput(f"line {n}: a record must be a JSON object, got {type(obj).__name__}")
         return obj

@@ -218,9 +218,12 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
     data_dir.mkdir(parents=True, exist_ok=True)
     rejects_path = data_dir / REJECTS_FILE
     summary = BackfillSummary(rejects_path=str(rejects_path))
+    first: list[str] = []  # the first reject's place and reason, for the error line
     with open(rejects_path, "w", encoding="utf-8") as rejects_file:
 
         def reject(rec: dict[str, Any]) -> None:
+            if not first:
+                first.append(f"{rec.get('source')} {rec.get('where')}: {rec.get('reason')}")
             rejects_file.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
 
         corpus = read_corpus(cfg.path, cfg.fmt, reject=reject)
@@ -229,15 +232,16 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
     summary.extra["turns_read"] = corpus.turns
     total = corpus.turns + corpus.rejects
     summary.reject_share = round(corpus.rejects / total, 6) if total else 0.0
+    why = f"the first: {first[0]}; " if first else ""
     if corpus.turns == 0:
         raise ValueError(
-            f"{cfg.path}: no valid turns to retain ({corpus.rejects} rejected, see {rejects_path})"
+            f"{cfg.path}: no valid turns to retain ({corpus.rejects} rejected, {why}see {rejects_path})"
         )
     if summary.reject_share > cfg.max_reject_share:
         summary.wall_s = summary.read_s
         raise RejectLimitExceeded(
             f"{corpus.rejects} of {total} records rejected ({summary.reject_share:.2%} > "
-            f"--max-reject-share {cfg.max_reject_share:.2%}); nothing written; reasons in "
+            f"--max-reject-share {cfg.max_reject_share:.2%}; {why}nothing written); reasons in "
             f"{rejects_path}",
             summary,
         )

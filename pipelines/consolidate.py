@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from actors.consolidate import LEVEL_NAMES
 from pipelines.job import Progress, cluster_pool, run_pool, worker_settings
@@ -113,19 +113,26 @@ def resolve_banks(cfg: ConsolidateConfig, wanted: list[str] | None) -> list[tupl
     s = Settings(**worker_settings(cfg.settings, cfg.milvus_uri, cfg.data_dir))
     store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
-        present = [b.bank_id for b in store.list_banks()]
-        if wanted is None:
-            ids = present
-        else:
-            have = set(present)
-            missing = [b for b in dict.fromkeys(wanted) if b not in have]
-            if missing:
-                shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-                raise UnknownBanks(f"unknown bank{'s' if len(missing) > 1 else ''}: {shown}")
-            ids = list(dict.fromkeys(wanted))
-        sized = [(b, store.count_units(b)) for b in ids]
+        return plan_banks(store.list_banks(), store.count_units, wanted)
     finally:
         store.close()
+
+
+def plan_banks(
+    present: Iterable[Any], count_units: Callable[[str], int], wanted: list[str] | None
+) -> list[tuple[str, int]]:
+    """``(bank_id, memory units)`` of ``wanted`` (each among the ``present`` banks, records
+    with a ``bank_id``: :class:`UnknownBanks` names those that are not) or of every bank,
+    largest first."""
+    ids = [b.bank_id for b in present]
+    if wanted is not None:
+        have = set(ids)
+        missing = [b for b in dict.fromkeys(wanted) if b not in have]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise UnknownBanks(f"unknown bank{'s' if len(missing) > 1 else ''}: {shown}")
+        ids = list(dict.fromkeys(wanted))
+    sized = [(b, count_units(b)) for b in ids]
     return sorted(sized, key=lambda x: (-x[1], x[0]))
 
 
@@ -177,6 +184,41 @@ def run_consolidate(
             progress.done(summary.banks)
             if on_result is not None:
                 on_result(rec)
+    return _rates(summary, t0)
+
+
+def run_in_process(
+    cfg: ConsolidateConfig,
+    banks: list[tuple[str, int]],
+    memory: Any,
+    *,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> ConsolidateSummary:
+    """Consolidate ``banks`` one after another on ``memory`` (a Memory of this process): the
+    same rows and summary as :func:`run_consolidate`, without a Ray cluster to start, which
+    costs more than a few banks' work (see ``memlane consolidate --runner``)."""
+    from actors.consolidate import consolidate_row
+
+    t0 = time.perf_counter()
+    summary = ConsolidateSummary(workers=1)
+    now = cfg.now or datetime.now().astimezone()
+    for bank_id, _ in banks:
+        rec = consolidate_row(memory, bank_id, now, cfg.consolidator)
+        summary.add(rec)
+        if on_result is not None:
+            on_result(rec)
+    return _rates(summary, t0)
+
+
+def summarise(rows: list[dict[str, Any]], t0: float) -> ConsolidateSummary:
+    """The summary of result rows gathered elsewhere (the service's answers), timed from ``t0``."""
+    summary = ConsolidateSummary(workers=1)
+    for rec in rows:
+        summary.add(rec)
+    return _rates(summary, t0)
+
+
+def _rates(summary: ConsolidateSummary, t0: float) -> ConsolidateSummary:
     summary.wall_s = round(time.perf_counter() - t0, 3)
     if summary.wall_s:
         summary.nodes_per_s = round(summary.total_written / summary.wall_s, 2)

@@ -102,25 +102,30 @@ class ReembedSummary:
 def resolve_banks(cfg: ReembedConfig, wanted: list[str] | None) -> list[BankPlan]:
     """The banks to consider, largest first: ``wanted`` (each must exist: :class:`UnknownBanks`
     names the missing ones) or, when None, every bank."""
-    from memlane.banks import bank_embedder
     from memlane.settings import Settings
     from memlane.stores.milvus import MilvusStore
 
     s = Settings(**cfg.worker_settings())
     store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
-        banks = {b.bank_id: b for b in store.list_banks()}
-        ids = list(banks) if wanted is None else list(dict.fromkeys(wanted))
-        missing = [b for b in ids if b not in banks]
-        if missing:
-            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-            raise UnknownBanks(f"unknown bank{'s' if len(missing) > 1 else ''}: {shown}")
-        plans = [
-            BankPlan(b, store.count_units(b), bank_embedder(banks[b])[0], bool(banks[b].reembedding))
-            for b in ids
-        ]
+        return plan_banks(store, wanted)
     finally:
         store.close()
+
+
+def plan_banks(store: Any, wanted: list[str] | None) -> list[BankPlan]:
+    """:func:`resolve_banks` on an open store."""
+    from memlane.banks import bank_embedder
+
+    banks = {b.bank_id: b for b in store.list_banks()}
+    ids = list(banks) if wanted is None else list(dict.fromkeys(wanted))
+    missing = [b for b in ids if b not in banks]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise UnknownBanks(f"unknown bank{'s' if len(missing) > 1 else ''}: {shown}")
+    plans = [
+        BankPlan(b, store.count_units(b), bank_embedder(banks[b])[0], bool(banks[b].reembedding)) for b in ids
+    ]
     return sorted(plans, key=lambda p: (-p.units, p.bank_id))
 
 
@@ -129,10 +134,13 @@ def run_reembed(
     banks: list[BankPlan],
     *,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    memory: Any = None,
 ) -> ReembedSummary:
     """Re-embed ``banks`` (from :func:`resolve_banks`) to ``cfg.embedder`` on the Ray cluster
-    this process is connected to (``ray.init`` first). Banks already on it count as
-    ``unchanged`` without reaching Ray; failed ones are in ``summary.failures``."""
+    this process is connected to (``ray.init`` first), or with ``memory`` (a Memory of this
+    process whose embedder is the target) bank after bank here, without a cluster to start.
+    Banks already on the target count as ``unchanged`` without reaching either; failed ones
+    are in ``summary.failures``."""
     t0 = time.perf_counter()
     summary = ReembedSummary(target=cfg.embedder)
     todo = [p for p in banks if p.pending or p.source != cfg.embedder]
@@ -142,8 +150,17 @@ def run_reembed(
             summary.add(rec)
             if on_result is not None:
                 on_result(rec)
-    progress = Progress("reembed", len(todo))
-    if todo:
+    if todo and memory is not None:  # in this process, bank after bank
+        from actors.reembed import reembed_row
+
+        summary.workers = 1
+        for p in todo:
+            rec = reembed_row(memory, p.bank_id, memory.settings.retain, cfg.stop_after)
+            summary.add(rec)
+            if on_result is not None:
+                on_result(rec)
+    elif todo:
+        progress = Progress("reembed", len(todo))
         # GPUs only help an embedder that runs on them (the module docstring).
         pool = cluster_pool(cfg.workers, use_gpu=None if cfg.embedder == "minilm" else False, rows=len(todo))
         summary.workers = pool.workers

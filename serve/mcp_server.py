@@ -179,6 +179,30 @@ def _node_row(n: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _StrictServer(MCPServer):
+    """The SDK's server, refusing an argument a tool does not take instead of dropping it: a
+    client that called ``recall`` with ``bank_id`` for ``bank`` was answered from the default
+    bank. The refusal names the argument and the tool's parameters."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            takes = set(tool.parameters.get("properties", {}))
+            unknown = sorted(set(arguments or {}) - takes)
+            if unknown:
+                raise ToolFailure(
+                    "invalid_argument",
+                    f"{unknown[0]}: not a parameter of {name} (it takes {', '.join(sorted(takes))})",
+                )
+        return await super().call_tool(name, arguments, context)
+
+
+def strict_parameters(server: MCPServer) -> None:
+    """Each tool's schema says what :class:`_StrictServer` enforces: no other argument."""
+    for tool in server._tool_manager.list_tools():
+        tool.parameters["additionalProperties"] = False
+
+
 def build_mcp_server(
     lifespan: Callable[[MCPServer], AbstractAsyncContextManager[BackendResolver]],
     *,
@@ -191,7 +215,7 @@ def build_mcp_server(
     # has no handler yet (a Serve replica) that would take over the process's log format.
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    server: MCPServer = MCPServer(
+    server: MCPServer = _StrictServer(
         "memlane",
         title="Memlane",
         instructions=(
@@ -469,5 +493,5 @@ def build_mcp_server(
         return await get_tree(**kwargs)
 
     server.tool(name="get_tree", annotations=ToolAnnotations(read_only_hint=True))(get_tree_call)
-
+    strict_parameters(server)
     return server

@@ -143,11 +143,26 @@ def parse_time(value: Any, where: Callable[[], str]) -> datetime:
         raise InputError(f"{where()}: {head}{reason}") from exc
 
 
+def json_message(exc: ValueError) -> str:
+    """What a JSON parser refused, without json's trailing "at" ("Invalid control character
+    '\\n' at", "Unterminated string starting at"), which a message's place would double."""
+    return str(getattr(exc, "msg", None) or exc).removesuffix(" at")
+
+
+def json_problem(exc: ValueError) -> str:
+    """What a JSON parser refused and where on its line: ``Expecting ',' delimiter at column 19``."""
+    col = getattr(exc, "colno", None)
+    return json_message(exc) + (f" at column {col}" if col is not None else "")
+
+
 def field_error(exc: ValidationError) -> str:
     """The first field a model refused and why (``field 'speaker': ...``), for messages."""
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "turn"
-    return f"field {loc!r}: {err.get('msg', 'invalid value')}"
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    msg = err.get("msg", "invalid value")
+    if not loc:  # a rule of the whole turn (its size): its own message names what is wrong
+        return msg.removeprefix("Value error, ")
+    return f"field {loc!r}: {msg}"
 
 
 def make_turn(where: str, **fields: Any) -> Turn:

@@ -23,7 +23,15 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-from memlane.ingest.common import Conversation, InputError, field_error, lines, parse_time, type_name
+from memlane.ingest.common import (
+    Conversation,
+    InputError,
+    field_error,
+    json_problem,
+    lines,
+    parse_time,
+    type_name,
+)
 from memlane.records import Turn
 
 # JSONL keys the loader interprets itself; any other key is kept in Turn.metadata.
@@ -70,10 +78,7 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
     try:
         obj = json.loads(line)
     except ValueError as exc:
-        msg = getattr(exc, "msg", str(exc))
-        col = getattr(exc, "colno", None)
-        at = f" at column {col}" if col is not None else ""
-        raise InputError(f"not valid JSON: {msg}{at}") from None
+        raise InputError(f"not valid JSON: {json_problem(exc)}") from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type_name(obj)}")
     return obj

@@ -19,6 +19,7 @@ from memlane.ingest.common import (
     Conversation,
     InputError,
     Reject,
+    json_message,
     make_turn,
     read_text,
     type_name,
@@ -77,10 +78,8 @@ def _parse(name: str, text: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         lineno = getattr(exc, "lineno", None)
-        col = getattr(exc, "colno", None)
-        msg = getattr(exc, "msg", str(exc))
-        at = f" line {lineno} column {col}" if lineno is not None else ""
-        raise InputError(f"{name}{at}: not valid JSON: {msg}") from None
+        at = f" line {lineno} column {getattr(exc, 'colno', None)}" if lineno is not None else ""
+        raise InputError(f"{name}{at}: not valid JSON: {json_message(exc)}") from None
 
 
 def _samples(name: str, data: Any) -> tuple[list[Any], list[str]]:

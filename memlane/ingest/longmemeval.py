@@ -28,7 +28,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlane.ingest.common import InputError, Reject, bank_id_for, read_text
+from pydantic import ValidationError
+
+from memlane.ingest.common import InputError, Reject, bank_id_for, field_error, read_text
 from memlane.ingest.dataset_times import dataset_time, longmemeval_time
 from memlane.records import Turn
 
@@ -238,8 +240,8 @@ class _Reader:
             return
         meta = {k: v for k, v in raw.items() if k not in ("role", "content")}
         meta["has_answer"] = bool(raw.get("has_answer", False))
-        q.turns.append(
-            Turn(
+        try:
+            turn = Turn(
                 document_id=q.question_id,
                 session_id=sid,
                 turn_id=turn_id,
@@ -249,7 +251,9 @@ class _Reader:
                 timestamp=when,
                 metadata=meta,
             )
-        )
+        except ValidationError as exc:
+            raise self.fail(tpath, field_error(exc), bank_id=q.bank_id) from None
+        q.turns.append(turn)
 
 
 def read_longmemeval(

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memlane.records.limits import MAX_TEXT_BYTES, check_bytes
+
 BANK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 _BANK_ID_RE = re.compile(BANK_ID_PATTERN)
 
@@ -132,6 +134,22 @@ class Turn(_Strict):
         if self.caption and self.kind == "text":
             raise ValueError("a caption describes shared content: it needs kind 'image'")
         return self
+
+    @model_validator(mode="after")
+    def _fits_the_store(self) -> Turn:
+        # The turn's line is a memory's text and a chunk's: refused here, where a reader or an
+        # API item makes the turn, before a bank or a model is touched.
+        check_bytes(f"turn {self.turn_id!r} (speaker and text)", self.line, MAX_TEXT_BYTES)
+        return self
+
+    @property
+    def line(self) -> str:
+        """The turn as one line of text (``Speaker: text`` plus the caption of the image it
+        shared): the text of its episode memory and its line in its chunk."""
+        line = f"{self.speaker}: {self.text}"
+        if self.kind == "image" and self.caption:
+            line += f" [shares an image: {self.caption}]"
+        return line
 
     @property
     def has_content(self) -> bool:

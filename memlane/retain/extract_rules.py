@@ -9,6 +9,7 @@ from typing import Sequence
 
 from memlane.facts.patterns import find_slot
 from memlane.records import Bank, FactType
+from memlane.records.limits import MAX_TEXT_BYTES, clip_bytes
 from memlane.retain.chunking import ChunkInput, format_turn
 from memlane.retain.facts import Fact, Mention
 from memlane.retain.ner import SpacyNER
@@ -80,7 +81,11 @@ class RuleExtractor:
                         occurred_start=start,
                         occurred_end=end,
                         source_turns=[turn.turn_id],
-                        context=" ".join(format_turn(t) for t in (around[pos - 1], around[pos + 1]) if t),
+                        # two long neighbours can pass what a memory's context holds
+                        context=clip_bytes(
+                            " ".join(format_turn(t) for t in (around[pos - 1], around[pos + 1]) if t),
+                            MAX_TEXT_BYTES,
+                        ),
                         mentions=[Mention(turn.speaker, "PERSON")]
                         + [Mention(s, l) for s, l in ents]
                         + _speaker_mentions(turn.text, speakers, ents),

@@ -55,8 +55,8 @@ def plan_items(
             )
         session = it.session_id or doc_id
         turns = entry[1].setdefault(session, [])
-        turns.append(
-            Turn(
+        try:
+            turn = Turn(
                 document_id=doc_id,
                 session_id=session,
                 turn_id=f"{session}:{len(turns) + 1}",
@@ -66,5 +66,11 @@ def plan_items(
                 timestamp=it.timestamp or now,
                 metadata=it.metadata,
             )
-        )
+        except ValidationError as exc:  # the store's size limit on speaker and content together
+            raise InvalidInput(f"items.{i}.content: {_reason(exc)}") from None
+        turns.append(turn)
     return {d: (t, [x for ts in sessions.values() for x in ts]) for d, (t, sessions) in docs.items()}
+
+
+def _reason(exc: ValidationError) -> str:
+    return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())

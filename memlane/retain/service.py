@@ -61,9 +61,9 @@ class RetainService:
         :class:`~memlane.retain.pipeline.RetainReport`."""
         t0 = time.perf_counter()
         with recording() as timings:
+            check_tags(tags)  # before the bank is created: bad input leaves no bank behind
             with stage("bank"):
                 bank = self.banks.to_retain_into(bank_id, create_bank)
-            check_tags(tags)
             with self.writer.write(bank_id) as w:
                 report = self.retainer.replace(
                     bank, conversations, w, tags=tags, progress=progress, extractor=extractor

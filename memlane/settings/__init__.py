@@ -25,6 +25,7 @@ from memlane.settings.areas import (
     LLM_ROLES,
     BackgroundSettings,
     FactsSettings,
+    JobSettings,
     KeyPolicy,
     LLMRoleSettings,
     LLMSettings,
@@ -54,6 +55,7 @@ __all__ = [
     "SECRETS_FILE_VAR",
     "BackgroundSettings",
     "FactsSettings",
+    "JobSettings",
     "KeyPolicy",
     "LLMRoleSettings",
     "LLMSettings",
@@ -92,6 +94,7 @@ class Settings(BaseSettings):
     tree: TreeSettings = Field(default_factory=TreeSettings)
     facts: FactsSettings = Field(default_factory=FactsSettings)
     background: BackgroundSettings = Field(default_factory=BackgroundSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -303,3 +303,23 @@ class BackgroundSettings(_Area):
     # machine, 26 Nov 2026). The 2 s and 60 s themselves are not tuned (no measurement yet).
     delay_s: float = Field(2.0, ge=0)
     max_delay_s: float = Field(60.0, ge=0)
+
+
+class JobSettings(_Area):
+    """Where the batch jobs over banks run (``memlane consolidate``, ``memlane reembed``): in
+    the command's own process (or the running service), bank after bank, or on Ray Data's pool
+    of actors, whose start and stop cost ~9-16 s here. ``--runner process|ray`` on the command
+    overrides the choice. Measured 28 Nov 2026 on the 2-core machine (load 5-9), 4 LoCoMo
+    banks (2,080 memory units, 275 tree nodes), ``time memlane consolidate|reembed --runner
+    process|ray``."""
+
+    # Consolidation: 6.9 s in process (3.3 ms per unit, the models' loading included) against
+    # 30.6 s on Ray (11.4 s of job on 2 actors: 5.5 ms per unit, slower than one process on 2
+    # cores); again after the slot extractor joined consolidation (load 2-3): 14.2 s against
+    # 29.1 s (6.4 and 9.7 ms per unit). Ray never won here; 10,000 units (~30-60 s in process,
+    # two to four times Ray's start and stop) keeps a machine with more cores from waiting long
+    # on one process. Not measured there.
+    consolidate_in_process_max_units: int = Field(10_000, ge=0)
+    # Re-embedding: 40.9 s in process (19.7 ms per unit) against 33.8 s on Ray (14 s of start
+    # and stop, then 9.7 ms per unit on 2 actors): even at ~1,400 units, so 1,500.
+    reembed_in_process_max_units: int = Field(1_500, ge=0)

@@ -59,7 +59,7 @@ def test_doctor_passes_a_clean_store_and_fails_a_corrupted_bank(tmp_path):
     lines = bad.stdout.splitlines()
     assert lines[0].startswith("bank ana: ok")
     assert lines[1].startswith("bank ben: 1 violated")
-    assert lines[2].startswith("  error links: 1 memories link to a memory that does not exist")
+    assert lines[2].startswith("  error links: 1 memory links to a memory that does not exist")
     assert unit.id in lines[2]
     only_ana = runner.invoke(app, ["doctor", "--bank", "ana", "--data-dir", data])
     assert only_ana.exit_code == 0 and "ben" not in only_ana.stdout

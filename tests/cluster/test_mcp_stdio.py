@@ -58,6 +58,7 @@ def test_tools_are_listed_with_their_schemas(tmp_path):
 
     tools = {t.name: t for t in _session(tmp_path / "data", "--bank", "ana", body=body)}
     assert set(tools) == TOOLS
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
     for name, required in (
         ("retain", {"content"}),
         ("recall", {"query"}),
@@ -145,14 +146,19 @@ def test_retain_then_recall_then_delete_on_the_default_bank(tmp_path):
             },
         )
         out["recall"] = await client.call_tool("recall", {"query": "What is the beagle called?"})
+        # bank_id is no parameter: refused by name, not answered from the default bank
+        misnamed = await client.call_tool("recall", {"query": "What is the beagle called?", "bank_id": "bob"})
         out["banks"] = await client.call_tool("list_banks", {})
         out["delete"] = await client.call_tool("delete_document", {"document_id": "chat-1"})
         out["after"] = await client.call_tool(
             "recall", {"query": "What is the beagle called?", "bank": "ana"}
         )
-        return out
+        return out, misnamed
 
-    out = _session(tmp_path / "data", "--bank", "ana", body=body)
+    out, misnamed = _session(tmp_path / "data", "--bank", "ana", body=body)
+    assert misnamed.is_error and _text(misnamed).startswith(
+        "invalid_argument: bank_id: not a parameter of recall"
+    )
     for step, result in out.items():
         assert not result.is_error, (step, _text(result))
     assert out["create"].structured_content == {"bank_id": "ana", "name": "Ana", "created": True}
@@ -179,6 +185,9 @@ def test_bad_arguments_unknown_bank_and_reflect_without_llm_are_tool_errors(tmp_
             "no_bank": ("recall", {"query": "dog"}),
             "reflect": ("reflect", {"query": "Should I get a second dog?", "bank": "ana"}),
             "unknown_document": ("delete_document", {"document_id": "nope", "bank": "ana"}),
+            # a misnamed argument is refused by name, never dropped (it answered from the default bank)
+            "misnamed_bank": ("recall", {"query": "dog", "bank_id": "ana"}),
+            "extra_retain": ("retain", {"content": "hi", "bank": "ana", "user": "ana"}),
         }
         return {k: await client.call_tool(name, args) for k, (name, args) in calls.items()}
 
@@ -196,6 +205,11 @@ def test_bad_arguments_unknown_bank_and_reflect_without_llm_are_tool_errors(tmp_
     assert "no bank given" in _text(out["no_bank"])
     assert "llm_not_configured" in _text(out["reflect"]) and "MEMLANE_LLM__BASE_URL" in _text(out["reflect"])
     assert "not_found: document 'nope'" in _text(out["unknown_document"])
+    assert _text(out["misnamed_bank"]).startswith(
+        "invalid_argument: bank_id: not a parameter of recall (it takes "
+    )
+    assert "bank, budget," in _text(out["misnamed_bank"])
+    assert _text(out["extra_retain"]).startswith("invalid_argument: user: not a parameter of retain")
 
 
 def test_stdout_carries_only_the_protocol(tmp_path):

@@ -276,3 +276,37 @@ def test_the_jobs_and_export_reach_the_server_the_settings_name(run, tmp_path, m
             if name.startswith("jobs"):
                 client.drop_collection(name)
         client.close()
+
+
+def test_a_small_consolidate_runs_in_process_on_the_milvus_uri_given(run, tmp_path, milvus_server_uri):
+    """`--milvus-uri` alone (no MEMLANE_STORE__MILVUS_URI): the in-process job opens that server,
+    not the empty data directory."""
+    from pymilvus import MilvusClient
+
+    env = {"MEMLANE_STORE__MILVUS_URI": milvus_server_uri, "MEMLANE_STORE__COLLECTION_PREFIX": "uri_given"}
+    sample = write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)
+    data = str(tmp_path / "elsewhere")
+    try:
+        assert run("retain", str(sample), "--bank", "ana", "--data-dir", data, env=env).exit_code == 0
+        only_prefix = {"MEMLANE_STORE__COLLECTION_PREFIX": "uri_given", "MEMLANE_STORE__MILVUS_URI": ""}
+        r = run(
+            "consolidate",
+            "--bank",
+            "ana",
+            "--milvus-uri",
+            milvus_server_uri,
+            "--json",
+            "--data-dir",
+            data,
+            env=only_prefix,
+        )
+        assert r.exit_code == 0, r.stderr
+        summary = json.loads(r.stdout.strip().splitlines()[-1])
+        assert summary["workers"] == 1 and summary["banks"] == 1 and summary["leaves"] == len(ROWS)
+        assert not (tmp_path / "elsewhere" / "milvus.db").exists()
+    finally:
+        client = MilvusClient(uri=milvus_server_uri)
+        for name in client.list_collections():
+            if name.startswith("uri_given"):
+                client.drop_collection(name)
+        client.close()

@@ -189,6 +189,8 @@ def test_recall_levels_and_planner_options(backfilled):
     flat = _json(recall("--planner", "off", "--json"))
     assert flat["nodes"] == [] and flat["plan"] is None
     text = recall("--level", "1", "--level", "2", "--max-tokens", "4096")
-    assert text.exit_code == 0 and "[session " in text.stdout and "tree nodes" in text.stderr
+    assert text.exit_code == 0 and "[session " in text.stdout
+    shown = sum(1 for line in text.stdout.splitlines() if "[session " in line)
+    assert f", {shown} tree node{'' if shown == 1 else 's'}, " in text.stderr  # the count, in its number
     bad = recall("--level", "7")
     assert bad.exit_code == 2 and "levels" in _one_line(bad)

@@ -276,7 +276,7 @@ def test_the_cli_names_a_tree_corruption_and_exits_1(tmp_path, embedder, extract
     )
     assert text.returncode == 1
     assert (
-        f"error tree_containment: 1 tree nodes have an interval that does not cover a child's (ids: {ids[0]})"
+        f"error tree_containment: 1 tree node has an interval that does not cover a child's (ids: {ids[0]})"
         in text.stdout
     )
     assert "9 tree nodes" in text.stdout

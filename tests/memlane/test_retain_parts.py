@@ -53,6 +53,68 @@ def test_chunks_split_sessions_and_keep_text_losslessly():
     assert len({c.chunk_id for c, _ in chunks}) == 4
 
 
+def test_long_turns_close_a_chunk_before_it_passes_the_stores_limit():
+    """Windows of max_turns turns, fewer where their lines would pass MAX_TEXT_BYTES: every
+    chunk fits the store, the turns stay in order, the neighbours across edges are kept, and a
+    session of short turns is cut as by count alone."""
+    from memlane.records.limits import MAX_TEXT_BYTES
+
+    def turn(i: int, size: int) -> Turn:
+        return Turn(
+            document_id="d",
+            session_id="s",
+            turn_id=f"t{i}",
+            index=i,
+            speaker="Bo",
+            text="é" * size,
+            timestamp=T0,
+        )
+
+    # 20,000 two-byte characters: 40,004 bytes a line, so one turn a chunk, then a short one joins
+    long = [turn(0, 20_000), turn(1, 20_000), turn(2, 10), turn(3, 20_000)]
+    items = chunk_turns("b", "d", long, max_turns=8)
+    assert [[t.turn_id for t in i.turns] for i in items] == [["t0"], ["t1", "t2"], ["t3"]]
+    assert all(len(i.chunk.text.encode()) <= MAX_TEXT_BYTES for i in items)
+    assert [i.chunk.index for i in items] == [0, 1, 2]
+    assert [(i.before and i.before.turn_id, i.after and i.after.turn_id) for i in items] == [
+        (None, "t1"),
+        ("t0", "t3"),
+        ("t2", None),
+    ]
+    short = [turn(i, 5) for i in range(20)]
+    assert [len(i.turns) for i in chunk_turns("b", "d", short, max_turns=8)] == [8, 8, 4]
+
+
+def test_a_turn_over_the_stores_limit_is_refused_where_it_is_made():
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(
+        ValidationError, match=r"turn 't1' \(speaker and text\) is 65,537 bytes of UTF-8, the limit is 65,535"
+    ):
+        Turn(
+            document_id="d",
+            session_id="s",
+            turn_id="t1",
+            index=0,
+            speaker="Bo",
+            text="x" * 65_533,
+            timestamp=T0,
+        )
+
+
+def test_api_items_over_the_limit_fail_before_the_bank_is_created(memory):
+    """60,000 characters pass RetainItem's bound, but in two-byte characters the memory's text
+    passes the store's: refused naming the item, and no bank is created."""
+    import pytest
+
+    from memlane.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match=r"^items\.1\.content: turn .* the limit is 65,535$"):
+        memory.retain_items("fresh", [{"content": "short"}, {"content": "é" * 60_000}], create_bank=True)
+    assert [b.bank_id for b in memory.banks.list_all()] == []
+
+
 def test_normalize_strips_case_article_and_possessive():
     assert normalize("The Louvre's") == "louvre"
     assert normalize("  New   York ") == "new york"

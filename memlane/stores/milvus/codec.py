@@ -23,6 +23,7 @@ from memlane.records import (
     OpinionChange,
     check_bank_id,
 )
+from memlane.records.limits import MAX_ARRAY, MAX_ID_BYTES, MAX_TEXT_BYTES, check_bytes
 from memlane.stores.lexical import analyze
 from memlane.stores.milvus.capabilities import Capabilities
 from memlane.units import (
@@ -37,9 +38,8 @@ from memlane.units import (
 )
 
 NO_CONFIDENCE = -1.0  # confidence is in [0, 1]; -1 stands for None
-MAX_ID_BYTES = 512  # ids, document/chunk ids, list elements
-MAX_TEXT_BYTES = 65_535  # Milvus VARCHAR limit (bytes of UTF-8)
-MAX_ARRAY = 4096  # Milvus ARRAY max_capacity limit
+# The field limits (MAX_ID_BYTES, MAX_TEXT_BYTES, MAX_ARRAY, check_bytes) live in
+# memlane/records/limits.py, where the readers and the API's items check them too.
 PLACEHOLDER = [0.0, 0.0]  # Milvus wants a vector field in every collection
 
 UNIT_OUT = ["id", *HIT_FIELDS]
@@ -54,13 +54,6 @@ def truncate_bytes(value: str, limit: int) -> str:
     if len(data) <= limit:
         return value
     return data[:limit].decode(errors="ignore").rsplit(" ", 1)[0]
-
-
-def check_bytes(what: str, value: str, limit: int) -> str:
-    n = len(value.encode("utf-8"))
-    if n > limit:
-        raise ValueError(f"{what} is {n} bytes of UTF-8, the limit is {limit}")
-    return value
 
 
 def check_list(what: str, values: Sequence[str]) -> list[str]:

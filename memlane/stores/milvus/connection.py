@@ -106,10 +106,10 @@ def open_client(settings: Settings) -> tuple[MilvusClient, str | None, str]:
                 f"the Milvus server at {target} does not answer ({exc.message}): "
                 "start it (memlane store server start) or fix MEMLANE_STORE__MILVUS_URI / --milvus-uri"
             ) from exc
-        raise RuntimeError(
-            f"cannot open Milvus Lite at {lite_path} ({exc}); a data directory is "
-            "opened by one process only: run `milvus-lite server --data-dir DIR --host "
-            "127.0.0.1 --port P` and set MEMLANE_STORE__MILVUS_URI=http://127.0.0.1:P to share it"
+        raise StoreUnavailable(
+            f"cannot open Milvus Lite at {lite_path} ({exc.message}): a data directory is opened "
+            "by one process at a time, and another has it (`memlane status` names it); stop "
+            "it, or share the directory through `memlane serve`, whose commands go through it"
         ) from exc
     except Exception:
         release_lite(lite_path)
