@@ -110,9 +110,12 @@ class UnitRecords(Records):
         out: list[str] = []
         for lo in range(0, len(ids), ID_BATCH):
             expr = f"superseded_by in {str_list(ids[lo : lo + ID_BATCH])}"
-            rows = self._read(bank_id, "units", lambda n, e=expr: self._bank_query(bank_id, n, e, ["id"]), [])
+            rows = self._read(bank_id, "units", partial(self._superseded_query, bank_id, expr), [])
             out.extend(r["id"] for r in rows)
         return sorted(out)
+
+    def _superseded_query(self, bank_id: str, expr: str, name: str) -> list[dict]:
+        return self._bank_query(bank_id, name, expr, ["id"])
 
     def document_counts(self, bank_id: str) -> dict[str, dict[str, int]]:
         """``{document_id: {"units": n, "chunks": m}}`` for every document of the bank."""
