@@ -44,6 +44,10 @@ def dump(args: argparse.Namespace) -> None:
             lambda split: lme_questions(SHARED / "longmemeval_s_dev60.json", split),
         ),
         "answers": (args.answers_dir, answer_questions),
+        "answers-train": (
+            args.answers_train_dir,
+            lambda split: answer_questions("train") if split == "train" else iter(()),
+        ),
     }
     args.rows.mkdir(parents=True, exist_ok=True)
     for name, (data_dir, questions) in sets.items():
@@ -98,7 +102,9 @@ def train(args: argparse.Namespace) -> None:
 
     from memlane.recall.features import FEATURES
 
-    cal = _load(args.rows, "calibration", args.budget, args.sets)
+    cal = _load(args.rows, "calibration", args.budget, args.sets) + _load(
+        args.rows, "train", args.budget, [s for s in args.sets if s.endswith("-train")]
+    )
     if not cal:
         raise SystemExit(f"no calibration rows in {args.rows}: run `dump` first")
     X, y, group_sizes, weight = [], [], [], []
@@ -167,12 +173,13 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--locomo-dir", type=Path)
     d.add_argument("--lme-dir", type=Path)
     d.add_argument("--answers-dir", type=Path)
+    d.add_argument("--answers-train-dir", type=Path, help="Banks of evals/answers/train/ (split: train).")
     d.add_argument("--splits", nargs="+", default=["calibration", "held"])
     d.set_defaults(fn=dump)
     t = sub.add_parser("train", help="Train on the calibration rows; score the held ones.")
     t.add_argument("--budget", default="mid", choices=("low", "mid", "high"))
     t.add_argument("--rows", type=Path, default=DEFAULT_ROWS)
-    t.add_argument("--sets", nargs="+", default=["locomo", "longmemeval", "answers"])
+    t.add_argument("--sets", nargs="+", default=["locomo", "longmemeval", "answers", "answers-train"])
     t.add_argument("--rounds", type=int, default=300)
     t.add_argument("--leaves", type=int, default=15)
     t.add_argument("--min-leaf", type=int, default=20)

@@ -4,7 +4,8 @@ recall ranks with) and whether it holds the question's evidence.
 
 The three dev sets, split the way every tuning here splits them: LoCoMo by conversation (even
 places calibration, odd held), LongMemEval dev60 by question (even places calibration), the
-answer set by its files. Banks come from ``memlane eval locomo|longmemeval|answers --data-dir
+answer set by its files; and the answer set's training histories (``train``), written apart
+for training only. Banks come from ``memlane eval locomo|longmemeval|answers --data-dir
 D`` (this module never retains): give each set's data directory.
 """
 
@@ -18,6 +19,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 SETS = ("locomo", "longmemeval", "answers")
+TRAIN_DIR = Path(__file__).resolve().parent / "answers" / "train"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +75,13 @@ def lme_questions(path: Path, split: str) -> Iterator[Question]:
 
 
 def answer_questions(split: str) -> Iterator[Question]:
+    """The answer set's questions of ``split``: calibration, held, or ``train`` (the histories
+    written for training alone, evals/answers/train/: never scored)."""
     from evals.answers import _banks
     from evals.answers_data import default_answer_paths, load_answer_set
 
-    for path in default_answer_paths(split):
+    paths = sorted(TRAIN_DIR.glob("*.json")) if split == "train" else default_answer_paths(split)
+    for path in paths:
         for h in load_answer_set(path):
             banks = _banks(h)
             for q in h.questions:

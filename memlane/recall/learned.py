@@ -12,6 +12,7 @@ is that score through a logistic, in (0, 1), so it falls down the list as the or
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from memlane.recall.features import FEATURES, boosts_into, candidate_features
 from memlane.recall.ranking import monotone, ordered
 from memlane.recall.state import RecallState, Scores
 from memlane.settings import Settings
+
+log = logging.getLogger(__name__)
 
 MODELS = Path(__file__).resolve().parent / "models"
 
@@ -116,6 +119,9 @@ class RankerModel:
                 try:
                     cls._loaded[path] = cls(path) if path.exists() else None
                 except ImportError:
+                    cls._loaded[path] = None
+                except ValueError as exc:  # a model of other features: the fused order ranks
+                    log.warning("learned ranker not used: %s", exc)
                     cls._loaded[path] = None
             return cls._loaded[path]
 
