@@ -81,10 +81,17 @@ def retain(
         typer.echo(json.dumps(out))
     else:
         typer.echo(
-            f"bank {bank}: {out['turns']} turns -> {out['units']} memories, "
+            f"bank {bank}: {out['turns']} turns -> {out['units']} memories written "
+            f"({out['unchanged']} unchanged, {out['removed']} removed), "
             f"{out['chunks']} chunks, {out['entities']} entities touched, "
             f"{out['links']} stored links in {out['seconds']:.1f}s"
         )
+        stale = out["stale"]
+        if stale["tree_sessions"] or stale["facts"]:
+            typer.echo(
+                f"left for `memlane consolidate --bank {bank}`: {stale['tree_sessions']} tree sessions "
+                f"and {stale['facts']} facts changed"
+            )
 
 
 @app.command()

@@ -1,0 +1,141 @@
+"""Semantic links as a function of the bank's memories, whatever order they were retained in.
+
+A memory said at time t links to the ``top_k`` memories most similar to it among those said no
+later than t (cosine >= ``threshold``, ties broken by id), out of the memories retain writes
+(world and experience facts: what reflection derives from them is never a target, so its
+writes leave links alone). Every write keeps that so (memlane/retain/links.py computes a new
+memory's links):
+
+* a new memory's links are chosen among *all* the bank's memories above the threshold
+  (:meth:`Linker.neighbours`: the search is widened until its last hit falls below it), not a
+  fixed number of nearest ones of which later-said ones are then dropped;
+* a memory said after a new one, which the new one is now among the nearest of, gains it
+  (:meth:`Linker.later` names them, :meth:`Linker.relink` rewrites their links);
+* a memory whose link target is deleted finds its next nearest (the bank writer calls
+  :meth:`Linker.relink` after a deletion: memlane/writes.py).
+
+So a bank ends with the links a fresh bank given the same memories computes, in any order:
+before, a document retained after one said later got no links from it, and a link pruned with
+a deleted memory was never replaced.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Collection, Sequence
+
+import numpy as np
+
+from memlane.interfaces import Hit, SearchBackend, UnitFilter, VectorStore
+from memlane.records import FactType, Link, LinkType, MemoryUnit
+from memlane.retain.links import semantic_links
+
+if TYPE_CHECKING:
+    from memlane.writes import BankWrite
+
+# The memories links join: what retain writes.
+LINKED = frozenset({FactType.world, FactType.experience})
+# The most hits one search may ask for (Milvus's top-k limit): past it, a memory with more
+# neighbours above the threshold keeps the nearest 16384.
+MAX_LIMIT = 16384
+# Two weights of one link computed by two paths (a batch's matrix product, an index's search)
+# differ in the last bits of a float32: below this they are the same link.
+SAME_WEIGHT = 1e-6
+
+
+def _linked_filter() -> UnitFilter:
+    return UnitFilter(fact_types=sorted(LINKED, key=lambda t: t.value), only_valid=False)
+
+
+class Linker:
+    """Finds and keeps the semantic links of one engine's banks (see the module)."""
+
+    def __init__(self, search: SearchBackend, store: VectorStore, *, threshold: float, top_k: int) -> None:
+        """``search``: the in-process index when there is one, else the store."""
+        self.search = search
+        self.store = store
+        self.threshold = threshold
+        self.top_k = top_k
+
+    def neighbours(self, bank_id: str, vectors: np.ndarray) -> list[list[Hit]]:
+        """For each vector, every linked memory of the bank at cosine >= the threshold, best
+        first, with its ``mentioned_at``. The search asks for 3 x top_k hits, and 4 times more
+        for a vector whose last hit is still above the threshold."""
+        n = len(vectors)
+        if self.top_k == 0 or n == 0 or not self.store.count_units(bank_id):
+            return [[] for _ in range(n)]
+        out: list[list[Hit]] = [[] for _ in range(n)]
+        pending = list(range(n))
+        limit = max(1, 3 * self.top_k)
+        flt = _linked_filter()
+        while pending:
+            found = self.search.search_dense(
+                bank_id, vectors[pending], limit, flt=flt, fields=["mentioned_at"]
+            )
+            wider = []
+            for i, hits in zip(pending, found):
+                if len(hits) >= limit and hits[-1].score >= self.threshold and limit < MAX_LIMIT:
+                    wider.append(i)
+                else:
+                    out[i] = [h for h in hits if h.score >= self.threshold]
+            pending, limit = wider, min(4 * limit, MAX_LIMIT)
+        return out
+
+    def links(
+        self, ids: Sequence[str], vectors: np.ndarray, times: Sequence[float], hits: Sequence[Sequence[Hit]]
+    ) -> list[list[Link]]:
+        """The semantic links of new memories (``ids``, written together) from each other and
+        their :meth:`neighbours` in the bank."""
+        return semantic_links(ids, vectors, times, hits, threshold=self.threshold, top_k=self.top_k)
+
+    @staticmethod
+    def later(ids: Sequence[str], times: Sequence[float], hits: Sequence[Sequence[Hit]]) -> set[str]:
+        """The memories of the bank said no earlier than a new memory among its neighbours:
+        each may now link to it."""
+        new = set(ids)
+        out = set()
+        for t, found in zip(times, hits):
+            for h in found:
+                at = h.fields.get("mentioned_at")
+                if h.id not in new and at is not None and at >= t:
+                    out.add(h.id)
+        return out
+
+    def relink(self, write: BankWrite, ids: Collection[str]) -> int:
+        """Choose again the semantic links of the memories ``ids`` among the bank's as it is,
+        and write those whose links change (other kinds of link kept). Returns how many."""
+        if not ids or self.top_k == 0:
+            return 0
+        bank_id = write.bank_id
+        units = [
+            u
+            for u in self.store.get_units(bank_id, sorted(ids), with_embedding=True)
+            if u.fact_type in LINKED and u.embedding is not None
+        ]
+        if not units:
+            return 0
+        vectors = np.asarray([u.embedding for u in units], dtype=np.float32)
+        changed = [
+            fixed
+            for u, found in zip(units, self.neighbours(bank_id, vectors))
+            if (fixed := self._relinked(u, found)) is not None
+        ]
+        write.units(changed)
+        return len(changed)
+
+    def _relinked(self, unit: MemoryUnit, found: Sequence[Hit]) -> MemoryUnit | None:
+        """The unit with its semantic links chosen from ``found``, or None when they stay."""
+        at = unit.mentioned_at.timestamp()
+        candidates: dict[str, float] = {}
+        for h in found:
+            when = h.fields.get("mentioned_at")
+            if h.id != unit.id and when is not None and when <= at:
+                candidates[h.id] = max(candidates.get(h.id, -1.0), float(h.score))
+        best = sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0]))[: self.top_k]
+        old = {x.target_id: x.weight for x in unit.links if x.type == LinkType.semantic}
+        if old.keys() == dict(best).keys() and all(
+            abs(old[t] - min(1.0, max(0.0, w))) <= SAME_WEIGHT for t, w in best
+        ):
+            return None
+        semantic = [Link(target_id=t, type=LinkType.semantic, weight=min(1.0, max(0.0, w))) for t, w in best]
+        others = [x for x in unit.links if x.type != LinkType.semantic]
+        return unit.model_copy(update={"links": semantic + others})
