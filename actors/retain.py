@@ -212,7 +212,8 @@ class RetainWorker:
                 self.metrics.banks.inc(1, tags={"status": "ok" if ok else "failed"})
                 if ok:
                     self.metrics.turns.inc(report["turns"])
-                    self.metrics.memories.inc(report["units"])
+                    if report["units"]:  # a Ray counter takes no 0: a bank retained unchanged
+                        self.metrics.memories.inc(report["units"])
                     for stage, seconds in report["timings_s"].items():
                         self.metrics.stage.observe(float(seconds), tags={"stage": stage})
                     self.metrics.bank_seconds.observe(time.perf_counter() - t0)
