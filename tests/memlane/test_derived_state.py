@@ -60,6 +60,9 @@ BASE: dict[str, list[tuple[str, int, list[int]]]] = {
     "d2": [("s1", 10, [5, 10, 6])],
 }
 DOCS = sorted(BASE)
+# Links between more of these turns than the defaults join (0.7, 5: 4 pairs of 14 turns), with
+# fewer places, so that which memories a link goes to depends on what else the bank holds.
+LINKS = {"semantic_link_threshold": 0.45, "semantic_link_top_k": 2}
 PATHS = ["retain", "items", "api", "cli"]
 
 
@@ -144,8 +147,8 @@ def engines(tmp_path_factory, embedder, extractor):
     """(the engine under test, the fresh one, a scratch dir): Milvus Lite in temp dirs."""
     root = tmp_path_factory.mktemp("derived")
     with (
-        Memory(Settings(data_dir=root / "a"), embedder=embedder, extractor=extractor) as a,
-        Memory(Settings(data_dir=root / "b"), embedder=embedder, extractor=extractor) as b,
+        Memory(Settings(data_dir=root / "a", retain=LINKS), embedder=embedder, extractor=extractor) as a,
+        Memory(Settings(data_dir=root / "b", retain=LINKS), embedder=embedder, extractor=extractor) as b,
     ):
         yield a, b, root
 
@@ -174,6 +177,8 @@ op = st.one_of(
 @example(
     ops=[("retain", "d0", [], "api"), ("retain", "d1", [], "items"), ("consolidate",), ("again", "d0", "api")]
 )
+# a new document after consolidation: its sessions' day, week and the profile gain children
+@example(ops=[("retain", "d0", [], "retain"), ("consolidate",), ("retain", "d1", [], "retain")])
 # a document said earlier retained after one said later, then edited
 @example(
     ops=[
