@@ -129,7 +129,8 @@ class _Call:
     report: RetainReport
     timings: dict[str, float]
     written: list[MemoryUnit] = field(default_factory=list)
-    later: set[str] = field(default_factory=set)  # memories that may link to the written ones
+    # memories of the bank that may link to written ones: {memory: {written memory: cosine}}
+    later: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class Retainer:
@@ -203,7 +204,7 @@ class Retainer:
             call = _Call(bank, write, plan, fps, extract.name, tags, reuse, report, timings)
             self._retain(call, progress, _Known(known, extract))
             with stage("relink"):
-                report.relinked = self.linker.relink(write, call.later)
+                report.relinked = self.linker.gain(write, call.later)
             with stage("outdated"):
                 self._outdated(call, held, removed, items)
             report.seconds = time.perf_counter() - t0
@@ -268,7 +269,9 @@ class Retainer:
                 {
                     u.id
                     for u in touched
-                    if u.superseded_by or u.metadata.get("engram") or slot_of(u, rules=facts.slots) is not None
+                    if u.superseded_by
+                    or u.metadata.get("engram")
+                    or slot_of(u, rules=facts.slots) is not None
                 }
             )
 
@@ -369,7 +372,8 @@ class Retainer:
         times = [f.mentioned_at.timestamp() for _, _, f, _ in drafts]
         hits = self.linker.neighbours(bank.bank_id, vectors)
         links: list[list[Link]] = self.linker.links(ids, vectors, times, hits)
-        call.later |= self.linker.later(ids, times, hits)
+        for uid, gained in self.linker.later(ids, times, hits).items():
+            call.later.setdefault(uid, {}).update(gained)
         # Causal relations point at earlier facts of the same chunk.
         for pos, (item, index, fact, _) in enumerate(drafts):
             chunk = item.chunk

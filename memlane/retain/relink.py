@@ -10,9 +10,11 @@ memory's links):
   (:meth:`Linker.neighbours`: the search is widened until its last hit falls below it), not a
   fixed number of nearest ones of which later-said ones are then dropped;
 * a memory said after a new one, which the new one is now among the nearest of, gains it
-  (:meth:`Linker.later` names them, :meth:`Linker.relink` rewrites their links);
+  (:meth:`Linker.later` names them, :meth:`Linker.gain` merges the new ones into the links
+  they hold: no search);
 * a memory whose link target is deleted finds its next nearest (the bank writer calls
-  :meth:`Linker.relink` after a deletion: memlane/writes.py).
+  :meth:`Linker.relink` after a deletion, memlane/writes.py: one search of the memories said
+  no later than it).
 
 So a bank ends with the links a fresh bank given the same memories computes, in any order:
 before, a document retained after one said later got no links from it, and a link pruned with
@@ -21,12 +23,13 @@ a deleted memory was never replaced.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Collection, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 import numpy as np
 
 from memlane.interfaces import Hit, SearchBackend, UnitFilter, VectorStore
-from memlane.records import FactType, Link, LinkType, MemoryUnit
+from memlane.records import FactType, Link, LinkType
 from memlane.retain.links import semantic_links
 
 if TYPE_CHECKING:
@@ -88,21 +91,49 @@ class Linker:
         return semantic_links(ids, vectors, times, hits, threshold=self.threshold, top_k=self.top_k)
 
     @staticmethod
-    def later(ids: Sequence[str], times: Sequence[float], hits: Sequence[Sequence[Hit]]) -> set[str]:
-        """The memories of the bank said no earlier than a new memory among its neighbours:
-        each may now link to it."""
+    def later(
+        ids: Sequence[str], times: Sequence[float], hits: Sequence[Sequence[Hit]]
+    ) -> dict[str, dict[str, float]]:
+        """The memories of the bank said no earlier than a new memory among its neighbours,
+        each with the new memories it may now link to and their cosine."""
         new = set(ids)
-        out = set()
-        for t, found in zip(times, hits):
+        out: dict[str, dict[str, float]] = {}
+        for uid, t, found in zip(ids, times, hits):
             for h in found:
                 at = h.fields.get("mentioned_at")
                 if h.id not in new and at is not None and at >= t:
-                    out.add(h.id)
+                    out.setdefault(h.id, {})[uid] = float(h.score)
         return out
 
+    def gain(self, write: BankWrite, candidates: Mapping[str, Mapping[str, float]]) -> int:
+        """Add the new memories ``candidates`` names to the links of the memories it maps them
+        from where they are now among the ``top_k`` nearest (the links held are the top_k of
+        the bank before: the top_k of them and the new ones is the top_k after). Writes those
+        that change; returns how many."""
+        if not candidates or self.top_k == 0:
+            return 0
+        bank_id = write.bank_id
+        held = self.store.get_unit_fields(bank_id, sorted(candidates), ["links"])
+        changed: dict[str, list[tuple[str, float]]] = {}
+        for uid, fields in held.items():
+            links = [Link.model_validate(x) for x in fields.get("links") or []]
+            old = {x.target_id: x.weight for x in links if x.type == LinkType.semantic}
+            best = _top({**old, **candidates[uid]}, self.top_k)
+            if dict(best).keys() != old.keys():
+                changed[uid] = best
+        if not changed:
+            return 0
+        out = []
+        for u in self.store.get_units(bank_id, sorted(changed), with_embedding=True):
+            others = [x for x in u.links if x.type != LinkType.semantic]
+            out.append(u.model_copy(update={"links": _semantic(changed[u.id]) + others}))
+        write.units(out)
+        return len(out)
+
     def relink(self, write: BankWrite, ids: Collection[str]) -> int:
-        """Choose again the semantic links of the memories ``ids`` among the bank's as it is,
-        and write those whose links change (other kinds of link kept). Returns how many."""
+        """Choose again the semantic links of the memories ``ids`` among the bank's as it is
+        (after a deletion took some of their targets), and write those whose links change
+        (other kinds of link kept). Returns how many."""
         if not ids or self.top_k == 0:
             return 0
         bank_id = write.bank_id
@@ -111,31 +142,32 @@ class Linker:
             for u in self.store.get_units(bank_id, sorted(ids), with_embedding=True)
             if u.fact_type in LINKED and u.embedding is not None
         ]
-        if not units:
-            return 0
-        vectors = np.asarray([u.embedding for u in units], dtype=np.float32)
-        changed = [
-            fixed
-            for u, found in zip(units, self.neighbours(bank_id, vectors))
-            if (fixed := self._relinked(u, found)) is not None
-        ]
+        changed = []
+        for u in units:
+            # the top_k said no later than it (and itself): a search of the earlier ones
+            flt = _linked_filter()
+            flt.mentioned_until = u.mentioned_at + timedelta(microseconds=1)
+            vector = np.asarray([u.embedding], dtype=np.float32)
+            found = self.search.search_dense(bank_id, vector, self.top_k + 1, flt=flt, fields=[])[0]
+            best = _top(
+                {h.id: float(h.score) for h in found if h.id != u.id and h.score >= self.threshold},
+                self.top_k,
+            )
+            old = {x.target_id: x.weight for x in u.links if x.type == LinkType.semantic}
+            if dict(best).keys() == old.keys() and all(abs(old[t] - w) <= SAME_WEIGHT for t, w in best):
+                continue
+            others = [x for x in u.links if x.type != LinkType.semantic]
+            changed.append(u.model_copy(update={"links": _semantic(best) + others}))
         write.units(changed)
         return len(changed)
 
-    def _relinked(self, unit: MemoryUnit, found: Sequence[Hit]) -> MemoryUnit | None:
-        """The unit with its semantic links chosen from ``found``, or None when they stay."""
-        at = unit.mentioned_at.timestamp()
-        candidates: dict[str, float] = {}
-        for h in found:
-            when = h.fields.get("mentioned_at")
-            if h.id != unit.id and when is not None and when <= at:
-                candidates[h.id] = max(candidates.get(h.id, -1.0), float(h.score))
-        best = sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0]))[: self.top_k]
-        old = {x.target_id: x.weight for x in unit.links if x.type == LinkType.semantic}
-        if old.keys() == dict(best).keys() and all(
-            abs(old[t] - min(1.0, max(0.0, w))) <= SAME_WEIGHT for t, w in best
-        ):
-            return None
-        semantic = [Link(target_id=t, type=LinkType.semantic, weight=min(1.0, max(0.0, w))) for t, w in best]
-        others = [x for x in unit.links if x.type != LinkType.semantic]
-        return unit.model_copy(update={"links": semantic + others})
+
+def _top(weights: Mapping[str, float], k: int) -> list[tuple[str, float]]:
+    """The ``k`` best (target, cosine) pairs, ties by id: the order links are chosen in."""
+    return sorted(((t, min(1.0, max(0.0, w))) for t, w in weights.items()), key=lambda kv: (-kv[1], kv[0]))[
+        :k
+    ]
+
+
+def _semantic(best: Sequence[tuple[str, float]]) -> list[Link]:
+    return [Link(target_id=t, type=LinkType.semantic, weight=w) for t, w in best]

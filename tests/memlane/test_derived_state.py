@@ -177,6 +177,23 @@ op = st.one_of(
 @example(
     ops=[("retain", "d0", [], "api"), ("retain", "d1", [], "items"), ("consolidate",), ("again", "d0", "api")]
 )
+# a deleted document's memories were the nearest of another's: it links to the next nearest
+@example(
+    ops=[
+        ("retain", "d0", [], "retain"),
+        ("retain", "d2", [], "items"),
+        ("retain", "d1", [], "api"),
+        ("delete", "d2"),
+    ]
+)
+# an edited turn was the nearest of a later document's
+@example(
+    ops=[
+        ("retain", "d0", [], "retain"),
+        ("retain", "d1", [], "retain"),
+        ("retain", "d0", [("edit", 0, 0, 9)], "cli"),
+    ]
+)
 # a new document after consolidation: its sessions' day, week and the profile gain children
 @example(ops=[("retain", "d0", [], "retain"), ("consolidate",), ("retain", "d1", [], "retain")])
 # a document said earlier retained after one said later, then edited
@@ -261,3 +278,41 @@ def test_derived_state_is_that_of_a_fresh_bank_fed_the_final_input(engines, ops)
 
 def _times(memory: Memory, bank: str) -> dict[str, datetime]:
     return {u.id: u.mentioned_at for page in memory.store.iter_units(bank) for u in page}
+
+
+def test_links_do_not_depend_on_the_order_documents_were_retained_in(engines):
+    """Sixteen one-turn documents that all resemble one another, retained latest first: each
+    memory has more neighbours above the threshold than one search's first page holds, and
+    the links are still those of a bank given the documents in time order."""
+    memory, fresh, _ = engines
+    places = ["park", "beach", "river", "forest"]
+    days = ["Monday", "Tuesday", "Wednesday", "Thursday"]
+    said = [f"Rex the beagle ran around the {p} with me on {d}." for p in places for d in days]
+
+    def doc(i: int) -> tuple[str, list[Turn]]:
+        turn = Turn(
+            document_id=f"walk-{i:02d}",
+            session_id="s1",
+            turn_id="s1:1",
+            index=0,
+            speaker="Ana",
+            text=said[i],
+            timestamp=T0 + timedelta(days=i),
+        )
+        return turn.document_id, [turn]
+
+    bank = f"order{next(_banks)}"
+    for m in (memory, fresh):
+        m.create_bank(bank)
+    try:
+        for i in reversed(range(len(said))):
+            memory.retain(bank, [doc(i)])
+        for i in range(len(said)):
+            fresh.retain(bank, [doc(i)])
+        got, want = snapshot(memory, bank), snapshot(fresh, bank)
+        # top_k links each, but the first said (none) and the second (one)
+        assert sum(len(u["links"]) for u in want["units"].values()) == 2 * 14 + 1
+        assert differences(got, want) == []
+    finally:
+        memory.banks.delete(bank)
+        fresh.banks.delete(bank)
