@@ -370,7 +370,7 @@ class Retainer:
 
         ids = [unit_id(bank.bank_id, it.chunk.document_id, it.chunk.chunk_id, i) for it, i, _, _ in drafts]
         times = [f.mentioned_at.timestamp() for _, _, f, _ in drafts]
-        hits = self.linker.neighbours(bank.bank_id, vectors)
+        hits = self.linker.neighbours(bank.bank_id, vectors, times)
         links: list[list[Link]] = self.linker.links(ids, vectors, times, hits)
         for uid, gained in self.linker.later(ids, times, hits).items():
             call.later.setdefault(uid, {}).update(gained)

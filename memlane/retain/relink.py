@@ -6,12 +6,13 @@ later than t (cosine >= ``threshold``, ties broken by id), out of the memories r
 writes leave links alone). Every write keeps that so (memlane/retain/links.py computes a new
 memory's links):
 
-* a new memory's links are chosen among *all* the bank's memories above the threshold
-  (:meth:`Linker.neighbours`: the search is widened until its last hit falls below it), not a
-  fixed number of nearest ones of which later-said ones are then dropped;
+* a new memory's links are chosen among the bank's memories said no later than it
+  (:meth:`Linker.neighbours` searches those), not among a fixed number of nearest ones of
+  which the later-said ones are then dropped;
 * a memory said after a new one, which the new one is now among the nearest of, gains it
-  (:meth:`Linker.later` names them, :meth:`Linker.gain` merges the new ones into the links
-  they hold: no search);
+  (:meth:`Linker.neighbours` finds every one above the threshold said no earlier, widening its
+  search until the last hit falls below it; :meth:`Linker.later` names them; :meth:`Linker.gain`
+  merges the new ones into the links they hold: no search);
 * a memory whose link target is deleted finds its next nearest (the bank writer calls
   :meth:`Linker.relink` after a deletion, memlane/writes.py: one search of the memories said
   no later than it).
@@ -23,7 +24,7 @@ a deleted memory was never replaced.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 import numpy as np
@@ -43,6 +44,7 @@ MAX_LIMIT = 16384
 # Two weights of one link computed by two paths (a batch's matrix product, an index's search)
 # differ in the last bits of a float32: below this they are the same link.
 SAME_WEIGHT = 1e-6
+_MICROSECOND = timedelta(microseconds=1)  # "said no later than t": before t + 1 us (times are us)
 
 
 def _linked_filter() -> UnitFilter:
@@ -59,29 +61,44 @@ class Linker:
         self.threshold = threshold
         self.top_k = top_k
 
-    def neighbours(self, bank_id: str, vectors: np.ndarray) -> list[list[Hit]]:
-        """For each vector, every linked memory of the bank at cosine >= the threshold, best
-        first, with its ``mentioned_at``. The search asks for 3 x top_k hits, and 4 times more
-        for a vector whose last hit is still above the threshold."""
+    def neighbours(self, bank_id: str, vectors: np.ndarray, times: Sequence[float]) -> list[list[Hit]]:
+        """For each vector said at ``times`` (epoch seconds): the ``top_k`` nearest linked
+        memories of the bank said no later (the ones it may link to), and every one said no
+        earlier at cosine >= the threshold (the ones that may link to it), with their
+        ``mentioned_at``. The second search asks for 3 x top_k hits, and 4 times more while its
+        last hit is still above the threshold: a memory appended after the bank's last one
+        has none."""
         n = len(vectors)
         if self.top_k == 0 or n == 0 or not self.store.count_units(bank_id):
             return [[] for _ in range(n)]
-        out: list[list[Hit]] = [[] for _ in range(n)]
-        pending = list(range(n))
-        limit = max(1, 3 * self.top_k)
-        flt = _linked_filter()
-        while pending:
-            found = self.search.search_dense(
-                bank_id, vectors[pending], limit, flt=flt, fields=["mentioned_at"]
+        out: list[list[Hit]] = []
+        for vector, t in zip(np.asarray(vectors, dtype=np.float32), times):
+            at = datetime.fromtimestamp(t, UTC)
+            found = {h.id: h for h in self._search(bank_id, vector, self.top_k, until=at + _MICROSECOND)}
+            limit = 3 * self.top_k
+            while True:
+                later = self._search(bank_id, vector, limit, since=at)
+                found.update((h.id, h) for h in later)
+                if len(later) < limit or later[-1].score < self.threshold or limit >= MAX_LIMIT:
+                    break
+                limit = min(4 * limit, MAX_LIMIT)
+            out.append(
+                sorted((h for h in found.values() if h.score >= self.threshold), key=lambda h: -h.score)
             )
-            wider = []
-            for i, hits in zip(pending, found):
-                if len(hits) >= limit and hits[-1].score >= self.threshold and limit < MAX_LIMIT:
-                    wider.append(i)
-                else:
-                    out[i] = [h for h in hits if h.score >= self.threshold]
-            pending, limit = wider, min(4 * limit, MAX_LIMIT)
         return out
+
+    def _search(
+        self,
+        bank_id: str,
+        vector: np.ndarray,
+        limit: int,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Hit]:
+        flt = _linked_filter()
+        flt.mentioned_since, flt.mentioned_until = since, until
+        return self.search.search_dense(bank_id, vector[None, :], limit, flt=flt, fields=["mentioned_at"])[0]
 
     def links(
         self, ids: Sequence[str], vectors: np.ndarray, times: Sequence[float], hits: Sequence[Sequence[Hit]]
@@ -145,10 +162,8 @@ class Linker:
         changed = []
         for u in units:
             # the top_k said no later than it (and itself): a search of the earlier ones
-            flt = _linked_filter()
-            flt.mentioned_until = u.mentioned_at + timedelta(microseconds=1)
-            vector = np.asarray([u.embedding], dtype=np.float32)
-            found = self.search.search_dense(bank_id, vector, self.top_k + 1, flt=flt, fields=[])[0]
+            vector = np.asarray(u.embedding, dtype=np.float32)
+            found = self._search(bank_id, vector, self.top_k + 1, until=u.mentioned_at + _MICROSECOND)
             best = _top(
                 {h.id: float(h.score) for h in found if h.id != u.id and h.score >= self.threshold},
                 self.top_k,
