@@ -31,7 +31,7 @@ import numpy as np
 
 from memlane.interfaces import Hit, SearchBackend, UnitFilter, VectorStore
 from memlane.records import FactType, Link, LinkType
-from memlane.retain.links import semantic_links
+from memlane.retain.links import semantic_links, similarity
 
 if TYPE_CHECKING:
     from memlane.writes import BankWrite
@@ -74,7 +74,7 @@ class Linker:
         out: list[list[Hit]] = []
         for vector, t in zip(np.asarray(vectors, dtype=np.float32), times):
             at = datetime.fromtimestamp(t, UTC)
-            found = {h.id: h for h in self._search(bank_id, vector, self.top_k, until=at + _MICROSECOND)}
+            found = {h.id: h for h in self._nearest(bank_id, vector, self.top_k, until=at + _MICROSECOND)}
             limit = 3 * self.top_k
             while True:
                 later = self._search(bank_id, vector, limit, since=at)
@@ -86,6 +86,17 @@ class Linker:
                 sorted((h for h in found.values() if h.score >= self.threshold), key=lambda h: -h.score)
             )
         return out
+
+    def _nearest(self, bank_id: str, vector: np.ndarray, k: int, *, until: datetime) -> list[Hit]:
+        """The ``k`` nearest said before ``until``, and every one tied with the k-th: a search
+        orders equal scores (the same text said again) as it likes, and links break ties by
+        id, so the search is widened until its last hit scores below the k-th."""
+        limit = k
+        while True:
+            hits = self._search(bank_id, vector, limit, until=until)
+            if len(hits) < limit or limit >= MAX_LIMIT or hits[-1].score < hits[k - 1].score:
+                return hits
+            limit = min(4 * limit, MAX_LIMIT)
 
     def _search(
         self,
@@ -119,7 +130,7 @@ class Linker:
             for h in found:
                 at = h.fields.get("mentioned_at")
                 if h.id not in new and at is not None and at >= t:
-                    out.setdefault(h.id, {})[uid] = float(h.score)
+                    out.setdefault(h.id, {})[uid] = similarity(h.score)
         return out
 
     def gain(self, write: BankWrite, candidates: Mapping[str, Mapping[str, float]]) -> int:
@@ -163,9 +174,9 @@ class Linker:
         for u in units:
             # the top_k said no later than it (and itself): a search of the earlier ones
             vector = np.asarray(u.embedding, dtype=np.float32)
-            found = self._search(bank_id, vector, self.top_k + 1, until=u.mentioned_at + _MICROSECOND)
+            found = self._nearest(bank_id, vector, self.top_k + 1, until=u.mentioned_at + _MICROSECOND)
             best = _top(
-                {h.id: float(h.score) for h in found if h.id != u.id and h.score >= self.threshold},
+                {h.id: similarity(h.score) for h in found if h.id != u.id and h.score >= self.threshold},
                 self.top_k,
             )
             old = {x.target_id: x.weight for x in u.links if x.type == LinkType.semantic}
