@@ -130,8 +130,12 @@ class RetainWorker:
         # Consolidation jobs (observations, opinions; only with an LLM) finish before the
         # bank is evicted, so they do not reload it.
         self.memory.wait_background()
+        out = report.as_dict()
+        # what the bank holds now (memories other paths retained included): the ledger's
+        # figure, so that a re-run skips the bank while it stays so
+        out["bank_units"] = self.memory.store.count_units(bank_id)
         self.memory.derived.evict(bank_id)  # derived from Milvus; keep actor memory bounded
-        return report.as_dict()
+        return out
 
     def _rules(self):
         """The LLM-free extractor, the fallback of batch-extracted chunks."""
@@ -158,6 +162,10 @@ class RetainWorker:
                 "chunks",
                 "entities",
                 "links",
+                "unchanged",
+                "bank_units",
+                "stale_tree_sessions",
+                "stale_facts",
                 "seconds",
                 "timings",
                 "worker_pid",
@@ -188,14 +196,13 @@ class RetainWorker:
             out["fingerprint"].append(str(fp))
             out["status"].append("ok" if ok else "failed")
             out["error"].append("" if ok else error)
-            for key, src in (
-                ("turns", "turns"),
-                ("memories", "units"),
-                ("chunks", "chunks"),
-                ("entities", "entities"),
-                ("links", "links"),
-            ):
-                out[key].append(int(report[src]) if ok else 0)
+            # memories: those the bank's documents hold (written now or kept as they were)
+            out["memories"].append(int(report["units"] + report["unchanged"]) if ok else 0)
+            for key in ("turns", "chunks", "entities", "links", "unchanged", "bank_units"):
+                out[key].append(int(report[key]) if ok else 0)
+            # what a bank consolidated before was left for `memlane consolidate`
+            for key in ("tree_sessions", "facts"):
+                out[f"stale_{key}"].append(int(report["stale"][key]) if ok else 0)
             out["seconds"].append(time.perf_counter() - t0)
             # seconds per retain stage (memlane/timings.py), JSON: benchmarks/retain_profile.py
             out["timings"].append(json.dumps(report["timings_s"]) if ok else "{}")
@@ -205,7 +212,8 @@ class RetainWorker:
                 self.metrics.banks.inc(1, tags={"status": "ok" if ok else "failed"})
                 if ok:
                     self.metrics.turns.inc(report["turns"])
-                    self.metrics.memories.inc(report["units"])
+                    if report["units"]:  # a Ray counter takes no 0: a bank retained unchanged
+                        self.metrics.memories.inc(report["units"])
                     for stage, seconds in report["timings_s"].items():
                         self.metrics.stage.observe(float(seconds), tags={"stage": stage})
                     self.metrics.bank_seconds.observe(time.perf_counter() - t0)

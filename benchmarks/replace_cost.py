@@ -1,6 +1,6 @@
 """What a retain costs when its document already exists, beside a new document's retain.
 
-``python benchmarks/replace_cost.py [--sizes 1000,10000] [--docs 40] [--turns 20] [--reps 12]``
+``python benchmarks/replace_cost.py [--sizes 1000,10000] [--docs 40] [--turns 20] [--reps 12] [--consolidate]``
 
 For each bank size: a fresh Milvus Lite data directory, a bank of ``--docs`` documents of
 ``--turns`` templated chat turns, each retained in its own call (as the peer workload's requests
@@ -13,6 +13,9 @@ of the documents (round-robin) three ways, in alternating order:
 * ``one-turn``: the same with one turn's text changed (the next round's ``unchanged`` sends
   this version);
 * ``new``: a document id the bank never held (the baseline: nothing to delete).
+
+With ``--consolidate`` the bank's tree is built (and its facts resolved) before the rounds, so a
+retain also has a tree to keep and prunes the sessions it changed.
 
 Prints per case the wall time of ``Memory.retain`` (p50 / p95 in ms) and the median of each
 stage it recorded (``memlane.timings``: ``delete`` and its parts ``delete.*``, ``reuse_read``,
@@ -77,7 +80,9 @@ def documents(n: int, turns: int, seed: int = 5):
     return docs
 
 
-def run_size(size: int, n_docs: int, n_turns: int, reps: int, data_dir: Path) -> dict[str, Any]:
+def run_size(
+    size: int, n_docs: int, n_turns: int, reps: int, data_dir: Path, consolidate: bool = False
+) -> dict[str, Any]:
     from benchmarks.engine import synthetic_batches, synthetic_chunks
     from memlane.engine import Memory
     from memlane.settings import Settings
@@ -110,6 +115,12 @@ def run_size(size: int, n_docs: int, n_turns: int, reps: int, data_dir: Path) ->
             memory.store.bump_revision(bank)
             memory.derived.ensure(bank)
             _say(f"size {size}: {filler} synthetic units added in {time.perf_counter() - t:.1f}s")
+        if consolidate:
+            t = time.perf_counter()
+            tree = memory.consolidate(bank, consolidator="rules")
+            _say(
+                f"size {size}: consolidated ({sum(tree.nodes.values())} nodes) in {time.perf_counter() - t:.1f}s"
+            )
         units = memory.store.count_units(bank)
         entities = len(memory.store.list_entities(bank))
 
@@ -143,7 +154,13 @@ def run_size(size: int, n_docs: int, n_turns: int, reps: int, data_dir: Path) ->
                 else:
                     new_doc, new_turns = fresh[r]
                     timed(case, new_doc, new_turns)
-        out: dict[str, Any] = {"size": size, "units": units, "entities": entities, "cases": {}}
+        out: dict[str, Any] = {
+            "size": size,
+            "units": units,
+            "entities": entities,
+            "tree_nodes": len(memory.store.list_tree_nodes(bank)),
+            "cases": {},
+        }
         for case, xs in walls.items():
             out["cases"][case] = {
                 "n": len(xs),
@@ -160,7 +177,9 @@ def run_size(size: int, n_docs: int, n_turns: int, reps: int, data_dir: Path) ->
 
 
 def format_size(res: dict[str, Any]) -> str:
-    lines = [f"bank of {res['units']:,} units, {res['entities']} entities"]
+    lines = [
+        f"bank of {res['units']:,} units, {res['entities']} entities, {res['tree_nodes']} tree nodes at the end"
+    ]
     cases = ["unchanged", "one-turn", "new"]
     keys = sorted({k for c in cases for k in res["cases"][c]["stages_p50_ms"]})
     lines.append(f"  {'':<22}" + "".join(f"{c:>12}" for c in cases))
@@ -180,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--reps", type=int, default=12)
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    ap.add_argument("--consolidate", action="store_true", help="build the tree before the rounds")
     args = ap.parse_args(argv)
 
     import memlane
@@ -189,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     for size in [int(s) for s in args.sizes.split(",") if s]:
         scratch = Path(tempfile.mkdtemp(prefix="memlane-replace-"))
         try:
-            results.append(run_size(size, args.docs, args.turns, args.reps, scratch / "data"))
+            results.append(
+                run_size(size, args.docs, args.turns, args.reps, scratch / "data", args.consolidate)
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         if not args.json:

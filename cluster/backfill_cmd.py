@@ -52,6 +52,11 @@ def _format(summary: dict) -> str:
         from cluster.consolidate_cmd import format_summary
 
         lines.append(format_summary(summary["consolidate"]))
+    elif summary.get("stale_tree_sessions") or summary.get("stale_facts"):
+        lines.append(
+            f"  left for `memlane consolidate`: {summary['stale_tree_sessions']} tree sessions and "
+            f"{summary['stale_facts']} facts of consolidated banks changed"
+        )
     return "\n".join(lines)
 
 

@@ -92,11 +92,18 @@ def retain(
         typer.echo(json.dumps(out))
     else:
         typer.echo(
-            f"bank {bank}: {counted(out['turns'], 'turn')} -> {counted(out['units'], 'memory', 'memories')}, "
+            f"bank {bank}: {counted(out['turns'], 'turn')} -> {counted(out['units'], 'memory', 'memories')} written "
+            f"({out['unchanged']} unchanged, {out['removed']} removed), "
             f"{counted(out['chunks'], 'chunk')}, {counted(out['entities'], 'entity', 'entities')} touched, "
             f"{counted(out['links'], 'stored link')} in {out['total_s']:.1f}s "
             f"({out['seconds']:.1f}s writing, the rest opening the store and loading the models)"
         )
+        stale = out["stale"]
+        if stale["tree_sessions"] or stale["facts"]:
+            typer.echo(
+                f"left for `memlane consolidate --bank {bank}`: {stale['tree_sessions']} tree sessions "
+                f"and {stale['facts']} facts changed"
+            )
 
 
 @bench_app.command("engine")

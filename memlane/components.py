@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from memlane.retain.deferred import DeferredExtraction
     from memlane.retain.facts import Extractor
     from memlane.retain.pipeline import Retainer
+    from memlane.retain.relink import Linker
     from memlane.retain.service import RetainService
     from memlane.stores.milvus import MilvusStore
     from memlane.tree.consolidators import Consolidator
@@ -62,6 +63,7 @@ class Components:
         # built on first use by the properties below
         self._embedders: BankEmbedders | None = None
         self._retainer: Retainer | None = None
+        self._linker: Linker | None = None
         self._recaller: Recaller | None = None
         self._derived: DerivedState | None = None
         self._writer: BankWriter | None = None
@@ -132,8 +134,24 @@ class Components:
                 self.derived,
                 on_delete=[prune_observations, prune_tree, restore_superseded],
                 leases=leases,
+                relink=self.linker.relink,
             )
         return self._writer
+
+    @property
+    def linker(self) -> Linker:
+        """Semantic links, chosen and kept as a function of a bank's units (memlane/retain/relink.py)."""
+        if self._linker is None:
+            from memlane.retain.relink import Linker
+
+            derived, retain = self.derived, self.settings.retain
+            self._linker = Linker(
+                derived if derived.with_index else self.store,
+                self.store,
+                threshold=retain.semantic_link_threshold,
+                top_k=retain.semantic_link_top_k,
+            )
+        return self._linker
 
     @property
     def embedders(self) -> BankEmbedders:
@@ -224,7 +242,9 @@ class Components:
         if self._retainer is None:
             from memlane.retain.pipeline import Retainer
 
-            self._retainer = Retainer(self.settings, self.store, self.derived, self.embedders, self.extractor)
+            self._retainer = Retainer(
+                self.settings, self.store, self.derived, self.embedders, self.extractor, self.linker
+            )
             if self.reflection.consolidates:
                 self._retainer.on_units = self.reflection.units_written
         return self._retainer

@@ -238,6 +238,14 @@ class VectorStore(SearchBackend, Protocol):
         """All chunks of the bank in pages of at most ``batch_size``, in id order."""
         ...
 
+    def document_chunks(self, bank_id: str, document_id: str) -> list[Chunk]:
+        """The chunks of one document, in id order."""
+        ...
+
+    def delete_chunks(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Delete chunks by id (not their units); returns how many existed."""
+        ...
+
     def count_chunks(self, bank_id: str) -> int: ...
 
     # entities

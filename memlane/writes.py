@@ -8,7 +8,10 @@ invalidation, a deletion, a batch of opinions) therefore does three things, in t
 1. it writes to the store;
 2. it brings this process's derived state up to date in place: units it wrote are upserted,
    units it deleted removed (with the units whose links the store pruned, and whatever the
-   delete hooks changed, read again);
+   delete hooks changed, read again); after a deletion, the units whose links it pruned choose
+   their links again among the units left (``relink``) and the entities it touched get their
+   mention counts and first and last sightings from the units left, so that what a bank
+   derives does not depend on what it once held;
 3. it bumps the bank's revision exactly once, at the end, with the unit ids it upserted and
    removed, so other processes apply that delta on their next recall (memlane/revlog.py)
    instead of reloading the bank. When another process bumped the revision while this write
@@ -29,12 +32,13 @@ evicts this process's state, which may hold part of the write.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, Callable, Iterator, Sequence, cast
 
 from memlane.derived import DerivedState
 from memlane.interfaces import UnitFilter, VectorStore
 from memlane.leases import BankLeases
-from memlane.records import Bank, Chunk, Entity, MemoryUnit, TreeNode
+from memlane.records import Bank, Chunk, Entity, FactType, MemoryUnit, TreeNode
 from memlane.revlog import RevisionDelta
 from memlane.timings import stage
 
@@ -42,6 +46,12 @@ from memlane.timings import stage
 # a rule that keeps summaries consistent with their sources (observations, memlane/reflect).
 # A delete hook: (the store, recording its writes; the bank; the unit ids this write deleted)
 DeleteHook = Callable[[VectorStore, str, frozenset[str]], None]
+# Called after a deletion with the write and the units whose links to deleted units the store
+# pruned: chooses their links again among the units left (memlane/retain/relink.py), so a
+# bank's links do not depend on what it once held. Returns how many it rewrote.
+Relink = Callable[["BankWrite", set[str]], int]
+# The units retain writes: what an entity's first and last sighting are read from.
+_SAID = (FactType.world, FactType.experience)
 
 
 class BankWriter:
@@ -53,11 +63,13 @@ class BankWriter:
         derived: DerivedState,
         on_delete: Sequence[DeleteHook] = (),
         leases: BankLeases | None = None,
+        relink: Relink | None = None,
     ) -> None:
         self.store = store
         self.derived = derived
         self.on_delete = list(on_delete)
         self.leases = leases if leases is not None else BankLeases(store)
+        self.relink = relink
 
     @contextmanager
     def write(self, bank_id: str) -> Iterator[BankWrite]:
@@ -141,6 +153,14 @@ class BankWrite:
             if upserts:
                 self.store.upsert_tree_nodes(self.bank_id, upserts)
 
+    def delete_chunks(self, ids: Sequence[str]) -> int:
+        """Delete chunk records by id (not derived state; their units are the caller's to
+        delete). Returns how many existed."""
+        n = self.store.delete_chunks(self.bank_id, ids) if ids else 0
+        if n:
+            self.changed = True
+        return n
+
     def delete_document(self, document_id: str) -> dict[str, int]:
         """Delete a document's units and chunks, then clean up after them (see
         ``_after_delete``). Returns ``{"units", "chunks", "entities"}`` counts (entities:
@@ -178,6 +198,8 @@ class BankWrite:
         of the store they are given, which records them."""
         self.changed = True
         bank_id, store, derived = self.bank_id, self.store, self.writer.derived
+        # the units whose links the store pruned: the graph still holds the deleted units here
+        pruned = (derived.linking_to(bank_id, sorted(recorder.removed)) or set()) - recorder.removed
         for hook in self.writer.on_delete:
             with stage(f"delete.hook.{getattr(hook, '__name__', 'hook')}"):
                 hook(recorder.as_store(), bank_id, frozenset(recorder.removed))
@@ -185,19 +207,46 @@ class BankWrite:
             applied = derived.apply_delta(bank_id, recorder.upserted, recorder.removed)
         self.upserted.update(applied.upserted)
         self.removed.update(applied.removed)
+        if self.writer.relink is not None and pruned:
+            with stage("delete.relink"):
+                self.writer.relink(self, pruned)
         with stage("delete.entities"):
             entities = store.list_entities(bank_id)
             degrees = derived.graph.entity_degrees(bank_id, [e.entity_id for e in entities])
             orphans = [e.entity_id for e in entities if degrees.get(e.entity_id, 0) == 0]
             dropped = store.delete_entities(bank_id, orphans) if orphans else 0
-            recounted = [
-                e.model_copy(update={"mention_count": degrees[e.entity_id]})
+            fixed = [
+                e2
                 for e in entities
-                if degrees.get(e.entity_id, 0) and degrees[e.entity_id] != e.mention_count
+                if degrees.get(e.entity_id, 0)
+                and (e2 := self._recounted(e, degrees[e.entity_id], recorder.spans.get(e.entity_id))) is not e
             ]
-            if recounted:
-                store.upsert_entities(bank_id, recounted)
+            if fixed:
+                store.upsert_entities(bank_id, fixed)
         return dropped
+
+    def _recounted(self, entity: Entity, degree: int, deleted: tuple[float, float] | None) -> Entity:
+        """The entity with its mention count, and its first and last sighting read again from
+        the units left when a deleted unit said it at one of them (else they stand)."""
+        update: dict[str, Any] = {}
+        if degree != entity.mention_count:
+            update["mention_count"] = degree
+        first, last = entity.first_seen, entity.last_seen
+        if deleted is not None and (
+            first is None or last is None or first.timestamp() >= deleted[0] or last.timestamp() <= deleted[1]
+        ):
+            flt = UnitFilter(entity_id=entity.entity_id, fact_types=list(_SAID), only_valid=False)
+            ids = self.store.list_unit_ids(self.bank_id, flt)
+            times = [
+                f["mentioned_at"]
+                for f in self.store.get_unit_fields(self.bank_id, ids, ["mentioned_at"]).values()
+                if f.get("mentioned_at") is not None
+            ]
+            if times:
+                seen = (datetime.fromtimestamp(min(times), UTC), datetime.fromtimestamp(max(times), UTC))
+                if seen != (first, last):
+                    update["first_seen"], update["last_seen"] = seen
+        return entity.model_copy(update=update) if update else entity
 
     def finish(self, *, failed: bool) -> None:
         """End the write: bump the revision once (when anything was written); after a
@@ -225,6 +274,22 @@ class _Recording:
         self._linking = linking
         self.upserted: set[str] = set()
         self.removed: set[str] = set()
+        # entity id -> (earliest, latest) time a deleted unit said it, epoch seconds
+        self.spans: dict[str, tuple[float, float]] = {}
+
+    def _note(self, bank_id: str, ids: Sequence[str]) -> None:
+        """Note when the units about to be deleted said their entities."""
+        if not ids:
+            return
+        for f in self._store.get_unit_fields(
+            bank_id, ids, ["entity_ids", "mentioned_at", "fact_type"]
+        ).values():
+            t = f.get("mentioned_at")
+            if t is None or f.get("fact_type") not in {x.value for x in _SAID}:
+                continue
+            for e in f.get("entity_ids") or ():
+                lo, hi = self.spans.get(e, (t, t))
+                self.spans[e] = (min(lo, t), max(hi, t))
 
     def linking(self, ids: Sequence[str]) -> set[str] | None:
         """A superset of the units holding links to ``ids``, or None (the store finds them)."""
@@ -244,6 +309,7 @@ class _Recording:
 
     def delete_units(self, bank_id: str, ids: Sequence[str]) -> int:
         ids = [i for i in ids if isinstance(i, str)]
+        self._note(bank_id, ids)
         n = self._store.delete_units(bank_id, ids, linking=self.linking(ids))
         self.removed.update(ids)  # an id that did not exist removes nothing anywhere
         return n
@@ -256,5 +322,6 @@ class _Recording:
             flt = UnitFilter(document_id=document_id, only_valid=False)
             with stage("delete.list_ids"):
                 ids = self._store.list_unit_ids(bank_id, flt)
+            self._note(bank_id, ids)
             self.removed.update(ids)
         return self._store.delete_document(bank_id, document_id, linking=self.linking(ids))

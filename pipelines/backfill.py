@@ -52,7 +52,7 @@ GROUP_TURNS = 1024
 REJECTS_FILE = "backfill-rejects.jsonl"
 LEDGER_FILE = "backfill-ledger.jsonl"
 # What the ledger keeps of a retained bank's result row.
-_LEDGER_KEYS = ("bank_id", "fingerprint", "turns", "memories", "entities", "links")
+_LEDGER_KEYS = ("bank_id", "fingerprint", "turns", "memories", "entities", "links", "bank_units")
 
 
 class RejectLimitExceeded(Exception):
@@ -81,6 +81,10 @@ class BackfillSummary:
     skipped_banks: int = 0
     failed_banks: int = 0
     retained_turns: int = 0
+    # What the banks retained in this run that were consolidated before were left for
+    # `memlane consolidate` (the retain report's stale): tree sessions and facts.
+    stale_tree_sessions: int = 0
+    stale_facts: int = 0
     read_s: float = 0.0
     reject_share: float = 0.0
     workers: int = 0
@@ -275,7 +279,10 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
         for bank, payload, fp in plan.banks:
             prev = ledger.get(bank.bank_id)
             if prev and prev.get("fingerprint") == fp:
-                if store.count_units(bank.bank_id) == prev.get("memories"):
+                # what the bank held when it finished (a ledger line before that figure: its
+                # memories); a bank that changed since (another path retained into it, a
+                # crash cut it) is retained again, which rewrites only what differs
+                if store.count_units(bank.bank_id) == prev.get("bank_units", prev.get("memories")):
                     skipped.append(prev)
                     continue
             todo.append((bank, payload, fp))
@@ -364,7 +371,14 @@ def run_backfill(
                 if rec["status"] == "ok":
                     summary.retained_banks += 1
                     summary.retained_turns += rec["turns"]
-                    for key in ("turns", "memories", "entities", "links"):
+                    for key in (
+                        "turns",
+                        "memories",
+                        "entities",
+                        "links",
+                        "stale_tree_sessions",
+                        "stale_facts",
+                    ):
                         setattr(summary, key, getattr(summary, key) + rec[key])
                     ledger_file.write(json.dumps({k: rec[k] for k in _LEDGER_KEYS}) + "\n")
                     ledger_file.flush()

@@ -51,14 +51,25 @@ class RuleExtractor:
     def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
         from memlane.temporal import find_time_expressions
 
+        # A chunk's speakers are those of its turns and the turns around it, never those of
+        # other chunks extracted in the same call: a chunk's facts are a function of its own
+        # input (memlane/retain/plan.py keeps a chunk whose input did not change).
+        speakers_of = [
+            {_norm(t.speaker): t.speaker for t in (item.before, *item.turns, item.after) if t is not None}
+            for item in chunks
+        ]
         turns = [t for item in chunks for t in item.turns]
-        speakers = {_norm(t.speaker): t.speaker for t in turns}
         # speakers named in a turn are found by _speaker_mentions: NER runs where they are not
-        mentions = self._ner.entities([t.text for t in turns], known={k for k in speakers if " " not in k})
+        known = [
+            {k for k in speakers if " " not in k}
+            for item, speakers in zip(chunks, speakers_of)
+            for _ in item.turns
+        ]
+        mentions = self._ner.entities([t.text for t in turns], known_each=known)
         owner = _norm(bank.name) if bank.name else None
         out: list[list[Fact]] = []
         i = 0
-        for item in chunks:
+        for item, speakers in zip(chunks, speakers_of):
             facts: list[Fact] = []
             around = [item.before, *item.turns, item.after]
             for pos, turn in enumerate(item.turns, start=1):

@@ -16,6 +16,13 @@ from memlane.interfaces import Hit
 from memlane.records import Link, LinkType
 
 
+def similarity(cosine: float) -> float:
+    """A cosine as links rank and keep it: to 6 decimals. A batch's matrix product and an
+    index's search compute the same cosine to ~1e-7 apart, and a text said twice must tie
+    (then the id decides) whichever computed it."""
+    return round(float(cosine), 6)
+
+
 def semantic_links(
     ids: Sequence[str],
     vectors: np.ndarray,
@@ -39,11 +46,11 @@ def semantic_links(
         cands: dict[str, float] = {}
         for j in np.nonzero(sims[i] >= threshold)[0].tolist():
             if j != i and times[j] <= times[i] and ids[j] != ids[i]:
-                cands[ids[j]] = max(cands.get(ids[j], -1.0), float(sims[i, j]))
+                cands[ids[j]] = max(cands.get(ids[j], -1.0), similarity(sims[i, j]))
         for hit in store_hits[i] if store_hits else ():
             at = hit.fields.get("mentioned_at")
             if hit.score >= threshold and hit.id not in batch_ids and at is not None and at <= times[i]:
-                cands[hit.id] = max(cands.get(hit.id, -1.0), float(hit.score))
+                cands[hit.id] = max(cands.get(hit.id, -1.0), similarity(hit.score))
         best = sorted(cands.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
         out.append([Link(target_id=t, type=LinkType.semantic, weight=min(1.0, max(0.0, w))) for t, w in best])
     return out

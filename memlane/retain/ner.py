@@ -69,11 +69,22 @@ class SpacyNER:
         self._batch_size = batch_size
         self._lock = threading.Lock()
 
-    def entities(self, texts: Sequence[str], known: Collection[str] = ()) -> list[list[tuple[str, str]]]:
+    def entities(
+        self,
+        texts: Sequence[str],
+        known: Collection[str] = (),
+        *,
+        known_each: Sequence[Collection[str]] | None = None,
+    ) -> list[list[tuple[str, str]]]:
         """(surface, label) pairs per text, kept labels only, in order of appearance. Texts
         without an inner capitalised word outside ``known`` (casefolded names the caller
-        finds itself) are not run through the model (see :func:`has_inner_capital`)."""
-        run = [i for i, t in enumerate(texts) if has_inner_capital(t, known)]
+        finds itself; ``known_each``: one such set per text) are not run through the model
+        (see :func:`has_inner_capital`)."""
+        run = [
+            i
+            for i, t in enumerate(texts)
+            if has_inner_capital(t, known if known_each is None else known_each[i])
+        ]
         out: list[list[tuple[str, str]]] = [[] for _ in texts]
         with self._lock:
             docs = self._nlp.pipe((texts[i] for i in run), batch_size=self._batch_size)

@@ -1,10 +1,18 @@
 """Retain: chunk -> extract -> resolve entities -> embed -> link -> write, in bounded batches.
 
 Writes go through the caller's :class:`~memlane.writes.BankWrite` (one logical write per
-retain call: one revision bump at its end). Write order per batch: chunks, then units (the
-store of record, then the derived graph); entity records are written last with mention counts
-read from the graph, which is itself derived from the units, so a retain interrupted anywhere
-and run again converges to the same state.
+retain call: one revision bump at its end, none when it wrote nothing). A document the bank
+already holds is compared with what it holds first (memlane/retain/plan.py): what did not
+change is neither extracted, embedded nor written again, and keeps its state (validity,
+supersessions, the metadata resolution wrote, links, entities, the tree over it); what
+changed or went is deleted first, so the delete hooks see only that, and written again fresh.
+What the call leaves out of date in a consolidated bank (the tree's sessions it touched, the
+facts whose resolution may change) is removed from the tree and counted in the report's
+``stale``, for ``memlane consolidate``.
+
+Write order per batch: chunks, then units (the store of record, then the derived graph); entity
+records are written last with mention counts read from the graph, which is itself derived from
+the units, so a retain interrupted anywhere and run again converges to the same state.
 """
 
 from __future__ import annotations
@@ -12,20 +20,25 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from memlane.derived import DerivedState
+from memlane.facts.resolver import slot_of
 from memlane.ids import unit_id
-from memlane.interfaces import UnitFilter, VectorStore
-from memlane.records import Bank, Chunk, Link, MemoryUnit, Turn
+from memlane.interfaces import VectorStore
+from memlane.records import Bank, Link, MemoryUnit, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.entities import EntityResolver
 from memlane.retain.facts import Extractor, Fact
-from memlane.retain.links import semantic_links
+from memlane.retain.plan import INPUT, Held, Plan, compare, split, stamp
+from memlane.retain.relink import Linker
 from memlane.settings import Settings
 from memlane.timings import add, recording, stage
+from memlane.tree.invariants import outdated_nodes
+from memlane.tree.windows import day_key, week_key
 
 if TYPE_CHECKING:
     from memlane.banks import BankEmbedders
@@ -38,21 +51,45 @@ if TYPE_CHECKING:
 BATCH_TURNS = 256
 
 
+def _no_stale() -> dict[str, int]:
+    return {"tree_sessions": 0, "facts": 0}
+
+
 @dataclass
 class RetainReport:
-    """What one retain call wrote."""
+    """What one retain call wrote, kept and left for consolidation."""
 
     bank_id: str
     documents: int = 0
     turns: int = 0
-    chunks: int = 0
-    units: int = 0
+    chunks: int = 0  # chunk records written
+    units: int = 0  # memories written
+    # memories the bank held as this call would write them: kept as they were, not written
+    unchanged: int = 0
+    removed: int = 0  # memories of earlier versions deleted (changed or gone)
     entities: int = 0
     links: int = 0
+    relinked: int = 0  # other memories whose semantic links the written ones changed
     # Documents whose LLM extraction runs in the background (memlane/retain/deferred.py).
     deferred: int = 0
+    # What the call left out of date in a consolidated bank, for `memlane consolidate`: the
+    # sessions whose tree nodes it removed (their memories changed) or lacks (new sessions),
+    # and the facts (memories with a slot or a resolution) whose resolution may change.
+    stale: dict[str, int] = field(default_factory=_no_stale)
     seconds: float = 0.0
     timings_s: dict[str, float] = field(default_factory=dict)
+
+    COUNTS = (
+        "documents",
+        "turns",
+        "chunks",
+        "units",
+        "unchanged",
+        "removed",
+        "entities",
+        "links",
+        "relinked",
+    )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -60,8 +97,40 @@ class RetainReport:
     def add(self, other: RetainReport) -> None:
         """Add another report's counts and seconds to this one (a call that retains several
         documents one at a time reports their sum)."""
-        for key in ("documents", "turns", "chunks", "units", "entities", "links", "deferred", "seconds"):
+        for key in (*self.COUNTS, "deferred", "seconds"):
             setattr(self, key, getattr(self, key) + getattr(other, key))
+        for key, n in other.stale.items():
+            self.stale[key] = self.stale.get(key, 0) + n
+
+
+class _Known:
+    """An extractor that answers with facts extracted beforehand where it has them."""
+
+    def __init__(self, known: Mapping[str, list[Fact]], inner: Extractor) -> None:
+        self.known, self.inner, self.name = known, inner, inner.name
+
+    def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
+        missing = [c for c in chunks if c.chunk.chunk_id not in self.known]
+        got = iter(self.inner.extract(bank, missing) if missing else ())
+        return [self.known[c.chunk.chunk_id] if c.chunk.chunk_id in self.known else next(got) for c in chunks]
+
+
+@dataclass
+class _Call:
+    """One replace call's state across its batches."""
+
+    bank: Bank
+    write: BankWrite
+    plan: Plan
+    fps: dict[str, str]  # chunk id -> the fingerprint of its input
+    by: str  # the extractor's name, stamped with the fingerprint
+    tags: Sequence[str]
+    reuse: Mapping[str, np.ndarray]
+    report: RetainReport
+    timings: dict[str, float]
+    written: list[MemoryUnit] = field(default_factory=list)
+    # memories of the bank that may link to written ones: {memory: {written memory: cosine}}
+    later: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class Retainer:
@@ -75,37 +144,19 @@ class Retainer:
         derived: DerivedState,
         embedders: BankEmbedders,
         extractor: Extractor,
+        linker: Linker,
     ) -> None:
-        """``embedders`` gives each bank the embedder of its vectors (memlane/banks.py)."""
+        """``embedders`` gives each bank the embedder of its vectors (memlane/banks.py);
+        ``linker`` chooses and keeps semantic links (memlane/retain/relink.py)."""
         self.settings = settings
         self.store = store
         self.derived = derived
         self.graph = derived.graph
-        # Semantic-link neighbours come from the in-process index when there is one.
-        self.search = derived if derived.with_index else store
         self.embedders = embedders
         self.extractor = extractor
+        self.linker = linker
         # Called with (bank, units) after each batch is written (consolidation queues them).
         self.on_units: Callable[[Bank, list[MemoryUnit]], None] | None = None
-
-    def retain(
-        self,
-        bank: Bank,
-        conversations: Sequence[tuple[str, Sequence[Turn]]],
-        write: BankWrite,
-        *,
-        tags: Sequence[str] = (),
-        progress: Callable[[int], None] | None = None,
-        extractor: Extractor | None = None,
-    ) -> RetainReport:
-        """Retain ``(document_id, turns)`` pairs into ``bank`` through ``write``, over what
-        the bank holds (units written by id; nothing deleted): what :meth:`replace` writes
-        once the documents are cleared. Ids derive from bank, document, chunk and position.
-        ``extractor`` replaces the configured one for this call only."""
-        with recording() as timings:
-            return self._retain(
-                bank, conversations, write, tags, progress, extractor or self.extractor, {}, timings
-            )
 
     def replace(
         self,
@@ -116,50 +167,119 @@ class Retainer:
         tags: Sequence[str] = (),
         progress: Callable[[int], None] | None = None,
         extractor: Extractor | None = None,
+        accept: Collection[str] = (),
     ) -> RetainReport:
         """Retain documents through ``write``, each replacing what the bank held under its
-        id: the rule of every retain path (memlane/retain/service.py). The documents are
-        deleted first, so entity resolution and semantic links see what a bank without them
-        sees and the bank ends as a fresh bank given these versions would; their units'
-        vectors are kept by text, and a text the new version still has is not embedded
-        again (the bank's embedder is the one that made them: BankEmbedders)."""
+        id: the rule of every retain path (memlane/retain/service.py). The bank ends as a
+        fresh bank given these versions would (the derived state consolidation writes aside,
+        which the report's ``stale`` counts), and writes only what changed (see the module).
+        Ids derive from bank, document, chunk and position. ``extractor`` replaces the
+        configured one for this call only; memories stamped by an extractor named in
+        ``accept`` (the deferred LLM's, when this call writes the rules' episode) count as
+        current too."""
+        extract = extractor or self.extractor
         with recording() as timings:
-            reuse = self._clear(write, bank.bank_id, list(dict.fromkeys(doc for doc, _ in conversations)))
-            return self._retain(
-                bank, conversations, write, tags, progress, extractor or self.extractor, reuse, timings
+            t0 = time.perf_counter()
+            report = RetainReport(bank_id=bank.bank_id)
+            items = self._chunks(bank.bank_id, conversations, tags, report)
+            with stage("held_read"):
+                held = Held.read(self.store, bank.bank_id, list(dict.fromkeys(d for d, _ in conversations)))
+            plan, fps = split(bank, items, held, {extract.name, *accept})
+            known = self._compare(bank, plan, held, fps, extract, tags)
+            report.unchanged = plan.kept
+            if progress and plan.unchanged:
+                progress(sum(len(item.turns) for item in plan.unchanged))
+            # the net removal first: entity resolution and links then see the bank without it
+            write.units(plan.restamped)
+            removed = [held.units[i] for i in dict.fromkeys(plan.remove) if i in held.units]
+            with stage("delete"):  # what deleting what changed or went cost, even when nothing
+                if removed:
+                    write.delete_units([u.id for u in removed])
+                if plan.gone_chunks:
+                    write.delete_chunks(plan.gone_chunks)
+            report.removed = len(removed)
+            reuse = {
+                u.text: np.asarray(u.embedding, dtype=np.float32) for u in held.units.values() if u.embedding
+            }
+            call = _Call(bank, write, plan, fps, extract.name, tags, reuse, report, timings)
+            self._retain(call, progress, _Known(known, extract))
+            with stage("relink"):
+                report.relinked = self.linker.gain(write, call.later)
+            with stage("outdated"):
+                self._outdated(call, held, removed, items)
+            report.seconds = time.perf_counter() - t0
+            report.timings_s = {k: round(v, 3) for k, v in timings.items()}
+            return report
+
+    def _chunks(
+        self, bank_id: str, conversations: Sequence[tuple[str, Sequence[Turn]]], tags: Sequence[str], report
+    ) -> list[ChunkInput]:
+        items: list[ChunkInput] = []
+        for document_id, turns in conversations:
+            report.documents += 1
+            report.turns += len(turns)
+            items.extend(chunk_turns(bank_id, document_id, turns, self.settings.retain.chunk_max_turns, tags))
+        return items
+
+    @staticmethod
+    def _compare(
+        bank: Bank, plan: Plan, held: Held, fps: dict[str, str], extract: Extractor, tags: Sequence[str]
+    ) -> dict[str, list[Fact]]:
+        """Extract the chunks the bank held that changed, and compare their facts with the
+        memories it held (memlane/retain/plan.py). Returns their facts by chunk id."""
+        again = [item for item in plan.fresh if held.by_chunk.get(item.chunk.chunk_id)]
+        if not again:
+            return {}
+        with stage("extract_held"):
+            facts = extract.extract(bank, again)
+        for item, found in zip(again, facts):
+            compare(plan, bank, item, found, held, stamp(extract.name, fps[item.chunk.chunk_id]), tags)
+        return {item.chunk.chunk_id: found for item, found in zip(again, facts)}
+
+    def _outdated(self, call: _Call, held: Held, removed: list[MemoryUnit], items: list[ChunkInput]) -> None:
+        """In a consolidated bank (it has a tree): remove the tree nodes of the sessions the
+        call touched and their ancestors (none outdated stays), and count what it left for
+        consolidation. A bank never consolidated has nothing out of date."""
+        touched = removed + call.written
+        if not touched:
+            return
+        nodes = self.store.list_tree_nodes(call.bank.bank_id)
+        if not nodes:
+            return
+        session_of = {c.chunk_id: c.session_id for c in held.chunks.values()}
+        session_of.update({item.chunk.chunk_id: item.chunk.session_id for item in items})
+
+        def session(u: MemoryUnit) -> str | None:
+            return f"{u.document_id}|{session_of[u.chunk_id]}" if u.chunk_id in session_of else None
+
+        sessions = {s for u in touched if (s := session(u)) is not None}
+        # the day and week a touched session now starts in (a new session's too: its day,
+        # week and the profile gain a child) and the profile
+        gone = {u.id for u in removed}
+        starts: dict[str, datetime] = {}
+        for u in [*(u for u in held.units.values() if u.id not in gone), *call.written]:
+            if (s := session(u)) in sessions:
+                starts[s] = min(starts.get(s, u.mentioned_at), u.mentioned_at)
+        windows = {"profile", *(k for at in starts.values() for k in (day_key(at), week_key(day_key(at))))}
+        call.write.tree([], outdated_nodes(nodes, sessions=sessions, windows=windows))
+        call.report.stale["tree_sessions"] = len(sessions)
+        facts = self.settings.facts
+        if facts.resolve != "off":
+            call.report.stale["facts"] = len(
+                {
+                    u.id
+                    for u in touched
+                    if u.superseded_by
+                    or u.metadata.get("engram")
+                    or slot_of(u, rules=facts.slots) is not None
+                }
             )
 
-    def _clear(self, write: BankWrite, bank_id: str, documents: Sequence[str]) -> dict[str, np.ndarray]:
-        """Delete ``documents`` from the bank; returns their units' vectors by text. An empty
-        bank (a backfill's, with many documents) costs two counts, not reads per document."""
-        with stage("delete"):  # what deleting the old versions cost, even when there were none
-            if not self.store.count_units(bank_id) and not self.store.count_chunks(bank_id):
-                return {}
-        vectors: dict[str, np.ndarray] = {}
-        for doc in documents:
-            with stage("reuse_read"):
-                ids = self.store.list_unit_ids(bank_id, UnitFilter(document_id=doc, only_valid=False))
-                for unit in self.store.get_units(bank_id, ids, with_embedding=True) if ids else ():
-                    vectors[unit.text] = np.asarray(unit.embedding, dtype=np.float32)
-            write.delete_document(doc)  # also when it held no units: a chunk can have none
-        return vectors
-
-    def _retain(
-        self,
-        bank: Bank,
-        conversations: Sequence[tuple[str, Sequence[Turn]]],
-        write: BankWrite,
-        tags: Sequence[str],
-        progress: Callable[[int], None] | None,
-        extract: Extractor,
-        reuse: Mapping[str, np.ndarray],
-        timings: dict[str, float],
-    ) -> RetainReport:
-        t0 = time.perf_counter()
-        report = RetainReport(bank_id=bank.bank_id)
+    def _retain(self, call: _Call, progress: Callable[[int], None] | None, extract: Extractor) -> None:
+        bank, timings = call.bank, call.timings
         with stage("entities_read"):
             resolver = EntityResolver(bank.bank_id, self.store.list_entities(bank.bank_id))
-        batches = self._batches(conversations, tags, report)
+        batches = self._batches(call.plan.fresh)
         # Extraction (spaCy) of batch i+1 runs on a thread while batch i is embedded and
         # written: the two overlap on the 2 cores instead of queueing.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-extract") as pool:
@@ -171,38 +291,32 @@ class Retainer:
                     facts = future.result()
                 following = next(batches, None)
                 future = pool.submit(self._extract, extract, bank, following, timings) if following else None
-                self._batch(bank, current, facts, resolver, tags, reuse, report, timings, write)
+                self._batch(call, current, facts, resolver)
                 if progress:
                     progress(sum(len(item.turns) for item in current))
                 current = following
-        # the mention counts; the write times its own store write ("store_write"), counted once
+        # the mention counts; the write times its own store write ("store_write"), counted once.
+        # An entity only memories kept as they were mention was not resolved again.
         with stage("entities_write"):
             touched = resolver.entities()
             if touched:
                 degrees = self.graph.entity_degrees(bank.bank_id, [e.entity_id for e in touched])
+                touched = [e for e in touched if degrees.get(e.entity_id)]
                 for ent in touched:
-                    ent.mention_count = degrees.get(ent.entity_id, 0)
-        write.entities(touched)
-        report.entities = len(touched)
-        report.seconds = time.perf_counter() - t0
-        report.timings_s = {k: round(v, 3) for k, v in timings.items()}
-        return report
+                    ent.mention_count = degrees[ent.entity_id]
+        call.write.entities(touched)
+        call.report.entities = len(touched)
 
-    def _batches(
-        self, conversations: Sequence[tuple[str, Sequence[Turn]]], tags: Sequence[str], report: RetainReport
-    ) -> Iterator[list[ChunkInput]]:
+    @staticmethod
+    def _batches(items: Sequence[ChunkInput]) -> Iterator[list[ChunkInput]]:
         pending: list[ChunkInput] = []
         pending_turns = 0
-        for document_id, turns in conversations:
-            report.documents += 1
-            for item in chunk_turns(
-                report.bank_id, document_id, turns, self.settings.retain.chunk_max_turns, tags
-            ):
-                pending.append(item)
-                pending_turns += len(item.turns)
-                if pending_turns >= BATCH_TURNS:
-                    yield pending
-                    pending, pending_turns = [], 0
+        for item in items:
+            pending.append(item)
+            pending_turns += len(item.turns)
+            if pending_turns >= BATCH_TURNS:
+                yield pending
+                pending, pending_turns = [], 0
         if pending:
             yield pending
 
@@ -225,65 +339,47 @@ class Retainer:
         fresh = dict(zip(missing, embedder.embed(missing))) if missing else {}
         return np.stack([reuse[t] if t in reuse else fresh[t] for t in texts]).astype(np.float32, copy=False)
 
-    def _batch(
-        self,
-        bank: Bank,
-        items: list[ChunkInput],
-        facts_per_chunk,
-        resolver: EntityResolver,
-        tags: Sequence[str],
-        reuse: Mapping[str, np.ndarray],
-        report: RetainReport,
-        timings: dict[str, float],
-        write: BankWrite,
-    ) -> None:
+    def _batch(self, call: _Call, items: list[ChunkInput], facts_per_chunk, resolver: EntityResolver) -> None:
+        timings, bank, report = call.timings, call.bank, call.report
+
         def lap(name: str, since: float) -> float:
             now = time.perf_counter()
             add(timings, name, now - since)
             return now
 
         tick = time.perf_counter()
-
-        drafts: list[tuple[Chunk, int, Fact, list[str]]] = []
+        # the facts to write: all of a new chunk's, those that changed of a chunk held before
+        drafts: list[tuple[ChunkInput, int, Fact, list[str]]] = []
         for item, facts in zip(items, facts_per_chunk):
-            chunk = item.chunk
-            entity_ids = resolver.resolve_chunk([f.mentions for f in facts], [f.mentioned_at for f in facts])
-            for index, (fact, eids) in enumerate(zip(facts, entity_ids)):
-                drafts.append((chunk, index, fact, eids))
+            keep = call.plan.keep.get(item.chunk.chunk_id, set())
+            chosen = [(i, f) for i, f in enumerate(facts) if i not in keep]
+            entity_ids = resolver.resolve_chunk(
+                [f.mentions for _, f in chosen], [f.mentioned_at for _, f in chosen]
+            )
+            drafts.extend((item, i, f, eids) for (i, f), eids in zip(chosen, entity_ids))
         tick = lap("entities", tick)
 
+        chunks = [item.chunk for item in items if call.plan.to_write(item.chunk)]
+        call.write.chunks(chunks)
+        report.chunks += len(chunks)
+        if not drafts:
+            return
         texts = [f.text for _, _, f, _ in drafts]
-        vectors = self._vectors(bank, texts, reuse)
+        vectors = self._vectors(bank, texts, call.reuse)
         tick = lap("embed", tick)
 
-        ids = [unit_id(bank.bank_id, c.document_id, c.chunk_id, i) for c, i, _, _ in drafts]
+        ids = [unit_id(bank.bank_id, it.chunk.document_id, it.chunk.chunk_id, i) for it, i, _, _ in drafts]
         times = [f.mentioned_at.timestamp() for _, _, f, _ in drafts]
-        links: list[list[Link]] = [[] for _ in drafts]
-        if self.settings.retain.semantic_link_top_k and len(drafts):
-            hits = None
-            if self.store.count_units(bank.bank_id):
-                hits = self.search.search_dense(
-                    bank.bank_id,
-                    vectors,
-                    self.settings.retain.semantic_link_top_k * 3,
-                    fields=["mentioned_at"],
-                )
-            links = semantic_links(
-                ids,
-                vectors,
-                times,
-                hits,
-                threshold=self.settings.retain.semantic_link_threshold,
-                top_k=self.settings.retain.semantic_link_top_k,
-            )
+        hits = self.linker.neighbours(bank.bank_id, vectors, times)
+        links: list[list[Link]] = self.linker.links(ids, vectors, times, hits)
+        for uid, gained in self.linker.later(ids, times, hits).items():
+            call.later.setdefault(uid, {}).update(gained)
         # Causal relations point at earlier facts of the same chunk.
-        first_of_chunk: dict[str, int] = {}
-        for pos, (chunk, index, _, _) in enumerate(drafts):
-            first_of_chunk.setdefault(chunk.chunk_id, pos - index)
-        for pos, (chunk, index, fact, _) in enumerate(drafts):
+        for pos, (item, index, fact, _) in enumerate(drafts):
+            chunk = item.chunk
             for rel in fact.causal:
                 if 0 <= rel.target < index:
-                    target = ids[first_of_chunk[chunk.chunk_id] + rel.target]
+                    target = unit_id(bank.bank_id, chunk.document_id, chunk.chunk_id, rel.target)
                     links[pos].append(
                         Link(target_id=target, type=rel.type, weight=min(1.0, max(0.0, rel.strength)))
                     )
@@ -300,24 +396,21 @@ class Retainer:
                 occurred_start=fact.occurred_start,
                 occurred_end=fact.occurred_end,
                 mentioned_at=fact.mentioned_at,
-                document_id=chunk.document_id,
-                chunk_id=chunk.chunk_id,
+                document_id=item.chunk.document_id,
+                chunk_id=item.chunk.chunk_id,
                 source_turns=fact.source_turns,
                 entity_ids=eids,
-                tags=list(tags),
+                tags=list(call.tags),
                 links=unit_links,
                 valid_from=fact.mentioned_at,
-                metadata=fact.metadata,
+                metadata={**fact.metadata, INPUT: stamp(call.by, call.fps[item.chunk.chunk_id])},
             )
-            for uid, vec, unit_links, (chunk, _, fact, eids) in zip(ids, vectors, links, drafts)
+            for uid, vec, unit_links, (item, _, fact, eids) in zip(ids, vectors, links, drafts)
         ]
         # the store, then this process's index and graph (timed by the write: memlane/writes.py)
-        write.chunks([item.chunk for item in items])
-        write.units(units)
+        call.write.units(units)
+        call.written.extend(units)
         if self.on_units is not None:
             self.on_units(bank, units)
-
-        report.turns += sum(len(item.turns) for item in items)
-        report.chunks += len(items)
         report.units += len(units)
         report.links += sum(len(x) for x in links)

@@ -1,11 +1,13 @@
 """Retain on the engine: conversations and API items written into a bank through the bank
 writer, then what follows a retain queued (memlane/components.py).
 
-One rule for every retain path (the backfill, ``memlane retain``, files, the API): a document
-retained again replaces what it held. Its units and chunks are deleted and the new version
-written in the same write (one lease, one revision bump), so the bank ends as a fresh bank
-given the new version would (no memories of turns the new version dropped), and the texts the
-new version shares with the old keep their stored vectors instead of being embedded again."""
+One rule for every retain path (the backfill, ``memlane retain``, files, the API, MCP, the
+LangGraph store): a document retained again replaces what it held, in one write (one lease, one
+revision bump), so the bank ends as a fresh bank given the new version would (no memories of
+turns the new version dropped). Only what changed is written (memlane/retain/plan.py): a
+document retained again unchanged writes nothing, bumps nothing and queues nothing, and its
+memories keep their validity, supersessions, links and the tree over them; a changed one
+rewrites what changed, and the report's ``stale`` says what it left for consolidation."""
 
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ class RetainService:
                 report = self.retainer.replace(
                     bank, conversations, w, tags=tags, progress=progress, extractor=extractor
                 )
-            with stage("queue"):
-                self.retained(bank_id)
+            if w.changed:  # an unchanged retain has nothing to follow it
+                with stage("queue"):
+                    self.retained(bank_id)
         return _timed(report, timings, t0)
 
     def retain_items(
@@ -93,18 +96,27 @@ class RetainService:
             with stage("bank"):
                 bank = self.banks.to_retain_into(bank_id, create_bank)
             total = RetainReport(bank_id=bank_id)
-            # the LLM's extraction deferred: the rules now
+            # the LLM's extraction deferred: the rules now, and what the LLM extracted from
+            # the same turns counts as current
             episode = self.extraction.episode_extractor()
+            accept = () if episode is None else (self.retainer.extractor.name,)
             for doc_id, (doc_tags, turns) in plan.items():
                 with self.writer.write(bank_id) as w:
                     report = self.retainer.replace(
-                        bank, [(doc_id, turns)], w, tags=doc_tags, progress=progress, extractor=episode
+                        bank,
+                        [(doc_id, turns)],
+                        w,
+                        tags=doc_tags,
+                        progress=progress,
+                        extractor=episode,
+                        accept=accept,
                     )
-                with stage("queue"):
-                    if episode is not None:
-                        self.extraction.extract_later(bank_id, doc_id, turns, doc_tags)
-                        report.deferred = 1
-                    self.retained(bank_id)
+                if w.changed:  # an unchanged document has nothing to follow it
+                    with stage("queue"):
+                        if episode is not None:
+                            self.extraction.extract_later(bank_id, doc_id, turns, doc_tags)
+                            report.deferred = 1
+                        self.retained(bank_id)
                 total.add(report)
         return _timed(total, timings, t0)
 

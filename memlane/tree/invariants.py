@@ -6,7 +6,7 @@ children's (temporal containment), and no level holds more nodes than the one be
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Iterable
+from typing import Collection, Iterable
 
 from memlane.interfaces import VectorStore
 from memlane.tree.nodes import Level, TreeNode
@@ -48,6 +48,35 @@ def tree_problems(nodes: Iterable[TreeNode], units: dict[str, datetime]) -> list
     return problems
 
 
+def outdated_nodes(
+    nodes: Iterable[TreeNode],
+    *,
+    removed: Collection[str] = (),
+    sessions: Collection[str] = (),
+    windows: Collection[str] = (),
+) -> list[str]:
+    """The ids of the nodes a change makes outdated: every session with a child in ``removed``
+    (unit ids deleted) or whose window is one of ``sessions`` (keys "document|session" whose
+    units were written again or added), every day, week or profile whose window is one of
+    ``windows`` (keys: a new or moved session falls in them), and their ancestors (their
+    children lists name them)."""
+    nodes = list(nodes)
+    removed, sessions, windows = set(removed), set(sessions), set(windows)
+    by_id = {n.id: n for n in nodes}
+    gone: set[str] = set()
+    for lv in (Level.session, Level.day, Level.week, Level.profile):
+        for n in nodes:
+            if n.level != lv:
+                continue
+            if lv == Level.session:
+                broken = n.key in sessions or any(c in removed for c in n.children)
+            else:
+                broken = n.key in windows or any(c in gone or c not in by_id for c in n.children)
+            if broken:
+                gone.add(n.id)
+    return sorted(gone)
+
+
 def prune_tree(store: VectorStore, bank_id: str, removed: frozenset[str] | None = None) -> None:
     """After memory units were deleted: remove every node with a child that no longer exists,
     and its ancestors (their children lists name it), so the tree never points at nothing. The
@@ -63,17 +92,6 @@ def prune_tree(store: VectorStore, bank_id: str, removed: frozenset[str] | None 
     if removed is None:
         held = set(store.list_unit_ids(bank_id))
         removed = frozenset(c for n in nodes if n.level == Level.session for c in n.children if c not in held)
-    by_id = {n.id: n for n in nodes}
-    gone: set[str] = set()
-    for lv in (Level.session, Level.day, Level.week, Level.profile):
-        for n in nodes:
-            if n.level != lv:
-                continue
-            if lv == Level.session:
-                broken = any(c in removed for c in n.children)
-            else:
-                broken = any(c in gone or c not in by_id for c in n.children)
-            if broken:
-                gone.add(n.id)
+    gone = outdated_nodes(nodes, removed=removed)
     if gone:
-        store.delete_tree_nodes(bank_id, sorted(gone))
+        store.delete_tree_nodes(bank_id, gone)

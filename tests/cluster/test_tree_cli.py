@@ -194,3 +194,82 @@ def test_recall_levels_and_planner_options(backfilled):
     assert f", {shown} tree node{'' if shown == 1 else 's'}, " in text.stderr  # the count, in its number
     bad = recall("--level", "7")
     assert bad.exit_code == 2 and "levels" in _one_line(bad)
+
+
+MOVES = [
+    ("s1", "2025-03-01T09:00:00Z", "Ana", "I live in Bristol now."),
+    ("s1", "2025-03-01T09:01:00Z", "Ben", "Bristol is lovely!"),
+    ("s2", "2025-03-05T18:00:00Z", "Ana", "We finally moved into our new place in Leeds last week!"),
+    ("s2", "2025-03-05T18:01:00Z", "Ben", "Congrats! How is the commute?"),
+    ("s3", "2025-03-20T12:00:00Z", "Ana", "Started my new job at Acme Corp today!"),
+    ("s3", "2025-03-20T12:01:00Z", "Ben", "How is it going so far?"),
+]
+
+
+def _moves(path: Path, edit: str | None = None) -> Path:
+    rows = [
+        {"document_id": "ana", "session_id": s, "timestamp": at, "speaker": who, "text": text}
+        for s, at, who, text in MOVES
+    ]
+    if edit is not None:
+        rows[-1]["text"] = edit
+    return write_jsonl_fixture(path, rows)
+
+
+def _said(result) -> list[str]:
+    """The report's lines (the progress bar's aside)."""
+    return [line for line in result.stdout.splitlines() if line.startswith(("bank ", "left for "))]
+
+
+def _validity(data: Path, bank: str) -> dict[str, tuple]:
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    with Memory(Settings(data_dir=data, background={"tree": False})) as memory:
+        return {
+            u.text: (u.invalid_at, u.superseded_by, u.metadata.get("engram"))
+            for page in memory.store.iter_units(bank)
+            for u in page
+        }
+
+
+def test_retaining_an_unchanged_file_keeps_the_tree_and_a_changed_one_says_what_it_left(tmp_path):
+    """The reported case: `memlane consolidate`, then `memlane retain` of the same file; the tree
+    and the supersessions stay, and the command says it wrote nothing. A changed file says
+    what it left for `memlane consolidate`, and the tree holds no node it made outdated."""
+    data = tmp_path / "data"
+
+    def run(*args: str):
+        result = CliRunner().invoke(app, [*args, "--data-dir", str(data)])
+        assert result.exit_code == 0, (result.stdout, result.stderr)
+        return result
+
+    src = _moves(tmp_path / "ana.jsonl")
+    run("retain", str(src), "--bank", "ana")
+    run("consolidate", "--bank", "ana", "--json")
+    tree = _json(run("tree", "--bank", "ana", "--json"))
+    assert sorted({n["level_name"] for n in tree}, key=LEVELS.index) == LEVELS
+    validity = _validity(data, "ana")
+    bristol = validity["Ana: I live in Bristol now."]
+    assert bristol[0] is not None and bristol[1] is not None  # superseded by the move to Leeds
+
+    again = run("retain", str(src), "--bank", "ana")
+    assert _said(again)[0].startswith("bank ana: 6 turns -> 0 memories written (6 unchanged, 0 removed)")
+    assert len(_said(again)) == 1  # nothing left for consolidation
+    assert _json(run("tree", "--bank", "ana", "--json")) == tree
+    assert _validity(data, "ana") == validity
+
+    changed = run("retain", str(_moves(tmp_path / "ana2.jsonl", edit="Going well, thanks!")), "--bank", "ana")
+    lines = _said(changed)
+    # the edited turn and its neighbour (whose context quotes it) are written again
+    assert lines[0].startswith("bank ana: 6 turns -> 2 memories written (4 unchanged, 2 removed)")
+    assert lines[1] == "left for `memlane consolidate --bank ana`: 1 tree sessions and 1 facts changed"
+    left = _json(run("tree", "--bank", "ana", "--json"))
+    # the edited session's node and its day, week and the profile are gone; the rest as it was
+    assert [n for n in tree if n["key"] not in ("ana|s3", "2025-03-20", "2025-W12", "profile")] == left
+    now = _validity(data, "ana")
+    rewritten = {"Ana: Started my new job at Acme Corp today!", "Ben: Going well, thanks!"}
+    assert {k: v for k, v in now.items() if k not in rewritten} == {
+        k: v for k, v in validity.items() if k not in rewritten | {"Ben: How is it going so far?"}
+    }
+    assert all(now[k] == (None, None, None) for k in rewritten)

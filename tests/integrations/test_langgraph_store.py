@@ -238,3 +238,23 @@ def test_the_engine_imports_no_langgraph():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_put_re_derives_its_own_item_and_nothing_else(store, memory):
+    """A put is a statement at the time of the put: putting a value again moves that item's
+    memory in time, so its session's tree node (and its day, week and the profile) go until
+    the next consolidation; the other items' nodes stay as they were."""
+    from datetime import timedelta
+
+    from memlane.records import now_utc
+
+    _fill(store)
+    memory.consolidate("alice", now=now_utc() + timedelta(days=8))  # every window closed
+    nodes = {n.key: n for n in memory.tree.nodes("alice")}
+    sessions = {k for k in nodes if "|" in k}
+    assert len(sessions) == 4  # one per item of bank alice
+    dog = store._document_id(FACTS, "dog")
+    store.put(FACTS, "dog", DOG)
+    left = {n.key: n for n in memory.tree.nodes("alice")}
+    assert set(left) == sessions - {f"{dog}|{dog}"}
+    assert all(left[k] == nodes[k] for k in left)

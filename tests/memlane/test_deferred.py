@@ -113,3 +113,24 @@ def test_without_deferral_retain_waits_for_the_model(server, settings, embedder,
         report = m.retain_items("ana", [_item("Adopted a tortoise called Dumpling today.")])
         assert time.perf_counter() - t0 >= DELAY_S and report.deferred == 0
         assert {u.metadata.get("extractor") for u in _units(m)} == {"llm"}
+
+
+def test_a_document_sent_again_unchanged_after_its_extraction_writes_nothing(
+    server, settings, embedder, extractor
+):
+    """The model's facts count as current for the same turns: sending the document again
+    writes no episode over them, queues no extraction and bumps no revision."""
+    server.responder = lambda body: extraction_reply(body["messages"][1]["content"])
+    items = [_item("Adopted a tortoise called Dumpling today."), _item("She eats dandelions.", 1)]
+    with _engine(settings, embedder, extractor, server) as m:
+        m.retain_items("ana", items, document_id="chat")
+        m.wait_background()
+        units = {u.id: u for u in _units(m)}
+        assert {u.metadata.get("extractor") for u in units.values()} == {"llm"}
+        steps = len(m.store.revision_log("ana")[1])
+        again = m.retain_items("ana", items, document_id="chat")
+        m.wait_background()
+        assert (again.units, again.unchanged, again.removed, again.deferred) == (0, len(units), 0, 0)
+        assert len(server.requests) == 1  # no second extraction
+        assert len(m.store.revision_log("ana")[1]) == steps
+        assert {u.id: u for u in _units(m)} == units

@@ -187,9 +187,11 @@ def test_retaining_the_same_document_again_changes_nothing_and_embeds_nothing(me
     state, vectors = _state(memory), _vectors(memory)
 
     counting = _counting(memory, monkeypatch)
+    steps = len(memory.store.revision_log(BANK)[1])
     retain(memory, FIRST)
 
     assert counting.take() == []
+    assert len(memory.store.revision_log(BANK)[1]) == steps  # nothing written: no revision
     assert _state(memory) == state
     again = _vectors(memory)
     assert again.keys() == vectors.keys() and all(np.array_equal(again[t], vectors[t]) for t in vectors)

@@ -332,3 +332,85 @@ def test_metrics_reach_the_prometheus_endpoint(cluster, tmp_path):
             break
         time.sleep(2)
     assert {k: got.get(k, 0) >= v for k, v in wanted.items()} == {k: True for k in wanted}
+
+
+CITY = [
+    ("s1", "2025-02-03T09:00:00Z", "Maya", "I live in Bristol now."),
+    ("s1", "2025-02-03T09:01:00Z", "Sam", "Bristol is lovely this time of year."),
+    ("s2", "2025-03-10T18:00:00Z", "Maya", "We finally moved into our new place in Glasgow last week!"),
+    ("s2", "2025-03-10T18:01:00Z", "Sam", "Congrats! How is the commute?"),
+    ("s3", "2025-04-14T12:00:00Z", "Maya", "Started my new job at Clyde Robotics today!"),
+    ("s3", "2025-04-14T12:01:00Z", "Sam", "How is it going so far?"),
+]
+NOTE = {
+    "content": "I have started Japanese lessons on Tuesday evenings.",
+    "speaker": "Maya",
+    "document_id": "mcp-note",
+    "timestamp": "2025-04-20T20:00:00+00:00",
+}
+
+
+def test_a_second_backfill_of_unchanged_input_keeps_the_tree_and_the_supersessions(cluster, tmp_path):
+    """The reported case: a backfill, its bank consolidated, one more memory retained over MCP
+    (the catalogue's operation), then the same backfill again. The bank's memory count no
+    longer matches the ledger, so the bank is retained again: its documents are unchanged and
+    nothing of the bank changes (tree, supersessions, links, entities). The bank then equals a
+    fresh bank given the same input through the engine, consolidated the same way."""
+    from datetime import UTC, datetime
+
+    from derived_state import differences, snapshot
+
+    from memlane import catalogue
+    from memlane.engine import Memory
+    from memlane.settings import Settings
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {
+            "bank_id": "maya",
+            "document_id": "maya",
+            "session_id": s,
+            "timestamp": at,
+            "speaker": who,
+            "text": text,
+        }
+        for s, at, who, text in CITY
+    ]
+    src = write_jsonl_fixture(tmp_path / "maya.jsonl", rows)
+    data = tmp_path / "bf"
+    first, _ = _run(cluster, src, data, workers=1)
+    assert (first.retained_banks, first.memories) == (1, 6)
+    with Memory(Settings(store={"milvus_uri": cluster.uri}, data_dir=tmp_path / "engine")) as memory:
+        memory.consolidate("maya", now=now)
+        bristol = next(u for p in memory.store.iter_units("maya") for u in p if "Bristol now" in u.text)
+        assert bristol.superseded_by is not None  # Glasgow superseded it
+        note = catalogue.call(memory, "retain", "maya", items=[NOTE])  # what MCP's retain runs
+        assert note["stale"]["tree_sessions"] == 1  # its session is not in the tree yet
+        before = snapshot(memory, "maya")
+        memory.derived.evict("maya")
+
+        second, results = _run(cluster, src, data, workers=1)
+        assert (second.retained_banks, second.skipped_banks) == (1, 0)  # 7 memories, not 6
+        (rec,) = results
+        assert (rec["memories"], rec["unchanged"], rec["bank_units"]) == (6, 6, 7)
+        assert (rec["stale_tree_sessions"], rec["stale_facts"]) == (0, 0)
+        assert differences(snapshot(memory, "maya"), before) == []
+        assert memory.store.get_units("maya", [bristol.id])[0].superseded_by == bristol.superseded_by
+
+        third, _ = _run(cluster, src, data, workers=1)
+        assert (third.retained_banks, third.skipped_banks) == (0, 1)  # the ledger holds 7 now
+
+        memory.consolidate("maya", now=now)
+        with Memory(Settings(data_dir=tmp_path / "fresh")) as fresh:
+            from memlane.ingest import load_conversations
+
+            # the same file as `memlane retain` reads it (the bank id is the backfill's routing key)
+            plain = write_jsonl_fixture(
+                tmp_path / "plain.jsonl", [{k: v for k, v in r.items() if k != "bank_id"} for r in rows]
+            )
+            for conv in load_conversations(plain):
+                fresh.retain("maya", [(conv.document_id, conv.turns)])
+            catalogue.call(fresh, "retain", "maya", items=[NOTE])
+            fresh.consolidate("maya", now=now)
+            assert differences(snapshot(memory, "maya"), snapshot(fresh, "maya")) == []
+    _assert_doctor_clean(cluster.uri, ["maya"])

@@ -302,6 +302,19 @@ class Records(Collections):
             if rows:
                 yield [row_chunk(bank_id, r) for r in rows]
 
+    def document_chunks(self, bank_id: str, document_id: str) -> list[Chunk]:
+        """The chunks of one document, in id order ([] for an unknown bank or document)."""
+        if not isinstance(document_id, str) or not document_id:
+            raise ValueError(f"document_id must be a non-empty string, got {document_id!r}")
+        expr = f"document_id == {escape_string(document_id)}"
+        rows = self._read(bank_id, "chunks", lambda n: self._bank_query(bank_id, n, expr, CHUNK_OUT), [])
+        return sorted((row_chunk(bank_id, r) for r in rows), key=lambda c: c.chunk_id)
+
+    def delete_chunks(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Delete chunks by id; returns how many existed (their units are not touched)."""
+        with self._write_lock:
+            return len(self._delete_existing(bank_id, "chunks", ids))
+
     def count_chunks(self, bank_id: str) -> int:
         """Number of chunks in the bank (0 for an unknown bank)."""
         return self._read(bank_id, "chunks", partial(self._bank_count, bank_id), 0)
