@@ -18,7 +18,7 @@ import numpy as np
 
 # what consolidation's fact resolution writes on a unit (memlane/facts/resolver.py)
 RESOLUTION_FIELDS = ("invalid_at", "superseded_by")
-RESOLUTION_METADATA = ("engram", "slot")
+RESOLUTION_METADATA = ("engram", "slot", "facts")
 TOLERANCE = 1e-5
 
 

@@ -111,9 +111,10 @@ class RankerModel:
             raise ValueError(f"{path.name} was trained on other features than memlane/recall/features.py's")
 
     @classmethod
-    def for_budget(cls, budget: str, directory: Path = MODELS) -> RankerModel | None:
-        """The model of ``budget`` (None when none ships, or lightgbm is not installed)."""
-        path = directory / f"ranker-{budget}.txt"
+    def for_budget(cls, budget: str, directory: Path | None = None) -> RankerModel | None:
+        """The model of ``budget`` in ``directory`` (default: the shipped ones; None when none
+        ships, lightgbm is not installed, or the file was trained on other features)."""
+        path = (directory or MODELS) / f"ranker-{budget}.txt"
         with cls._lock:
             if path not in cls._loaded:
                 try:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Seque
 import numpy as np
 
 from memlane.derived import DerivedState
-from memlane.facts.resolver import slot_of
+from memlane.facts.resolver import facts_of
 from memlane.ids import unit_id
 from memlane.interfaces import VectorStore
 from memlane.records import Bank, Link, MemoryUnit, Turn
@@ -271,7 +271,7 @@ class Retainer:
                     for u in touched
                     if u.superseded_by
                     or u.metadata.get("engram")
-                    or slot_of(u, rules=facts.slots) is not None
+                    or facts_of(u, rules=facts.slots)
                 }
             )
 
