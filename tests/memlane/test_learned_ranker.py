@@ -5,7 +5,7 @@ Sentences written for these tests."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,9 @@ def _train(names: list[str], column: int, path: Path) -> None:
 def test_every_shipped_model_reads_the_features_recall_computes() -> None:
     for path in sorted(MODELS.glob("ranker-*.txt")):
         booster = lightgbm.Booster(model_file=str(path))
-        assert tuple(booster.feature_name()) == FEATURES, f"{path.name}: retrain it (benchmarks/train_ranker.py)"
+        assert tuple(booster.feature_name()) == FEATURES, (
+            f"{path.name}: retrain it (benchmarks/train_ranker.py)"
+        )
 
 
 def test_a_model_of_other_features_is_not_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -56,7 +58,7 @@ def test_recall_returns_the_models_order_with_one_falling_score(
     models.mkdir()
     _train(list(FEATURES), INDEX["words"], models / "ranker-mid.txt")
     monkeypatch.setattr(learned, "MODELS", models)
-    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     said = [
         "Our dog Pepper chewed the sofa again.",
         "Pepper is a dog.",
