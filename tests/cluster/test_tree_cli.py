@@ -197,9 +197,9 @@ def test_recall_levels_and_planner_options(backfilled):
 
 
 MOVES = [
-    ("s1", "2025-03-01T09:00:00Z", "Ana", "I live in Bristol now."),
+    ("s1", "2025-03-01T09:00:00Z", "Ana", "I work as a nurse in Bristol now."),
     ("s1", "2025-03-01T09:01:00Z", "Ben", "Bristol is lovely!"),
-    ("s2", "2025-03-05T18:00:00Z", "Ana", "We finally moved into our new place in Leeds last week!"),
+    ("s2", "2025-03-05T18:00:00Z", "Ana", "I got promoted to ward manager last week!"),
     ("s2", "2025-03-05T18:01:00Z", "Ben", "Congrats! How is the commute?"),
     ("s3", "2025-03-20T12:00:00Z", "Ana", "Started my new job at Acme Corp today!"),
     ("s3", "2025-03-20T12:01:00Z", "Ben", "How is it going so far?"),
@@ -250,8 +250,10 @@ def test_retaining_an_unchanged_file_keeps_the_tree_and_a_changed_one_says_what_
     tree = _json(run("tree", "--bank", "ana", "--json"))
     assert sorted({n["level_name"] for n in tree}, key=LEVELS.index) == LEVELS
     validity = _validity(data, "ana")
-    bristol = validity["Ana: I live in Bristol now."]
-    assert bristol[0] is not None and bristol[1] is not None  # superseded by the move to Leeds
+    bristol = validity["Ana: I work as a nurse in Bristol now."]
+    # the promotion supersedes its fact (a job title: rules are trusted with those); the turn
+    # stays valid, its superseded_by names the successor
+    assert bristol[0] is None and bristol[1] is not None
 
     again = run("retain", str(src), "--bank", "ana")
     assert _said(again)[0].startswith("bank ana: 6 turns -> 0 memories written (6 unchanged, 0 removed)")

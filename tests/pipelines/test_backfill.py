@@ -335,9 +335,9 @@ def test_metrics_reach_the_prometheus_endpoint(cluster, tmp_path):
 
 
 CITY = [
-    ("s1", "2025-02-03T09:00:00Z", "Maya", "I live in Bristol now."),
+    ("s1", "2025-02-03T09:00:00Z", "Maya", "I work as a nurse in Bristol now."),
     ("s1", "2025-02-03T09:01:00Z", "Sam", "Bristol is lovely this time of year."),
-    ("s2", "2025-03-10T18:00:00Z", "Maya", "We finally moved into our new place in Glasgow last week!"),
+    ("s2", "2025-03-10T18:00:00Z", "Maya", "I got promoted to ward manager last week!"),
     ("s2", "2025-03-10T18:01:00Z", "Sam", "Congrats! How is the commute?"),
     ("s3", "2025-04-14T12:00:00Z", "Maya", "Started my new job at Clyde Robotics today!"),
     ("s3", "2025-04-14T12:01:00Z", "Sam", "How is it going so far?"),
@@ -383,7 +383,9 @@ def test_a_second_backfill_of_unchanged_input_keeps_the_tree_and_the_supersessio
     with Memory(Settings(store={"milvus_uri": cluster.uri}, data_dir=tmp_path / "engine")) as memory:
         memory.consolidate("maya", now=now)
         bristol = next(u for p in memory.store.iter_units("maya") for u in p if "Bristol now" in u.text)
-        assert bristol.superseded_by is not None  # Glasgow superseded it
+        assert (
+            bristol.superseded_by is not None
+        )  # the promotion superseded it (rules are trusted with job titles)
         note = catalogue.call(memory, "retain", "maya", items=[NOTE])  # what MCP's retain runs
         assert note["stale"]["tree_sessions"] == 1  # its session is not in the tree yet
         before = snapshot(memory, "maya")
