@@ -65,8 +65,11 @@ def service_memory(embedder_handle=None, reranker_handle=None):
 def keep_torch_out(memory: Memory) -> None:
     """Keep torch out of this replica's process when its engine needs none: with the ONNX
     or bge embedder and no torch cross-encoder nothing uses it, but spaCy's thinc imports it when it is
-    installed (+180 MB RSS, +130 MB PSS per process, measured). ``sys.modules["torch"] =
-    None`` is Python's way to make an import fail, which thinc takes as "no torch".
+    installed (+180 MB RSS, +130 MB PSS per process, measured). A finder first on
+    ``sys.meta_path`` makes ``import torch`` fail (ModuleNotFoundError), which thinc takes as
+    "no torch". Not ``sys.modules["torch"] = None``: scipy's array-API helpers look torch up
+    in ``sys.modules`` and read ``.Tensor`` from what they find, so importing lightgbm (the
+    learned ranker, at a recall) raised AttributeError and every recall answered 500.
 
     It changes the whole process, so only a replica's entry point calls it: the constructor of
     the deployment that builds the engine (Serve runs it first in each replica's actor
@@ -84,8 +87,18 @@ def keep_torch_out(memory: Memory) -> None:
         isinstance(memory.embedder, (OnnxEmbedder, BgeEmbedder))
         and not reranker_needs_torch(memory.settings.models.reranker_model)
         and "torch" not in sys.modules
+        and not any(isinstance(f, _NoTorch) for f in sys.meta_path)
     ):
-        sys.modules["torch"] = None  # type: ignore[assignment]
+        sys.meta_path.insert(0, _NoTorch())
+
+
+class _NoTorch:
+    """A meta path finder that refuses torch and its submodules (see :func:`keep_torch_out`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r} (kept out of this replica)", name=name)
+        return None
 
 
 @serve.deployment(
