@@ -151,28 +151,23 @@ class RerankDeployment:
         return {"model": self.reranker.name}
 
 
-@serve.deployment(name="Memory")
-class MemoryDeployment:
+class MemoryWrites:
     """The operations of the catalogue that write or list (recall and reflect run on the
-    Ingress), retain and consolidation in the background, export and import."""
+    Ingress), retain and consolidation in the background, export and import, over an engine.
+    A plain class, no Serve in it: :class:`MemoryDeployment` is the deployment that builds
+    the engine and runs it in a replica, and a test or another host can run it in process."""
 
-    def __init__(self, embedder=None) -> None:
+    def __init__(self, memory: Memory, *, warm_embedder: bool = True) -> None:
+        """``warm_embedder``: embed once now (False when a remote Embedder warms itself)."""
         from memlane.operations import OperationLog
 
-        self.memory = service_memory(embedder)
-        keep_torch_out(self.memory)  # this replica process's entry point: see keep_torch_out
+        self.memory = memory
         # Serve routes to a replica once __init__ returns: build what retain uses (the
         # extractor's spaCy model, the embedder's first pass) now, or the first retain waits
         # for it (856 ms more than the next ones on the peer workload, Nov 2026).
         self.memory.retainer  # noqa: B018 - a lazily built part: this builds it
-        if embedder is None:  # a remote Embedder warms itself
+        if warm_embedder:
             self.memory.embedder.embed(["warm-up"])
-        from ray.serve.metrics import Gauge
-
-        from actors.gauges import export_held_state
-
-        # What this write replica holds under the engine's budget, as the Ingress's warm banks
-        export_held_state(self.memory.derived, Gauge)
         self.ops = OperationLog(self.memory.store, stale_after_s=self.memory.settings.serve.operation_stale_s)
         # One background retain at a time per replica: retain already keeps both cores busy
         # (extraction overlapped with embedding), a second one would only interleave.
@@ -278,8 +273,28 @@ class MemoryDeployment:
         self.memory.store.list_banks()  # raises when Milvus is unreachable
         return {"store": "ok"}
 
-    def __del__(self) -> None:
-        # Serve calls this on a graceful shutdown (scale-down included): let a running
-        # background retain finish rather than leave a half-written document.
+    def close(self) -> None:
+        """Let a running background retain finish rather than leave a half-written document."""
         self._stop.set()
         self._jobs.shutdown(wait=True, cancel_futures=False)
+
+
+@serve.deployment(name="Memory")
+class MemoryDeployment(MemoryWrites):
+    """The writes as a deployment of their own (scaled apart from recall): the replica's
+    engine, built here, under :class:`MemoryWrites`."""
+
+    def __init__(self, embedder=None) -> None:
+        memory = service_memory(embedder)
+        keep_torch_out(memory)  # this replica process's entry point: see keep_torch_out
+        super().__init__(memory, warm_embedder=embedder is None)  # a remote Embedder warms itself
+        from ray.serve.metrics import Gauge
+
+        from actors.gauges import export_held_state
+
+        # What this write replica holds under the engine's budget, as the Ingress's warm banks
+        export_held_state(self.memory.derived, Gauge)
+
+    def __del__(self) -> None:
+        # Serve calls this on a graceful shutdown (scale-down included).
+        self.close()
