@@ -161,14 +161,16 @@ def test_the_ray_dashboard_answers_on_loopback_when_serve_asks_for_it(service):
 
 def test_ui_assets_are_served_with_security_headers(service):
     with _http(service, key=None) as http:
-        redirect = http.get("/ui")
-        assert redirect.status_code == 308 and redirect.headers["location"] == "/ui/"
         page = http.get("/ui/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        bare = http.get("/ui")  # the same page, no redirect; its assets' URLs are absolute
+        assert bare.status_code == 200 and bare.text == page.text
+        assert bare.headers["content-security-policy"] == page.headers["content-security-policy"]
         csp = page.headers["content-security-policy"]
         assert "default-src 'none'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert page.headers["x-content-type-options"] == "nosniff"
-        assert '<script type="module" src="app.js">' in page.text
+        assert '<script type="module" src="/ui/app.js">' in page.text
+        assert '<link rel="stylesheet" href="/ui/style.css">' in page.text
         js = http.get("/ui/app.js")
         assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
         assert http.get("/ui/style.css").headers["content-type"].startswith("text/css")
