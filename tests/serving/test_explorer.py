@@ -180,6 +180,34 @@ def test_ui_assets_are_served_with_security_headers(service):
             assert "import" not in r.text
 
 
+def _same_origin_urls(html: str) -> list[str]:
+    """The URLs a page loads (src, href, its schema URL); each must be a path on this service."""
+    import re
+
+    urls = re.findall(r'(?:src|href|spec-url)="([^"]+)"', html) + re.findall(r"url: '([^']+)'", html)
+    assert urls and all(u.startswith("/") and not u.startswith("//") for u in urls), urls
+    return urls
+
+
+def test_api_docs_pages_load_every_asset_from_the_service(service):
+    with _http(service, key=None) as http:
+        for page_url, kinds in (
+            ("/docs", {"text/css", "image/png", "text/javascript", "application/json"}),
+            ("/redoc", {"image/png", "text/javascript", "application/json"}),
+        ):
+            page = http.get(page_url)
+            assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+            seen = set()
+            for url in _same_origin_urls(page.text):
+                r = http.get(url)
+                assert r.status_code == 200 and r.content, url
+                seen.add(r.headers["content-type"].split(";")[0])
+            assert seen == kinds, (page_url, seen)
+        assert "/v1/banks/{bank_id}/recall" in http.get("/openapi.json").json()["paths"]
+        for bad in ("/docs/assets/core.py", "/docs/assets/..%2F__init__.py", "/docs/assets/nope.js"):
+            assert http.get(bad).status_code == 404, bad
+
+
 # --- the page in a real browser ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser():
@@ -247,6 +275,19 @@ def _tab(driver, view):
 
 def _shot(driver, name):
     driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def test_api_docs_render_in_chromium_from_this_origin_only(service, browser):
+    """Swagger UI draws the operations, every resource the page loaded came from the service
+    (the test machine has no internet: a CDN asset would have left the page blank)."""
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    d.get(service["url"] + "/docs")
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, '.opblock [data-path="/v1/banks/{bank_id}/recall"]'))
+    resources = d.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert resources and all(u.startswith(service["url"] + "/") for u in resources), resources
+    _shot(d, "00-api-docs")
 
 
 def test_explorer_in_chromium(service, browser):
