@@ -22,6 +22,7 @@ SHARED = ROOT.parent / "shared" / "data"
 
 
 def compare(name: str, banks: list[list], samples: int) -> dict:
+    from memlane.retain.entity_types import speaker_label
     from memlane.retain.extract_rules import _norm, _speaker_mentions
     from memlane.retain.ner import KEPT_LABELS, SpacyNER, has_inner_capital
 
@@ -38,6 +39,7 @@ def compare(name: str, banks: list[list], samples: int) -> dict:
     for turns in banks:
         speakers = {_norm(t.speaker): t.speaker for t in turns}
         known = {k for k in speakers if " " not in k}
+        labels = {_norm(t.speaker): speaker_label(t.speaker, t.metadata) for t in turns}
         texts = [t.text for t in turns]
         run = [i for i, t in enumerate(texts) if has_inner_capital(t)]
         ents: list[list[tuple[str, str]]] = [[] for _ in texts]
@@ -49,13 +51,13 @@ def compare(name: str, banks: list[list], samples: int) -> dict:
         out["ner_turns_gate"] += len(run)
         for i, t in enumerate(turns):
             full = {(_norm(s), lab) for s, lab in ents[i]} | {
-                (_norm(m.surface), m.label) for m in _speaker_mentions(t.text, speakers, ents[i])
+                (_norm(m.surface), m.label) for m in _speaker_mentions(t.text, speakers, labels, ents[i])
             }
             if has_inner_capital(t.text, known):
                 out["ner_turns_speaker_rule"] += 1
                 kept = full
             else:
-                kept = {(_norm(m.surface), m.label) for m in _speaker_mentions(t.text, speakers, [])}
+                kept = {(_norm(m.surface), m.label) for m in _speaker_mentions(t.text, speakers, labels, [])}
             out["mentions"] += len(full)
             lost = full - kept
             out["lost"] += len(lost)

@@ -34,6 +34,12 @@ MODEL_ALIAS = "smollm2-135m-instruct"
 # at 135M parameters, and the extraction prompt (~1k tokens) plus its 1,500-token reply would
 # not fit llama-cpp-python's default of 2,048.
 CONTEXT_TOKENS = 8192
+# llama.cpp's OpenMP threads spin-wait for work between the steps of a generation (OpenMP's
+# ACTIVE policy). On a 2-core machine busy with other work the spinning threads take the cores
+# the computing ones need: 2-thread generation of a 0.5B model fell to 0.8-2 tokens/s, against
+# 12-15 with PASSIVE (they sleep instead), measured on a loaded 2-core machine (Nov 2026).
+# Set unless the operator set it.
+OMP_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 INSTALL_HINT = "install the local-llm extra: make local-llm (or .venv/bin/pip install -e '.[local-llm]')"
 
 
@@ -159,9 +165,15 @@ def start(
         "--n_threads",
         str(threads or os.cpu_count() or 1),
     ]
+    env = {**OMP_ENV, **os.environ}
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
         )
     server = LocalServer(pid=proc.pid, port=port, model_path=str(model_path), alias=alias, log=str(log_path))
     (data_dir / STATE_FILE).write_text(json.dumps(server.__dict__))

@@ -116,6 +116,11 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
 
     data_dir = data_dir.resolve()
     stop = threading.Event()
+    began = time.monotonic()
+
+    def phase(what: str) -> None:
+        # where a start's time goes, in the service's log (serve.log)
+        print(f"memlane service supervisor: {what} at {time.monotonic() - began:.1f}s", flush=True)
 
     def on_signal(*_):
         stop.set()
@@ -130,7 +135,9 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
     uri = settings.store.milvus_uri
     server = None
     if not uri:
-        server = MilvusLiteServer(data_dir).start()
+        # launched now, waited for after Ray's start: the two start side by side (the server
+        # alone took 1.1-1.3 s, and was ready when Ray was: cluster/local.py)
+        server = MilvusLiteServer(data_dir).launch()
         uri = server.uri
     exit_code = 0
     try:
@@ -158,11 +165,16 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
         # signals back so a stop shuts Serve, Ray and Milvus down in order.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, on_signal)
+        phase("ray up")
         try:
+            if server is not None:  # inside the try: a server that fails to start stops Ray too
+                server.wait_ready()
+                phase("milvus lite up")
             # What `serve run CONFIG` and `serve deploy CONFIG` do with a config file.
             client = serve_api.serve_start(
                 http_options=config.http_options.model_dump(), proxy_location=config.proxy_location
             )
+            phase("serve controller and proxy up")
             client.deploy_apps(config, _blocking=False)
             state = {
                 "pid": os.getpid(),
@@ -182,6 +194,8 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
             (data_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
             print(f"memlane service supervisor: {json.dumps(state)}", flush=True)
             failure = _wait_deployed(stop, config.applications[0].name)
+            if failure is None and not stop.is_set():
+                phase("application running")
             if failure is not None:
                 # memlane serve then reports this (the log's tail) instead of waiting out its
                 # health timeout while Serve retries nothing more.

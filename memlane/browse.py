@@ -3,7 +3,7 @@ documents and its sessions over time."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Sequence
 
 from memlane.banks import require_bank
@@ -99,13 +99,19 @@ class Browse:
 
     def timeline(self, bank_id: str) -> list[dict[str, Any]]:
         """The bank's sessions over time, from its chunks (the raw turns): per document and
-        session, the first and last chunk start, the chunk and turn counts; by start time."""
+        session, its start (the first chunk's start), its end (the last turn's time: the
+        latest mention among the memories of its chunks, the last chunk's start when none is
+        later), the chunk and turn counts; by start time. A chunk keeps only its first turn's
+        time, so a one-chunk session would otherwise end where it starts."""
         require_bank(self.store, bank_id)
         spans: dict[tuple[str, str], dict[str, Any]] = {}
+        session_of: dict[str, tuple[str, str]] = {}
         for page in self.store.iter_chunks(bank_id):
             for c in page:
+                key = (c.document_id, c.session_id)
+                session_of[c.chunk_id] = key
                 s = spans.setdefault(
-                    (c.document_id, c.session_id),
+                    key,
                     {
                         "document_id": c.document_id,
                         "session_id": c.session_id,
@@ -118,6 +124,12 @@ class Browse:
                 s["start"], s["end"] = min(s["start"], c.started_at), max(s["end"], c.started_at)
                 s["chunks"] += 1
                 s["turns"] += len(c.turn_ids)
+        ids = self.store.list_unit_ids(bank_id, UnitFilter(only_valid=False))
+        for f in self.store.get_unit_fields(bank_id, ids, ["chunk_id", "mentioned_at"]).values():
+            key = session_of.get(f.get("chunk_id") or "")
+            if key is not None and f.get("mentioned_at") is not None:
+                said = datetime.fromtimestamp(f["mentioned_at"], UTC)
+                spans[key]["end"] = max(spans[key]["end"], said)
         return sorted(spans.values(), key=lambda s: (s["start"], s["document_id"], s["session_id"]))
 
     def get_memory(self, bank_id: str, memory_id: str) -> MemoryUnit:

@@ -65,8 +65,11 @@ def service_memory(embedder_handle=None, reranker_handle=None):
 def keep_torch_out(memory: Memory) -> None:
     """Keep torch out of this replica's process when its engine needs none: with the ONNX
     or bge embedder and no torch cross-encoder nothing uses it, but spaCy's thinc imports it when it is
-    installed (+180 MB RSS, +130 MB PSS per process, measured). ``sys.modules["torch"] =
-    None`` is Python's way to make an import fail, which thinc takes as "no torch".
+    installed (+180 MB RSS, +130 MB PSS per process, measured). A finder first on
+    ``sys.meta_path`` makes ``import torch`` fail (ModuleNotFoundError), which thinc takes as
+    "no torch". Not ``sys.modules["torch"] = None``: scipy's array-API helpers look torch up
+    in ``sys.modules`` and read ``.Tensor`` from what they find, so importing lightgbm (the
+    learned ranker, at a recall) raised AttributeError and every recall answered 500.
 
     It changes the whole process, so only a replica's entry point calls it: the constructor of
     the deployment that builds the engine (Serve runs it first in each replica's actor
@@ -84,8 +87,18 @@ def keep_torch_out(memory: Memory) -> None:
         isinstance(memory.embedder, (OnnxEmbedder, BgeEmbedder))
         and not reranker_needs_torch(memory.settings.models.reranker_model)
         and "torch" not in sys.modules
+        and not any(isinstance(f, _NoTorch) for f in sys.meta_path)
     ):
-        sys.modules["torch"] = None  # type: ignore[assignment]
+        sys.meta_path.insert(0, _NoTorch())
+
+
+class _NoTorch:
+    """A meta path finder that refuses torch and its submodules (see :func:`keep_torch_out`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r} (kept out of this replica)", name=name)
+        return None
 
 
 @serve.deployment(
@@ -138,28 +151,23 @@ class RerankDeployment:
         return {"model": self.reranker.name}
 
 
-@serve.deployment(name="Memory")
-class MemoryDeployment:
+class MemoryWrites:
     """The operations of the catalogue that write or list (recall and reflect run on the
-    Ingress), retain and consolidation in the background, export and import."""
+    Ingress), retain and consolidation in the background, export and import, over an engine.
+    A plain class, no Serve in it: :class:`MemoryDeployment` is the deployment that builds
+    the engine and runs it in a replica, and a test or another host can run it in process."""
 
-    def __init__(self, embedder=None) -> None:
+    def __init__(self, memory: Memory, *, warm_embedder: bool = True) -> None:
+        """``warm_embedder``: embed once now (False when a remote Embedder warms itself)."""
         from memlane.operations import OperationLog
 
-        self.memory = service_memory(embedder)
-        keep_torch_out(self.memory)  # this replica process's entry point: see keep_torch_out
+        self.memory = memory
         # Serve routes to a replica once __init__ returns: build what retain uses (the
         # extractor's spaCy model, the embedder's first pass) now, or the first retain waits
         # for it (856 ms more than the next ones on the peer workload, Nov 2026).
         self.memory.retainer  # noqa: B018 - a lazily built part: this builds it
-        if embedder is None:  # a remote Embedder warms itself
+        if warm_embedder:
             self.memory.embedder.embed(["warm-up"])
-        from ray.serve.metrics import Gauge
-
-        from actors.gauges import export_held_state
-
-        # What this write replica holds under the engine's budget, as the Ingress's warm banks
-        export_held_state(self.memory.derived, Gauge)
         self.ops = OperationLog(self.memory.store, stale_after_s=self.memory.settings.serve.operation_stale_s)
         # One background retain at a time per replica: retain already keeps both cores busy
         # (extraction overlapped with embedding), a second one would only interleave.
@@ -265,8 +273,28 @@ class MemoryDeployment:
         self.memory.store.list_banks()  # raises when Milvus is unreachable
         return {"store": "ok"}
 
-    def __del__(self) -> None:
-        # Serve calls this on a graceful shutdown (scale-down included): let a running
-        # background retain finish rather than leave a half-written document.
+    def close(self) -> None:
+        """Let a running background retain finish rather than leave a half-written document."""
         self._stop.set()
         self._jobs.shutdown(wait=True, cancel_futures=False)
+
+
+@serve.deployment(name="Memory")
+class MemoryDeployment(MemoryWrites):
+    """The writes as a deployment of their own (scaled apart from recall): the replica's
+    engine, built here, under :class:`MemoryWrites`."""
+
+    def __init__(self, embedder=None) -> None:
+        memory = service_memory(embedder)
+        keep_torch_out(memory)  # this replica process's entry point: see keep_torch_out
+        super().__init__(memory, warm_embedder=embedder is None)  # a remote Embedder warms itself
+        from ray.serve.metrics import Gauge
+
+        from actors.gauges import export_held_state
+
+        # What this write replica holds under the engine's budget, as the Ingress's warm banks
+        export_held_state(self.memory.derived, Gauge)
+
+    def __del__(self) -> None:
+        # Serve calls this on a graceful shutdown (scale-down included).
+        self.close()

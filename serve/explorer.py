@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import APIRouter
-from fastapi.responses import FileResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, Response
 
 from serve.errors import APIError
 
@@ -43,12 +43,10 @@ def asset_dir() -> Path:
     return Path(__file__).resolve().parent / "ui"
 
 
+# The page at both addresses, without a redirect (a redirect's empty body is what a user with
+# curl saw): its asset URLs are absolute (/ui/app.js), as the API's are (/v1/...), so they
+# resolve the same from /ui and /ui/.
 @router.get("/ui")
-async def ui_root() -> Response:
-    # Relative asset URLs in the page resolve against /ui/, not /.
-    return RedirectResponse("/ui/", status_code=308)
-
-
 @router.get("/ui/")
 async def ui_index() -> Response:
     return _asset("index.html")

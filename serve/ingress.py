@@ -18,7 +18,7 @@ from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memlane.records import BANK_ID_PATTERN, FactType, TagsMatch
-from serve import curated_routes, explorer
+from serve import api_docs, curated_routes, explorer
 from serve.auth import Authenticator, Principal
 from serve.bank_host import BankHost
 from serve.errors import (
@@ -52,10 +52,14 @@ api = FastAPI(
     description="Agent memory: retain, recall and reflect over per-user memory banks. "
     "Authenticate with `Authorization: Bearer KEY`. MCP clients: Streamable HTTP at `/mcp`.",
     lifespan=_lifespan,
+    # FastAPI's own pages load their assets from a CDN: serve/api_docs.py serves them itself
+    docs_url=None,
+    redoc_url=None,
 )
 api.add_exception_handler(APIError, api_error_handler)
 document_errors(api)  # the error statuses of each operation, with the error body, in /openapi.json
 api.include_router(explorer.router)  # the memory explorer's static pages at /ui
+api.include_router(api_docs.router)  # /docs and /redoc, their assets from a package, no CDN
 
 BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
 

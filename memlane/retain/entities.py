@@ -83,6 +83,7 @@ class EntityResolver:
                 if eid is None:
                     pending.append((i, m, key))
                     continue
+                self._retype(eid, m)
                 ids.append(eid)
                 chunk_entities.add(eid)
             resolved.append(ids)
@@ -92,6 +93,7 @@ class EntityResolver:
                 eid = self._create(key, m)
             else:
                 self._add_alias(eid, m.surface, key)
+                self._retype(eid, m)
             resolved[i].append(eid)
             chunk_entities.add(eid)
         for i, ids in enumerate(resolved):
@@ -143,6 +145,15 @@ class EntityResolver:
         self._index(key, eid)
         self.touched.add(eid)
         return eid
+
+    def _retype(self, eid: str, m: Mention) -> None:
+        """A certain mention (a speaker, a cue in the turn) corrects the entity's type: the
+        first mention's label, often the NER model's guess, set it."""
+        label = "PERSON" if m.label == "SPEAKER" else m.label
+        ent = self._by_id[eid]
+        if m.certain and ent.type != label:
+            ent.type = label
+            self.touched.add(eid)
 
     def _add_alias(self, eid: str, surface: str, key: str) -> None:
         ent = self._by_id[eid]

@@ -11,6 +11,7 @@ from memlane.facts.patterns import find_slot
 from memlane.records import Bank, FactType
 from memlane.records.limits import MAX_TEXT_BYTES, clip_bytes
 from memlane.retain.chunking import ChunkInput, format_turn
+from memlane.retain.entity_types import speaker_label, type_mentions
 from memlane.retain.facts import Fact, Mention
 from memlane.retain.ner import SpacyNER
 
@@ -21,16 +22,26 @@ def _norm(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
-def _speaker_mentions(text: str, speakers: dict[str, str], found) -> list[Mention]:
+def _labels(turns) -> dict[str, str]:
+    """Each speaker's entity label; an assistant once is an assistant."""
+    labels: dict[str, str] = {}
+    for t in turns:
+        key = _norm(t.speaker)
+        if labels.get(key) != "ASSISTANT":
+            labels[key] = speaker_label(t.speaker, t.metadata)
+    return labels
+
+
+def _speaker_mentions(text: str, speakers: dict[str, str], labels: dict[str, str], found) -> list[Mention]:
     """Speakers named in the text that NER did not report (it is skipped for many turns and
     misses names at a sentence start): 'Melanie, look at this!' mentions Melanie."""
-    seen = {_norm(s) for s, _ in found}
+    seen = {_norm(s) for s, *_ in found}
     out = []
     for word in _WORD.findall(text):
         key = _norm(word)
         if key in speakers and key not in seen:
             seen.add(key)
-            out.append(Mention(speakers[key], "PERSON"))
+            out.append(Mention(speakers[key], labels[key], certain=True))
     return out
 
 
@@ -59,6 +70,11 @@ class RuleExtractor:
             for item in chunks
         ]
         turns = [t for item in chunks for t in item.turns]
+        # what each speaker is, a person or an assistant (memlane/retain/entity_types.py), read
+        # from the same turns as its speakers: the chunk's own and its neighbours
+        labels_of = [
+            _labels(t for t in (item.before, *item.turns, item.after) if t is not None) for item in chunks
+        ]
         # speakers named in a turn are found by _speaker_mentions: NER runs where they are not
         known = [
             {k for k in speakers if " " not in k}
@@ -69,11 +85,11 @@ class RuleExtractor:
         owner = _norm(bank.name) if bank.name else None
         out: list[list[Fact]] = []
         i = 0
-        for item, speakers in zip(chunks, speakers_of):
+        for item, speakers, labels in zip(chunks, speakers_of, labels_of):
             facts: list[Fact] = []
             around = [item.before, *item.turns, item.after]
             for pos, turn in enumerate(item.turns, start=1):
-                ents = mentions[i]
+                ents = type_mentions(turn.text, mentions[i], labels, _norm)
                 i += 1
                 if not turn.has_content:
                     continue
@@ -97,9 +113,9 @@ class RuleExtractor:
                             " ".join(format_turn(t) for t in (around[pos - 1], around[pos + 1]) if t),
                             MAX_TEXT_BYTES,
                         ),
-                        mentions=[Mention(turn.speaker, "PERSON")]
-                        + [Mention(s, l) for s, l in ents]
-                        + _speaker_mentions(turn.text, speakers, ents),
+                        mentions=[Mention(turn.speaker, labels[_norm(turn.speaker)], certain=True)]
+                        + [Mention(s, label, certain=c) for s, label, c in ents]
+                        + _speaker_mentions(turn.text, speakers, labels, ents),
                         metadata=meta,
                     )
                 )

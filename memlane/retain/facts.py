@@ -17,7 +17,10 @@ from memlane.retain.chunking import ChunkInput
 @dataclass(slots=True)
 class Mention:
     surface: str
-    label: str  # spaCy label (PERSON, ORG, GPE, ...) or SPEAKER
+    label: str  # spaCy label (PERSON, ORG, GPE, ...), SPEAKER, or ASSISTANT or ANIMAL
+    # The turn's own words say what it is (a speaker, a cue: memlane/retain/entity_types.py):
+    # entity resolution lets it correct the type of an entity a model's guess created.
+    certain: bool = False
 
 
 @dataclass(slots=True)

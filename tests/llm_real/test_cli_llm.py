@@ -26,6 +26,13 @@ def _one_line(result) -> str:
     return lines[0]
 
 
+def _environ(pid: int) -> dict[str, str]:
+    """The environment process ``pid`` was started with (Linux /proc)."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        entries = f.read().decode(errors="replace").split("\0")
+    return dict(e.split("=", 1) for e in entries if "=" in e)
+
+
 @pytest.fixture
 def run():
     runner = CliRunner()
@@ -35,6 +42,7 @@ def run():
 def test_serve_local_retain_with_the_llm_extractor_and_reflect(local_llm, run, tmp_path, monkeypatch):
     """The README's flow, its own server on its own data directory."""
     root, data, port = tmp_path / "llm", str(tmp_path / "data"), free_port()
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     r = run("llm", "serve-local", "--port", str(port), "--data-dir", str(root))
     assert r.exit_code == 0, r.stderr
     try:
@@ -47,6 +55,8 @@ def test_serve_local_retain_with_the_llm_extractor_and_reflect(local_llm, run, t
         assert status["answers"] is True and status["port"] == port
         listening = listeners_of([status["pid"]])
         assert [p for _, _, p in listening] == [port] and all(is_loopback(a) for _, a, _ in listening)
+        # llama.cpp's OpenMP threads sleep between steps instead of spinning on busy cores
+        assert _environ(status["pid"]).get("OMP_WAIT_POLICY") == "PASSIVE"
         r = run("llm", "serve-local", "--port", str(port), "--data-dir", str(root))
         assert r.exit_code == 2 and "already running" in _one_line(r)
 
@@ -86,6 +96,20 @@ def test_serve_local_retain_with_the_llm_extractor_and_reflect(local_llm, run, t
     assert r.exit_code == 0 and r.stdout.strip() == "stopped"
     r = run("llm", "serve-local", "--status", "--data-dir", str(root))
     assert r.exit_code == 1 and "no local model server runs" in r.stdout
+
+
+def test_serve_local_keeps_the_operators_omp_wait_policy(local_llm, tmp_path, monkeypatch):
+    """PASSIVE is the default; a policy the operator set reaches llama.cpp unchanged (local_llm:
+    skipped, or failed in CI, without the local-llm extra)."""
+    from cluster import llm_local
+
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    root = tmp_path / "llm"
+    server = llm_local.start(root, port=free_port())
+    try:
+        assert _environ(server.pid).get("OMP_WAIT_POLICY") == "ACTIVE"
+    finally:
+        llm_local.stop(root)
 
 
 def test_serve_local_with_a_model_that_does_not_exist(run, tmp_path):

@@ -124,6 +124,12 @@ def test_timeline_lists_sessions_by_start(memory):
         ("chat-2", T0 + timedelta(days=30)),
     ]
     assert [s["turns"] for s in sessions] == [2, 1, 1]
+    # a session ends at its last turn, though both turns of chat-1 are in one chunk
+    assert [s["end"] for s in sessions] == [
+        T0 + timedelta(minutes=5),
+        T0 + timedelta(days=7),
+        T0 + timedelta(days=30),
+    ]
     assert sessions[0]["session_id"] == "s1" and sessions[1]["session_id"] == "s2"
     memory.forget.delete_document("a", "chat-1")
     assert [s["document_id"] for s in memory.browse.timeline("a")] == ["chat-move", "chat-2"]

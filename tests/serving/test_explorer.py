@@ -161,14 +161,16 @@ def test_the_ray_dashboard_answers_on_loopback_when_serve_asks_for_it(service):
 
 def test_ui_assets_are_served_with_security_headers(service):
     with _http(service, key=None) as http:
-        redirect = http.get("/ui")
-        assert redirect.status_code == 308 and redirect.headers["location"] == "/ui/"
         page = http.get("/ui/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        bare = http.get("/ui")  # the same page, no redirect; its assets' URLs are absolute
+        assert bare.status_code == 200 and bare.text == page.text
+        assert bare.headers["content-security-policy"] == page.headers["content-security-policy"]
         csp = page.headers["content-security-policy"]
         assert "default-src 'none'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert page.headers["x-content-type-options"] == "nosniff"
-        assert '<script type="module" src="app.js">' in page.text
+        assert '<script type="module" src="/ui/app.js">' in page.text
+        assert '<link rel="stylesheet" href="/ui/style.css">' in page.text
         js = http.get("/ui/app.js")
         assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
         assert http.get("/ui/style.css").headers["content-type"].startswith("text/css")
@@ -176,6 +178,34 @@ def test_ui_assets_are_served_with_security_headers(service):
             r = http.get(bad)
             assert r.status_code == 404, bad
             assert "import" not in r.text
+
+
+def _same_origin_urls(html: str) -> list[str]:
+    """The URLs a page loads (src, href, its schema URL); each must be a path on this service."""
+    import re
+
+    urls = re.findall(r'(?:src|href|spec-url)="([^"]+)"', html) + re.findall(r"url: '([^']+)'", html)
+    assert urls and all(u.startswith("/") and not u.startswith("//") for u in urls), urls
+    return urls
+
+
+def test_api_docs_pages_load_every_asset_from_the_service(service):
+    with _http(service, key=None) as http:
+        for page_url, kinds in (
+            ("/docs", {"text/css", "image/png", "text/javascript", "application/json"}),
+            ("/redoc", {"image/png", "text/javascript", "application/json"}),
+        ):
+            page = http.get(page_url)
+            assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+            seen = set()
+            for url in _same_origin_urls(page.text):
+                r = http.get(url)
+                assert r.status_code == 200 and r.content, url
+                seen.add(r.headers["content-type"].split(";")[0])
+            assert seen == kinds, (page_url, seen)
+        assert "/v1/banks/{bank_id}/recall" in http.get("/openapi.json").json()["paths"]
+        for bad in ("/docs/assets/core.py", "/docs/assets/..%2F__init__.py", "/docs/assets/nope.js"):
+            assert http.get(bad).status_code == 404, bad
 
 
 # --- the page in a real browser ----------------------------------------------------------------
@@ -245,6 +275,19 @@ def _tab(driver, view):
 
 def _shot(driver, name):
     driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def test_api_docs_render_in_chromium_from_this_origin_only(service, browser):
+    """Swagger UI draws the operations, every resource the page loaded came from the service
+    (the test machine has no internet: a CDN asset would have left the page blank)."""
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    d.get(service["url"] + "/docs")
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, '.opblock [data-path="/v1/banks/{bank_id}/recall"]'))
+    resources = d.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert resources and all(u.startswith(service["url"] + "/") for u in resources), resources
+    _shot(d, "00-api-docs")
 
 
 def test_explorer_in_chromium(service, browser):
