@@ -139,12 +139,16 @@ def print_recall(result, via: str = "") -> None:
 
 
 def _trace_line(trace: dict) -> str:
-    """One line of a memory's trace: its rank in each channel and in fusion, and its fused,
-    cross-encoder and final scores."""
+    """One line of a memory's trace: its rank in each channel and in fusion, its fused and
+    cross-encoder scores, the learned ranker's rank and raw score where it ranked, and the
+    final score (the one the list is ordered by)."""
     channels = " ".join(f"{name} #{c['rank']}" for name, c in trace.get("channels", {}).items())
     scores = trace.get("scores") or {}
     cross = "-" if scores.get("cross") is None else f"{scores['cross']:.3f} (#{trace['rerank'].get('rank')})"
+    learned = trace.get("learned")
+    ranker = f"learned #{learned['rank']} {learned['score']:.2f}; " if learned else ""
+    moved = " (lowered to follow an ordering rule)" if trace.get("moved") else ""
     return (
         f"channels: {channels or '-'}; fused #{trace['rrf']['rank']} {scores.get('fused', 0):.3f}; "
-        f"cross-encoder {cross}; final {trace.get('final', 0):.3f}"
+        f"cross-encoder {cross}; {ranker}final {trace.get('final', 0):.3f}{moved}"
     )

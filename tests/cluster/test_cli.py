@@ -71,8 +71,8 @@ def test_retain_recall_banks_delete(run, tmp_path):
 
 def test_recall_trace_shows_each_memorys_ranks_and_scores_by_scale(run, tmp_path):
     """`memlane recall --trace` (text): under each memory, its channels' ranks, its fused rank
-    and score, the cross-encoder's score and rank (budget high reads it by default) and the
-    final score."""
+    and score, the cross-encoder's score and rank (budget high reads it by default), the learned
+    ranker's rank and the final score."""
     run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)))
     r = run(
         "recall",
@@ -89,7 +89,8 @@ def test_recall_trace_shows_each_memorys_ranks_and_scores_by_scale(run, tmp_path
     assert lines[1].strip().startswith("channels: ") and "fused #" in lines[1]
     cross = lines[1].split("cross-encoder ")[1].split(";")[0]
     assert 0.5 < float(cross.split()[0]) < 1.0 and cross.endswith("(#1)")  # read, and ranked first
-    final = float(lines[1].split("final ")[1])
+    assert lines[1].split("learned #")[1].startswith("1 ")  # the shipped ranker put it first
+    final = float(lines[1].split("final ")[1].split()[0])
     assert f"{final:.3f}" == lines[0].split()[0]  # the score the memory is printed with
 
 
