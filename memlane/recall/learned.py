@@ -193,7 +193,13 @@ class LearnStage:
             for i, c in enumerate(ids)
         ]
         scored.sort(key=lambda x: (-x.score, x.rank))
-        state.ranking, state.moved = monotone(ordered(self.settings, None, scored, state))
+        # The asked slot's latest value first is not applied over the model: it reads the
+        # same signals (fills_asked_slot, slot_newest) and a newer value the rules missed
+        # ("Keys to the Matosinhos place came") lost to an older one they caught. On the answer
+        # set's calibration half, with a model trained without it: P@1 0.646 with the rule,
+        # 0.696 without ("now" questions 0.543 -> 0.686). A superseded fact still follows
+        # its successor.
+        state.ranking, state.moved = monotone(ordered(self.settings, None, scored, state, slot_first=False))
         old = state.scores
         state.scores = {
             x.id: Scores(

@@ -281,15 +281,20 @@ def _tracer(state: RecallState, model: str) -> Callable[[Candidate], dict[str, A
 
 
 def ordered(
-    settings: Settings, ranking: list[str] | None, scored: list[Candidate], state: RecallState
+    settings: Settings,
+    ranking: list[str] | None,
+    scored: list[Candidate],
+    state: RecallState,
+    *,
+    slot_first: bool = True,
 ) -> list[Candidate]:
     """``scored`` in ``ranking``'s order (None: their own), then Engram's: a superseded or
-    possibly superseded fact after its successor (memlane/facts), and the slot asked about
-    first. Reorders, never drops."""
+    possibly superseded fact after its successor (memlane/facts), and (with ``slot_first`` and
+    ``facts.slot_first``) the slot asked about first. Reorders, never drops."""
     assert state.query is not None
     at = {x.id: x for x in scored}
     ids = supersession_order(ranking or [x.id for x in scored], state.fields, state.query, state.history)
-    if settings.facts.slot_first and not state.history:  # "before Leeds" asks for an older value
+    if slot_first and settings.facts.slot_first and not state.history:  # "before Leeds": an older value
         when = state.reference.timestamp() if state.reference is not None else None
         ids = current_values_first(ids, state.fields, state.query, when)
     return [at[c] for c in ids]

@@ -246,7 +246,9 @@ class FactsSettings(_Area):
     salience_half_life_days: float = Field(30.0, gt=0)
     salience_alpha: float = Field(0.1, ge=0.0, le=1.0)
     # Recall: the latest fact of the slot the question asks about ("where does Ana live?" ->
-    # lives_in, memlane/facts/query.py) comes first (what a structured lookup would answer).
+    # lives_in, memlane/facts/query.py) comes first (what a structured lookup would answer),
+    # where the fused order ranks; the learned ranker reads the same signals as features and
+    # is not overridden (memlane/recall/learned.py has the figure).
     slot_first: bool = True
     # Abstention (memlane/recall/abstain.py): "rules" flags a recall whose evidence does not
     # support an answer (RecallResult.abstain; the memories are still returned), "llm" adds
