@@ -120,6 +120,8 @@ def print_recall(result, via: str = "") -> None:
         typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}{replaced}")
         if m.trace:  # --trace: where the memory came from, each score on its own scale
             typer.echo(f"       {_trace_line(m.trace)}")
+            if facts := _facts_line(u.metadata):
+                typer.echo(f"       {facts}")
     for r in result.nodes:
         n = r.node
         typer.echo(f"{r.score:.3f}  [{n.level.name} {n.start:%Y-%m-%d} - {n.end:%Y-%m-%d}] {n.text}")
@@ -136,6 +138,25 @@ def print_recall(result, via: str = "") -> None:
         f"{result.timings_ms.get('total', 0):.0f} ms{via})",
         err=True,
     )
+
+
+def _facts_line(metadata: dict) -> str:
+    """The facts a memory states (memlane/facts/slots.py), each with its extractor and, for a
+    superseded one, when and by which fact; "" when it states none."""
+    from datetime import UTC, datetime
+
+    from memlane.facts.slots import unit_facts
+
+    out = []
+    for slot, rec in unit_facts(metadata):
+        fact = f"{slot.subject} {slot.predicate} = {slot.object} ({slot.by}"
+        if rec.get("invalid_at") is not None:
+            when = datetime.fromtimestamp(float(rec["invalid_at"]), UTC)
+            fact += f"; superseded {when:%Y-%m-%d} by {rec.get('superseded_by')}"
+        elif rec.get("possibly_superseded_by"):
+            fact += f"; possibly superseded by {rec['possibly_superseded_by']}"
+        out.append(fact + ")")
+    return "facts: " + "; ".join(out) if out else ""
 
 
 def _trace_line(trace: dict) -> str:

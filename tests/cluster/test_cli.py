@@ -128,6 +128,19 @@ def test_recall_as_of_and_history_through_the_cli(run, tmp_path):
     assert texts("--as-of", "2025-02-01") == ["Ana: I work as a nurse."]
     assert texts("--history") == ["Ana: I got promoted to ward manager last week!", "Ana: I work as a nurse."]
 
+    # --trace names each memory's facts, and what superseded the old one and when
+    r = run("recall", "--bank", "ana", "What does Ana do for a living?", "--planner", "off", "--trace")
+    lines = r.stdout.splitlines()
+    assert lines[0].endswith("Ana: I got promoted to ward manager last week!")
+    assert lines[2].strip() == "facts: Ana job_title = ward manager (rules)"
+    assert lines[3].endswith("Ana: I work as a nurse.")
+    old = lines[5].strip()
+    assert old.startswith("facts: Ana job_title = nurse (rules; superseded 2025-03-05 by ")
+    new_id = json.loads(run("recall", "--bank", "ana", "ward manager", "--json").stdout)["memories"][0][
+        "unit"
+    ]["id"]
+    assert old.endswith(f"by {new_id}#0)")
+
 
 def test_retain_is_idempotent_through_the_cli(run, tmp_path):
     path = write_locomo_fixture(tmp_path / "fx.json")
