@@ -126,10 +126,10 @@ class Browse:
                 s["turns"] += len(c.turn_ids)
         ids = self.store.list_unit_ids(bank_id, UnitFilter(only_valid=False))
         for f in self.store.get_unit_fields(bank_id, ids, ["chunk_id", "mentioned_at"]).values():
-            key = session_of.get(f.get("chunk_id") or "")
-            if key is not None and f.get("mentioned_at") is not None:
+            found = session_of.get(f.get("chunk_id") or "")
+            if found is not None and f.get("mentioned_at") is not None:
                 said = datetime.fromtimestamp(f["mentioned_at"], UTC)
-                spans[key]["end"] = max(spans[key]["end"], said)
+                spans[found]["end"] = max(spans[found]["end"], said)
         return sorted(spans.values(), key=lambda s: (s["start"], s["document_id"], s["session_id"]))
 
     def get_memory(self, bank_id: str, memory_id: str) -> MemoryUnit:

@@ -269,9 +269,7 @@ class Retainer:
                 {
                     u.id
                     for u in touched
-                    if u.superseded_by
-                    or u.metadata.get("engram")
-                    or facts_of(u, rules=facts.slots)
+                    if u.superseded_by or u.metadata.get("engram") or facts_of(u, rules=facts.slots)
                 }
             )
 

@@ -279,14 +279,6 @@ class Records(Collections):
         rows = self._read(bank_id, "chunks", lambda n: self._bank_get(bank_id, n, ids, CHUNK_OUT), [])
         return [row_chunk(bank_id, r) for r in rows]
 
-    def document_chunks(self, bank_id: str, document_id: str) -> list[Chunk]:
-        """The chunks of one document ([] for an unknown document or bank), in no order."""
-        if not isinstance(document_id, str) or not document_id:
-            raise ValueError(f"document_id must be a non-empty string, got {document_id!r}")
-        expr = f"document_id == {escape_string(document_id)}"
-        rows = self._read(bank_id, "chunks", lambda n: self._bank_query(bank_id, n, expr, CHUNK_OUT), [])
-        return [row_chunk(bank_id, r) for r in rows]
-
     def iter_chunks(self, bank_id: str, *, batch_size: int = 2000) -> Iterator[list[Chunk]]:
         """All chunks of the bank in pages of at most ``batch_size``, in id order (ids listed
         once, pages fetched by id, as :meth:`iter_units` does)."""
