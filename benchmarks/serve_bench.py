@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.serve_load import format_serve_bench  # noqa: E402
-from cluster.eval_cmd import serve_bench_runner  # noqa: E402
+from cluster.bench_cmd import serve_bench_runner  # noqa: E402
 
 
 def main() -> None:

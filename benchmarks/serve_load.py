@@ -9,7 +9,7 @@ each level runs for a fixed time, and everything is stopped at the end. Run it w
 
 The service's lifecycle (start, stop, joining its Ray cluster) belongs to the ``cluster``
 package, which sits above this one; the caller hands it in as a :class:`ServiceControl`
-(``cluster.eval_cmd.serve_bench_runner`` builds it), so the load generator imports no
+(``cluster.bench_cmd.serve_bench_runner`` builds it), so the load generator imports no
 ``cluster`` module.
 """
 

@@ -1,9 +1,11 @@
 """What the CLI's command modules share: the one-line failure (exit code 2), the mapping of
 input errors to it, and the engine over a data directory. Its own module so that ``cli`` and
-the command modules it registers (``eval_cmd``, ``llm_cmd``) import it, not each other."""
+the command modules it registers (``eval_cmd``, ``llm_cmd``, ...) import it, not each other."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, NoReturn
@@ -62,6 +64,11 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     """``1 memory``, ``2 memories``, ``0 banks``: a count with its noun in the right number
     (``many`` for an irregular plural; else ``one`` + s). Every count the CLI prints."""
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def command_line() -> str:
+    """The command line that reproduces this run (written into eval and bench reports)."""
+    return "memlane " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
 def fail(message: str) -> NoReturn:

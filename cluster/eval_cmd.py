@@ -1,6 +1,5 @@
-"""``memlane eval locomo|longmemeval|dates`` and ``memlane bench suite``.
-
-Registered on the CLI's ``eval`` and ``bench`` groups by :func:`register`. Every eval run writes
+"""``memlane eval locomo|longmemeval|answers``, and the registration of every eval and bench
+command (:func:`register`; statements and dates: ``eval_sets_cmd``, the suite: ``bench_cmd``). Every eval run writes
 a run directory (``--out``, default ``<data-dir>/runs/<benchmark>-<time>``) holding
 ``questions.jsonl`` (one row per question, written as the run goes), ``report.json``,
 ``summary.md`` and PNG plots. Bad input exits with code 2 and one line.
@@ -8,28 +7,19 @@ a run directory (``--out``, default ``<data-dir>/runs/<benchmark>-<time>``) hold
 
 from __future__ import annotations
 
-import functools
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import get_args
 
 import typer
 
-from cluster.common import errors, fail, open_memory
+from cluster.common import command_line, errors, fail, open_memory
 from memlane.records.requests import Budget
 
 LLM_MISSING = (
     "--qa needs an LLM: set MEMLANE_LLM__BASE_URL (and MEMLANE_LLM__MODEL) to an OpenAI-compatible endpoint"
 )
-SERVE_MISSING = "skipped: benchmarks/serve_load.py not available"
-
-
-def _command() -> str:
-    """The command line that reproduces this run."""
-    return "memlane " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
 def _run_dir(out: Path | None, data_dir: Path, benchmark: str) -> Path:
@@ -160,7 +150,7 @@ def eval_locomo(
                     qa_window=qa_window,
                     qa_limit=qa_limit,
                     systems=chosen,
-                    command=_command(),
+                    command=command_line(),
                     budget=budget,
                 )
     _finish(report, run_dir, json_out, format_report(report), plots)
@@ -229,7 +219,7 @@ def eval_longmemeval(
                     qa_limit=qa_limit,
                     sample=sample,
                     systems=chosen,
-                    command=_command(),
+                    command=command_line(),
                     budget=budget,
                 )
     _finish(report, run_dir, json_out, markdown(report), plots)
@@ -277,165 +267,16 @@ def eval_answers(
                     reuse_banks=reuse_banks,
                     progress=not json_out,
                     log=log,
-                    command=_command(),
+                    command=command_line(),
                 )
     _finish(report, run_dir, json_out, format_report(report), plots)
 
 
-def eval_statements(
-    paths: list[Path] = typer.Argument(
-        None, help="Statement files (default: the repository's, per --split)."
-    ),
-    split: str = typer.Option("calibration", "--split", help="calibration | held | all (without FILE)."),
-    extractors: str = typer.Option(
-        "rules,classifier", "--extractors", help="rules, classifier, llm (comma-separated)."
-    ),
-    embedder: str = typer.Option(
-        "bge-small", "--embedder", help="The classifier's embedder: bge-small or minilm."
-    ),
-    out: Path | None = typer.Option(
-        None, "--out", help="Directory for report.json and rows.jsonl (and llm.jsonl)."
-    ),
-    json_out: bool = typer.Option(False, "--json"),
-) -> None:
-    """Per slot family, precision, slot precision and recall of each slot extractor on the
-    labelled statement set (evals/statements/README.md)."""
-    from evals.slot_extractors import build_extractors
-    from evals.statements import default_statement_paths, format_statements, load_statements, run_statements
-    from memlane.settings import Settings
-
-    with errors():
-        files = list(paths) if paths else default_statement_paths(split)
-        for f in files:
-            if not f.exists():
-                raise FileNotFoundError(f"statement file not found: {f}")
-            load_statements(f)  # every file checked before any model is loaded
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-        names = [n.strip() for n in extractors.split(",") if n.strip()]
-        chosen = build_extractors(names, Settings(), embedder, llm_log=out / "llm.jsonl" if out else None)
-        report, rows = run_statements(files, chosen)
-    label = " ".join(str(f) for f in paths) if paths else f"the {split} split"
-    if out is not None:
-        (out / "report.json").write_text(json.dumps({"command": _command(), "report": report}, indent=1))
-        (out / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    typer.echo(json.dumps(report) if json_out else format_statements(report, label) + f"\n\n{_command()}")
-
-
-def serve_bench_runner():
-    """:func:`benchmarks.serve_load.run_serve_bench` bound to this package's service (start,
-    stop, joining its Ray cluster), or None when the load generator is not importable."""
-    try:
-        from benchmarks.serve_load import ServiceControl, run_serve_bench
-    except ImportError:
-        return None
-    from cluster.local import connect_local, free_port
-    from cluster.service import DEFAULT_CONFIG, start_background, stop
-
-    control = ServiceControl(
-        default_config=DEFAULT_CONFIG,
-        start=start_background,
-        stop=stop,
-        connect=connect_local,
-        free_port=free_port,
-    )
-    return functools.partial(run_serve_bench, service=control)
-
-
-def bench_suite(
-    sizes: list[int] = typer.Option(
-        [1000, 10000, 100000, 1000000], "--size", help="Bank sizes (repeatable)."
-    ),
-    queries: int = typer.Option(200, "--queries"),
-    retain_turns: int = typer.Option(1500, "--retain-turns", help="0 skips retain."),
-    serve: bool = typer.Option(True, "--serve/--no-serve", help="Run the Serve section."),
-    out: Path | None = typer.Option(
-        None,
-        "--out",
-        help="Where bench.json, bench.md and the plot go (default: <data-dir>/runs/bench-<time>).",
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    markdown_out: bool = typer.Option(False, "--markdown", help="Print the Markdown summary."),
-    plots: bool = typer.Option(True, "--plots/--no-plots"),
-    data_dir: Path = typer.Option(
-        Path(".memlane-bench"), "--data-dir", help="Scratch data directory (emptied first)."
-    ),
-) -> None:
-    """The performance suite: recall latency and footprint vs bank size, retain vs raw
-    embedding, Serve req/s vs a trivial endpoint; each beside its baseline from the same run."""
-    from benchmarks.suite import run_suite, suite_markdown, write_suite
-
-    with errors():
-        if not sizes or any(s < 1 for s in sizes):
-            raise ValueError("--size must be >= 1")
-        if queries < 1:
-            raise ValueError("--queries must be >= 1")
-        if retain_turns < 0:
-            raise ValueError("--retain-turns must be >= 0")
-        serve_fn = serve_bench_runner() if serve else None
-        # Not under data_dir: the suite empties that first.
-        run_dir = out or Path(f"{data_dir}-runs") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
-        report = run_suite(
-            data_dir,
-            sizes=sorted(set(sizes)),
-            queries=queries,
-            retain_turns=retain_turns,
-            serve_bench=serve_fn,
-            serve_skipped=SERVE_MISSING if serve else "skipped: --no-serve",
-            command=_command(),
-        )
-        write_suite(report, run_dir, plots=plots)
-    typer.echo(f"run directory: {run_dir}", err=True)
-    if json_out:
-        typer.echo(json.dumps(report))
-    else:
-        typer.echo(suite_markdown(report) if markdown_out else _short(report))
-
-
-def _short(report: dict) -> str:
-    from benchmarks.engine import format_bench
-
-    lines = [format_bench(report)]
-    for f in report.get("footprint", []):
-        lines.append(
-            f"footprint at {f['memories']:,}: {f['rss_bytes_per_memory']} B/memory in "
-            f"process, {f['disk_bytes_per_memory']} B on disk (raw vector "
-            f"{f['raw_vector_bytes_per_memory']} B, raw text {f['raw_text_bytes_per_memory']} B)"
-        )
-    lines.append(f"serve: {report.get('serve')}")
-    return "\n".join(lines)
-
-
-def eval_dates(
-    files: list[Path] | None = typer.Argument(
-        None, help="Labelled JSON Lines files (default: the set's --split files in evals/dates/)."
-    ),
-    split: str = typer.Option("calibration", "--split", help="calibration, held or all (without FILES)."),
-    resolvers: list[str] | None = typer.Option(
-        None, "--resolver", help="Only these rows (repeatable): rules, dateparser:future, ctparse, ..."
-    ),
-    misses: str | None = typer.Option(None, "--misses", help="Also list this resolver's misses."),
-    json_out: bool = typer.Option(False, "--json"),
-) -> None:
-    """Dates said without a year and relative ones: the fraction each resolver (the engine's
-    rules and each date library) resolves to exactly the labelled day or interval, per kind."""
-    from evals.dates import format_report, load_cases, report, run, split_files
-    from evals.dates import resolvers as pick
-
-    with errors():
-        paths = list(files) if files else split_files(split)
-        for path in paths:
-            if not path.is_file():
-                raise FileNotFoundError(f"date set not found: {path}")
-        chosen = pick(resolvers)
-        if misses is not None and misses not in chosen:
-            raise ValueError(f"--misses names {misses!r}, which is not among the resolvers run")
-        rep = report(run(load_cases(paths), chosen), paths)
-    typer.echo(json.dumps(rep) if json_out else format_report(rep, misses))
-
-
 def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the eval and bench-suite commands to the CLI's groups."""
+    from cluster.bench_cmd import bench_suite
+    from cluster.eval_sets_cmd import eval_dates, eval_statements
+
     eval_app.command("locomo")(eval_locomo)
     eval_app.command("longmemeval")(eval_longmemeval)
     eval_app.command("answers")(eval_answers)
