@@ -97,10 +97,12 @@ def test_score_reads_sessions_and_the_first_evidence_turn(tmp_path):
 def test_slot_coverage_counts_evidence_turns_a_pattern_fills(tmp_path):
     (cat,) = select(_load(tmp_path, [CAT]), -1)
     cov = slot_coverage([cat])
-    assert (cov["evidence_turns"], cov["evidence_slotted"]) == (2, 0)
+    # "I've had my cat for about 9 months now." fills pet (the rules' owns-a-pet pattern);
+    # "I've had Luna ..." names no kind of pet: no slot
+    assert (cov["evidence_turns"], cov["evidence_slotted"]) == (2, 1)
     assert cov["answer_session_user_turns"] == 2
     # "I live in Leeds now." fills lives_in but is in a distractor session: not counted
-    assert cov["slots"] == []
+    assert cov["slots"] == [{"turn": "new:1", "evidence": True, "slot": "pet", "value": "cat"}]
 
 
 def test_main_skips_with_a_message_when_the_file_is_absent(tmp_path, capsys):

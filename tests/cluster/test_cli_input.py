@@ -153,7 +153,7 @@ def test_counts_are_printed_in_the_right_number(data, tmp_path):
     one = write_jsonl_fixture(tmp_path / "one.jsonl", ROWS[:1])
     r = run(data, "retain", str(one), "--bank", "ana")
     assert r.exit_code == 0, r.stderr
-    assert "bank ana: 1 turn -> 1 memory, 1 chunk," in r.stdout
+    assert "bank ana: 1 turn -> 1 memory written (0 unchanged, 0 removed), 1 chunk," in r.stdout
     assert r.stdout.strip().splitlines()[-1].startswith("bank ana:")
     assert run(data, "banks").stdout == "ana\t1 memory\t\n"
     recalled = run(data, "recall", "--bank", "ana", "Who is Pixel?")
