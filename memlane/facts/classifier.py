@@ -19,6 +19,8 @@ best candidate score, as here, 0.936 / 0.662 (minilm: 0.744 / 0.565 and 0.902 / 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Sequence
 
@@ -33,6 +35,8 @@ __all__ = ["FAMILIES", "SlotClassifier", "WeightsError", "weights_path"]
 # A turn without a candidate value: its turn-level probability, halved. Not measured beyond
 # keeping such a turn under a 0.5 cut, so that the figures above hold at 0.5.
 NO_VALUE_FACTOR = 0.5
+# Texts whose candidate scores are kept (about 0.1 KB each).
+BEST_KEPT = 100_000
 
 
 class SlotClassifier:
@@ -41,6 +45,12 @@ class SlotClassifier:
     def __init__(self, weights: SlotWeights) -> None:
         self.weights = weights
         self._scorer = LearnedExtractor(weights)  # regular-expression candidates only
+        # Each text's best candidate score per family (-1: none), kept: recall asks for the
+        # same candidate turns query after query, and scoring them took ~210 ms a recall that
+        # asks a slot on a LoCoMo bank (cProfile, 40 questions, loaded 2-core machine, Nov
+        # 2026). A text's vector is its embedding, the same for every bank of one embedder.
+        self._best: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def load(cls, path) -> SlotClassifier:
@@ -67,11 +77,23 @@ class SlotClassifier:
         bare = [strip_speaker(t) for t in texts]
         v = unit_rows(vectors)
         out = self.weights.turn_probabilities(bare, v) * NO_VALUE_FACTOR
-        best = np.full(out.shape, -1.0)
-        for i, scored in enumerate(self._scorer.score(bare, [""] * len(bare), v)):
-            for s in scored:
-                j = FAMILIES.index(s.candidate.family)
-                best[i, j] = max(best[i, j], s.score)
+        with self._lock:
+            known = {t: self._best[t] for t in bare if t in self._best}
+        todo = [i for i, t in enumerate(bare) if t not in known]
+        if todo:
+            scored_rows = self._scorer.score([bare[i] for i in todo], [""] * len(todo), v[todo])
+            for i, scored in zip(todo, scored_rows):
+                row = np.full(len(FAMILIES), -1.0)
+                for s in scored:
+                    j = FAMILIES.index(s.candidate.family)
+                    row[j] = max(row[j], s.score)
+                known[bare[i]] = row
+            with self._lock:
+                for i in todo:
+                    self._best[bare[i]] = known[bare[i]]
+                while len(self._best) > BEST_KEPT:
+                    self._best.popitem(last=False)
+        best = np.stack([known[t] for t in bare]) if bare else np.full(out.shape, -1.0)
         return np.where(best >= 0, best, out).astype(np.float32)
 
 
