@@ -261,7 +261,9 @@ def test_engine_join_recalls_the_second_fact_only_with_decomposition(tmp_path, e
             data_dir=tmp_path / "data",
             llm={"consolidation": {"base_url": server.base_url, "model": "fake"}},
             background={"reflect": False},
-            recall={"decompose": "auto"},
+            # the fused order: what the sub-queries add to it (the learned ranker reorders a
+            # pool of half this small bank, and may bring the flat's turn into the top 10 alone)
+            recall={"decompose": "auto", "ranker": "fused"},
         )
         with Memory(s, embedder=embedder, extractor=extractor) as m:
             m.retain("nora", _conversations())

@@ -310,8 +310,12 @@ def test_milvus_search_backend_gives_the_same_top_hits(tmp_path, embedder, extra
     tops = {}
     for backend in ("memory", "milvus"):
         # The chunk prior needs chunk centroids, which only the in-process index keeps.
+        # The fused order: the two backends' search, compared (the learned ranker reads features
+        # only the in-process index keeps: each memory's vector and its BM25 parts).
         settings = Settings(
-            data_dir=tmp_path / backend, store={"search_backend": backend}, recall={"chunk_prior": 0.0}
+            data_dir=tmp_path / backend,
+            store={"search_backend": backend},
+            recall={"chunk_prior": 0.0, "ranker": "fused"},
         )
         with Memory(settings, embedder=embedder, extractor=extractor) as m:
             m.retain_file("fx", path)
@@ -319,12 +323,12 @@ def test_milvus_search_backend_gives_the_same_top_hits(tmp_path, embedder, extra
                 [x.unit.id for x in m.recall("fx", q).memories[:3]]
                 for q in ("What pet did Noor adopt?", "Marta's choir festival", "glacier thesis")
             ]
-    # The best hit is the same; the next two as a set: the two BM25 implementations score
-    # near-ties a little differently (the Noor question's lexical top two: 2.5997 / 2.5939 in
-    # the index, 2.5794 / 2.5812 in Milvus), and with the semantic weight at 0.6 that swap moves
-    # fused ranks 2 and 3.
+    # The best hit is the same, and the next two share at least one: the in-process index
+    # scores BM25 of a memory's text and of its context apart (recall.lexical_context_weight:
+    # a reply no longer inherits its neighbour's words whole), Milvus one BM25 over both, so
+    # near-ties below the first may swap in and out of the top three.
     assert [t[0] for t in tops["memory"]] == [t[0] for t in tops["milvus"]]
-    assert [set(t) for t in tops["memory"]] == [set(t) for t in tops["milvus"]]
+    assert all(len(set(a) & set(b)) >= 2 for a, b in zip(tops["memory"], tops["milvus"]))
 
 
 def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extractor):
@@ -365,7 +369,9 @@ def test_search_backends_agree_on_llm_end_only_units(tmp_path, embedder, extract
     ]
     temporal, tops = {}, {}
     for backend in ("memory", "milvus"):
-        settings = Settings(data_dir=tmp_path / backend, store={"search_backend": backend})
+        settings = Settings(  # the fused order, as above
+            data_dir=tmp_path / backend, store={"search_backend": backend}, recall={"ranker": "fused"}
+        )
         with Memory(settings, embedder=embedder, extractor=extractor) as m:
             m.create_bank("ana")
             m.store.upsert_units("ana", units)

@@ -260,10 +260,11 @@ def test_reopen_sees_everything(backend_settings, backend, layout):
 LOCKED_CHILD = """
 import sys
 from memlane.settings import Settings
+from memlane.errors import StoreUnavailable
 from memlane.stores.milvus import MilvusStore
 try:
     MilvusStore(Settings(data_dir=sys.argv[1]), dim=8)
-except RuntimeError as exc:
+except StoreUnavailable as exc:
     print("REFUSED:", exc)
 else:
     print("OPENED")
@@ -278,7 +279,9 @@ def test_second_process_gets_a_clear_error(store):
         text=True,
         timeout=120,
     ).stdout
-    assert "REFUSED:" in out and "milvus-lite server" in out, out[-2000:]
+    assert "REFUSED:" in out, out[-2000:]
+    # it says why and what to do instead
+    assert "opened by one process at a time" in out and "memlane serve" in out, out[-2000:]
 
 
 # --------------------------------------------------------------------------- search
