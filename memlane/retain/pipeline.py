@@ -358,10 +358,11 @@ class Retainer:
         tick = lap("entities", tick)
 
         chunks = [item.chunk for item in items if call.plan.to_write(item.chunk)]
-        call.write.chunks(chunks)
+        call.write.chunks(chunks)  # timed as the write's own "store_write"
         report.chunks += len(chunks)
         if not drafts:
             return
+        tick = time.perf_counter()
         texts = [f.text for _, _, f, _ in drafts]
         vectors = self._vectors(bank, texts, call.reuse)
         tick = lap("embed", tick)

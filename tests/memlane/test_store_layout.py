@@ -227,7 +227,7 @@ def test_migrate_cli(tmp_path):
         app, ["store", "migrate", "--to", "partition_key", "--data-dir", str(data)], env=env
     )
     assert ok.exit_code == 0, ok.output
-    assert "1 banks copied and verified" in ok.output and "switched" in ok.output
+    assert "1 bank copied and verified" in ok.output and "switched" in ok.output
     with MilvusStore(_settings(tmp_path), dim=DIM) as s:
         assert s.layout.name == "partition_key" and s.list_unit_ids("ana") == ["u0", "u1", "u2"]
     unknown = CliRunner().invoke(
