@@ -446,8 +446,8 @@ def test_gating_drops_nodes_below_the_similarity_floor(tmp_path, embedder, extra
 def test_the_unit_gate_keeps_a_prefix_of_the_ranking():
     """A ranker that puts a unit of a low fused score above one of a higher (the learned one)
     loses none of its order to the gate: only a tail under the floor goes."""
-    from memlane.records import MemoryUnit, RecalledMemory
     from memlane.recall.state import Scores
+    from memlane.records import MemoryUnit, RecalledMemory
     from memlane.tree.recall import gated_units
 
     fused = {"a": 1.0, "b": 0.2, "c": 0.9, "d": 0.1, "e": 0.3}
