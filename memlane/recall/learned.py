@@ -34,6 +34,11 @@ from memlane.settings import Settings
 log = logging.getLogger(__name__)
 
 MODELS = Path(__file__).resolve().parent / "models"
+# Fewer candidates than any question the models were trained on had (8, an answer-set history
+# early in its sessions; LoCoMo's and LongMemEval's had 100): the fused order ranks. In a bank
+# of two memories the mid model put the one every channel ranked second first ("Where did we
+# go last week?", the June trip matched by the temporal channel below the January one).
+MIN_CANDIDATES = 8
 
 
 def candidate_ids(state: RecallState) -> list[str]:
@@ -181,9 +186,9 @@ class LearnStage:
         model = RankerModel.for_budget(state.req.budget)
         if model is None:
             return
-        ids, X, _ = rows_of(state)
-        if not ids:
+        if len(candidate_ids(state)) < MIN_CANDIDATES:
             return
+        ids, X, _ = rows_of(state)
         raw = model.scores(X)
         state.learned = {c: float(r) for c, r in zip(ids, raw)}
         boosts = {x.id: x.boosts for x in state.fused_order}

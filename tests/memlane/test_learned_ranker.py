@@ -65,6 +65,10 @@ def test_recall_returns_the_models_order_with_one_falling_score(
         "The dog walker comes on Mondays and Thursdays, and on Fridays she takes Pepper "
         "to the long beach past the harbour where the other dogs play for an hour.",
         "We feed the dog twice a day.",
+        "The vet said the dog should lose a little weight.",
+        "My sister is coming to stay in May.",
+        "I finally fixed the garden gate.",
+        "We booked a cottage in Wales for the summer.",
     ]
     turns = [
         Turn(document_id="d1", session_id="s1", turn_id=f"t{i}", index=i, speaker="Lena", text=t,
@@ -86,3 +90,24 @@ def test_recall_returns_the_models_order_with_one_falling_score(
     assert all("learned" not in (m.trace or {}) for m in fused.memories)
     scores = [m.score for m in ranked.memories]
     assert scores == sorted(scores, reverse=True) and 0 < scores[-1] <= scores[0] < 1
+
+
+def test_fewer_candidates_than_the_model_saw_keep_the_fused_order(memory, tmp_path, monkeypatch) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    _train(list(FEATURES), INDEX["words"], models / "ranker-mid.txt")
+    monkeypatch.setattr(learned, "MODELS", models)
+    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    said = [
+        "Pepper is a dog.",
+        "Our dog Pepper chewed the sofa again, the third time since the spring began.",
+    ]
+    turns = [
+        Turn(document_id="d1", session_id="s1", turn_id=f"t{i}", index=i, speaker="Lena", text=t,
+             timestamp=t0 + timedelta(minutes=i))
+        for i, t in enumerate(said)
+    ]  # fmt: skip
+    memory.retain("lena", [("d1", turns)])
+    got = memory.recall("lena", "Who is Pepper?", budget="mid", trace=True)
+    assert len(got.memories) == 2 < learned.MIN_CANDIDATES
+    assert all("learned" not in (m.trace or {}) for m in got.memories)
