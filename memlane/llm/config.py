@@ -24,6 +24,7 @@ class RoleConfig:
     backoff_s: float
     concurrency: int
     json_mode: str
+    max_tokens: int | None = None  # the role's cap on a reply's tokens (None: the request's)
 
     def __repr__(self) -> str:
         return f"RoleConfig(role={self.role!r}, base_url={self.base_url!r}, model={self.model!r})"
@@ -62,6 +63,7 @@ def role_config(settings: Settings, role: str) -> RoleConfig | None:
         backoff_s=settings.llm.backoff_s,
         concurrency=settings.llm.concurrency,
         json_mode=settings.llm.json_mode,
+        max_tokens=getattr(settings.llm, role).max_tokens,
     )
 
 

@@ -94,6 +94,8 @@ class OpenAICompatLLM:
     ) -> str:
         """The assistant message's text. Raises LLMError when the server cannot be reached or
         refuses the request after the retries."""
+        if self.cfg.max_tokens is not None:
+            max_tokens = min(max_tokens, self.cfg.max_tokens)
         body: dict[str, Any] = {
             "model": self.cfg.model,
             "messages": list(messages),

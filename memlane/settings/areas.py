@@ -165,6 +165,11 @@ class LLMRoleSettings(_Area):
     base_url: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None
+    # The most tokens one reply of this role may take, whatever a request asks (None: the
+    # request's own cap). A small local model may loop inside a JSON reply until the cap:
+    # SmolLM2-135M answering a reflect under Hindsight's default answer length (4,096 tokens)
+    # held its one-request-at-a-time server past a client's 30 s timeout (Nov 2026).
+    max_tokens: int | None = Field(None, gt=0)
 
 
 class LLMSettings(_Area):

@@ -63,6 +63,21 @@ def test_complete_sends_model_messages_and_key(server):
     assert llm.usage["requests"] == 1 and llm.usage["completion_tokens"] == 5
 
 
+def test_a_roles_max_tokens_caps_every_request_of_it(server):
+    from memlane.llm.config import role_config
+    from memlane.settings import Settings
+
+    server.script = ["a", "b", "c"]
+    settings = Settings(llm={"base_url": server.base_url, "model": "m", "reflect": {"max_tokens": 256}})
+    capped = OpenAICompatLLM(role_config(settings, "reflect"))
+    plain = OpenAICompatLLM(role_config(settings, "retain"))  # the cap is the reflect role's only
+    capped.complete(MSG, max_tokens=4096)
+    plain.complete(MSG, max_tokens=4096)
+    assert [r["max_tokens"] for r in server.requests] == [256, 4096]
+    capped.complete(MSG, max_tokens=100)
+    assert server.requests[-1]["max_tokens"] == 100  # a smaller ask stands
+
+
 def test_json_schema_is_requested_when_supported(server):
     server.script = ['{"name": "Pixel", "legs": 4}']
     llm, _ = _client(server)

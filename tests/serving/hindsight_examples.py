@@ -12,6 +12,7 @@ see is checked (a tool's answer, a recalled memory, an injected context)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -60,7 +61,8 @@ def documents(base: str, bank: str, **query: Any) -> Any:
     from hindsight_client import Hindsight
 
     async def main() -> Any:
-        client = Hindsight(base_url=base, timeout=60)
+        # the key where the READMEs say it goes (the examples' own calls read it there too)
+        client = Hindsight(base_url=base, api_key=os.environ.get("HINDSIGHT_API_KEY"), timeout=60)
         try:
             return await client.documents.list_documents(bank, **query)
         finally:

@@ -59,6 +59,10 @@ def service(tmp_path_factory):
         # here in 8-36 s on 2 busy cores
         "MEMLANE_LLM__MAX_RETRIES": "0",
         "MEMLANE_LLM__TIMEOUT_S": "240",
+        # The integrations ask for Hindsight's default answer length (4,096 tokens): SmolLM2
+        # can loop inside its JSON reply that long, past their clients' 30 s timeout, and its
+        # server answers one request at a time. An operator's cap, as a small model needs.
+        "MEMLANE_LLM__REFLECT__MAX_TOKENS": "256",
     }
     try:
         with live_service(root, keys=KEYS, env=env) as state:

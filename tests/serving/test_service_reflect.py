@@ -152,6 +152,7 @@ def test_a_failing_model_is_a_503_with_the_json_error_and_nothing_is_stored(llm_
         assert odd.status_code == 503
         assert odd.json()["error"]["code"] == "llm_bad_output"
         assert "invalid ReflectReply after one repair" in odd.json()["error"]["message"]
+
         # no opinion written (compared by what each memory is: the background consolidation
         # may add its facts' resolution to a memory's metadata meanwhile)
         def said(items):
