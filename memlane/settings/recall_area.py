@@ -47,7 +47,7 @@ class RecallSettings(_Area):
     state_max_banks: int = Field(2000, ge=1)
     # The lexical channel scores a unit's text and its context (the turns beside it) as two
     # BM25 fields: text + this weight * context (memlane/recall/index.py). Measured: see
-    # docs/results.md ("context as its own field").
+    # docs/results.md ("the learned ranker": the lexical context weight).
     lexical_context_weight: float = Field(1.0, ge=0.0, le=4.0)
     # What orders the candidates: "learned", the ranking model of the request's budget
     # (memlane/recall/learned.py; where none ships, the fused order), or "fused", the fused
