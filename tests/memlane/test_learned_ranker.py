@@ -51,14 +51,25 @@ def test_a_model_of_other_features_is_not_used(tmp_path: Path, caplog: pytest.Lo
     assert RankerModel.for_budget("low", tmp_path) is None  # none ships for it
 
 
-def test_recall_returns_the_models_order_with_one_falling_score(
-    memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _bank_with_a_model(memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: list[str]) -> None:
+    """Bank "lena" holding ``said`` as Lena's turns, recalled with a mid model trained in place
+    of the shipped one that ranks the turn of the most words first."""
     models = tmp_path / "models"
     models.mkdir()
     _train(list(FEATURES), INDEX["words"], models / "ranker-mid.txt")
     monkeypatch.setattr(learned, "MODELS", models)
     t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    turns = [
+        Turn(document_id="d1", session_id="s1", turn_id=f"t{i}", index=i, speaker="Lena", text=t,
+             timestamp=t0 + timedelta(minutes=i))
+        for i, t in enumerate(said)
+    ]  # fmt: skip
+    memory.retain("lena", [("d1", turns)])
+
+
+def test_recall_returns_the_models_order_with_one_falling_score(
+    memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     said = [
         "Our dog Pepper chewed the sofa again.",
         "Pepper is a dog.",
@@ -70,12 +81,7 @@ def test_recall_returns_the_models_order_with_one_falling_score(
         "I finally fixed the garden gate.",
         "We booked a cottage in Wales for the summer.",
     ]
-    turns = [
-        Turn(document_id="d1", session_id="s1", turn_id=f"t{i}", index=i, speaker="Lena", text=t,
-             timestamp=t0 + timedelta(minutes=i))
-        for i, t in enumerate(said)
-    ]  # fmt: skip
-    memory.retain("lena", [("d1", turns)])
+    _bank_with_a_model(memory, tmp_path, monkeypatch, said)
     question = "What is the dog called?"
 
     memory.settings.recall.ranker = "fused"
@@ -93,21 +99,11 @@ def test_recall_returns_the_models_order_with_one_falling_score(
 
 
 def test_fewer_candidates_than_the_model_saw_keep_the_fused_order(memory, tmp_path, monkeypatch) -> None:
-    models = tmp_path / "models"
-    models.mkdir()
-    _train(list(FEATURES), INDEX["words"], models / "ranker-mid.txt")
-    monkeypatch.setattr(learned, "MODELS", models)
-    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     said = [
         "Pepper is a dog.",
         "Our dog Pepper chewed the sofa again, the third time since the spring began.",
     ]
-    turns = [
-        Turn(document_id="d1", session_id="s1", turn_id=f"t{i}", index=i, speaker="Lena", text=t,
-             timestamp=t0 + timedelta(minutes=i))
-        for i, t in enumerate(said)
-    ]  # fmt: skip
-    memory.retain("lena", [("d1", turns)])
+    _bank_with_a_model(memory, tmp_path, monkeypatch, said)
     got = memory.recall("lena", "Who is Pepper?", budget="mid", trace=True)
     assert len(got.memories) == 2 < learned.MIN_CANDIDATES
     assert all("learned" not in (m.trace or {}) for m in got.memories)
