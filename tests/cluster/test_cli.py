@@ -71,8 +71,8 @@ def test_retain_recall_banks_delete(run, tmp_path):
 
 def test_recall_trace_shows_each_memorys_ranks_and_scores_by_scale(run, tmp_path):
     """`memlane recall --trace` (text): under each memory, its channels' ranks, its fused rank
-    and score, the cross-encoder's score and rank (budget high reads it by default), the learned
-    ranker's rank and the final score."""
+    and score, the cross-encoder's score and rank (budget high reads it by default) and the
+    final score."""
     run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)))
     r = run(
         "recall",
@@ -89,9 +89,43 @@ def test_recall_trace_shows_each_memorys_ranks_and_scores_by_scale(run, tmp_path
     assert lines[1].strip().startswith("channels: ") and "fused #" in lines[1]
     cross = lines[1].split("cross-encoder ")[1].split(";")[0]
     assert 0.5 < float(cross.split()[0]) < 1.0 and cross.endswith("(#1)")  # read, and ranked first
-    assert lines[1].split("learned #")[1].startswith("1 ")  # the shipped ranker put it first
+    # a bank this small has fewer candidates than any question the shipped ranker was trained
+    # on: the fused order and the cross-encoder's join rank, and the line says no learned rank
+    assert "learned #" not in lines[1]
     final = float(lines[1].split("final ")[1].split()[0])
     assert f"{final:.3f}" == lines[0].split()[0]  # the score the memory is printed with
+
+
+def test_recall_trace_shows_the_learned_rank_on_a_bank_big_enough(run, tmp_path):
+    """With the shipped mid model and ten candidates, each trace line names the learned rank and
+    score, and the list falls by the printed score."""
+    said = [
+        "I adopted a beagle called Pixel last week.",
+        "Pixel chews every sock she finds.",
+        "The vet in Ancoats gave her the first jabs.",
+        "My brother Tomas wants to walk her on Sundays.",
+        "I started a new job at the library.",
+        "The library opens at nine.",
+        "We painted the kitchen yellow.",
+        "Rain all week in Manchester.",
+        "I booked a train to Leeds for Friday.",
+        "Pixel slept through the whole storm.",
+    ]
+    rows = [
+        {"speaker": "Ana", "text": t, "timestamp": f"2025-03-{10 + i:02d}T09:00:00Z", "session_id": f"s{i}"}
+        for i, t in enumerate(said)
+    ]
+    run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "ten.jsonl", rows)))
+    r = run("recall", "--bank", "ana", "What is the name of Ana's dog?", "--trace", "--max-tokens", "400")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    memories = [line for line in lines if not line.startswith(" ")]
+    traces = [line for line in lines if line.strip().startswith("channels:")]
+    assert len(memories) == len(traces)
+    ranks = [int(t.split("learned #")[1].split()[0]) for t in traces]
+    assert len(ranks) >= 8 and ranks[0] == 1
+    printed = [float(m.split()[0]) for m in memories]
+    assert printed == sorted(printed, reverse=True)
 
 
 # Job titles: the rules' one family trusted to supersede (memlane/facts/trust.py).
