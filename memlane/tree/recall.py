@@ -53,19 +53,18 @@ UNIT_GATE_SCORE: ScoreName = "fused"
 def gated_units(
     ranked: list[RecalledMemory], scores: Mapping[str, Scores], floor: float, keep: int
 ) -> list[RecalledMemory]:
-    """``ranked`` less its tail of units under ``floor`` times the best unit's score on
-    :data:`UNIT_GATE_SCORE`: everything up to the last unit that passes stays, so the kept
-    units are always a prefix of the ranker's order (the learned ranker may place a unit of a
-    low fused score above one of a higher). The ``keep`` best and every unit the
-    cross-encoder read pass whatever their score: the gate trims the tail, never the top."""
+    """``ranked`` less the units under ``floor`` times the best unit's score on
+    :data:`UNIT_GATE_SCORE`. The ``keep`` best and every unit the cross-encoder read stay
+    whatever their score: the gate trims the tail, never the ranker's top. Under the learned
+    ranker a unit of a low fused score it placed above others is dropped too (the floor was
+    set on the fused order; keeping a prefix instead left the tree's nodes nothing to add)."""
     gate = [scores[m.unit.id].get(UNIT_GATE_SCORE) or 0.0 for m in ranked]
     best = max(gate, default=0.0)
-    passing = [
-        i
+    return [
+        m
         for i, m in enumerate(ranked)
         if i < keep or scores[m.unit.id].cross is not None or gate[i] >= floor * best
     ]
-    return ranked[: passing[-1] + 1] if passing else []
 
 
 class StateBudget(Protocol):

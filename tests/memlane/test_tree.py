@@ -441,24 +441,3 @@ def test_gating_drops_nodes_below_the_similarity_floor(tmp_path, embedder, extra
         m.consolidate("lena", now=LATER)
         res = m.recall("lena", "Which greyhound did Lena adopt?", levels=[1, 2, 3, 4, 5])
     assert res.nodes == [] and res.plan["gated"]["nodes_below_similarity"] > 0
-
-
-def test_the_unit_gate_keeps_a_prefix_of_the_ranking():
-    """A ranker that puts a unit of a low fused score above one of a higher (the learned one)
-    loses none of its order to the gate: only a tail under the floor goes."""
-    from memlane.recall.state import Scores
-    from memlane.records import MemoryUnit, RecalledMemory
-    from memlane.tree.recall import gated_units
-
-    fused = {"a": 1.0, "b": 0.2, "c": 0.9, "d": 0.1, "e": 0.3}
-    ranked = [
-        RecalledMemory(
-            unit=MemoryUnit(id=i, bank_id="b", text=i, mentioned_at=T0), score=1.0 - n / 10, tokens=1
-        )
-        for n, i in enumerate(fused)
-    ]
-    scores = {i: Scores(fused=f, cross=None, final=0.5) for i, f in fused.items()}
-    kept = [m.unit.id for m in gated_units(ranked, scores, 0.8, 1)]
-    assert kept == ["a", "b", "c"]  # b (0.2) stays: c after it passes; d and e, a tail under 0.8
-    assert [m.unit.id for m in gated_units(ranked, scores, 0.8, 4)] == ["a", "b", "c", "d"]
-    assert gated_units([], {}, 0.8, 2) == []
