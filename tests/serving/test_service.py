@@ -159,11 +159,13 @@ def test_locomo_session_retained_over_http_is_recalled_on_every_replica_then_del
             )
             assert r.status_code == 200, r.text
             replicas.add(r.headers["X-Memlane-Replica"])
-            answers.append(r.json()["memories"][0]["unit"]["text"])
+            answers.append([m["unit"]["text"] for m in r.json()["memories"][:3]])
             if len(replicas) == 2:
                 break
         assert len(replicas) == 2, "recall never reached the second replica"
-        assert all(a.endswith(probe) for a in answers)  # right after retain, on both replicas
+        # Right after retain, on both replicas, warm or cold. Among the first three, not first:
+        # the probe is a question, and the learned ranker puts the turn that answers it first.
+        assert all(any(t.endswith(probe) for t in top) for top in answers), answers
         assert m.stats("alice")["units"] == len(turns)
 
         removed = m.delete_document("alice", "conv-26")
