@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from memlane.forget import Forget
     from memlane.reflect import ReflectResult, ReflectService
     from memlane.retain.facts import Extractor
-    from memlane.retain.pipeline import Retainer, RetainReport
+    from memlane.retain.pipeline import Retainer
+    from memlane.retain.report import RetainReport
     from memlane.stores.milvus import MilvusStore
     from memlane.tree.build import TreeReport
     from memlane.tree.consolidators import Consolidator
@@ -174,7 +175,7 @@ class Memory:
         version dropped are deleted, and turns whose text is unchanged keep their stored
         vectors (not embedded again). Creates the bank when missing unless ``create_bank`` is
         False; ``extractor`` replaces the configured one for this call (e.g. replies of a
-        batch LLM stage). Returns a :class:`~memlane.retain.pipeline.RetainReport`."""
+        batch LLM stage). Returns a :class:`~memlane.retain.report.RetainReport`."""
         return self._parts.retain.retain(
             bank_id, conversations, tags=tags, create_bank=create_bank, progress=progress, extractor=extractor
         )

@@ -20,7 +20,8 @@ from memlane.records import RetainItem, Turn
 from memlane.retain.deferred import DeferredExtraction
 from memlane.retain.facts import Extractor
 from memlane.retain.items import check_tags, plan_items
-from memlane.retain.pipeline import Retainer, RetainReport
+from memlane.retain.pipeline import Retainer
+from memlane.retain.report import RetainReport
 from memlane.timings import recording, stage
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class RetainService:
         what the bank held under its id. Creates the bank when missing unless
         ``create_bank`` is False; ``extractor`` replaces the configured one for this call
         (e.g. replies of a batch LLM stage). Returns a
-        :class:`~memlane.retain.pipeline.RetainReport`."""
+        :class:`~memlane.retain.report.RetainReport`."""
         t0 = time.perf_counter()
         with recording() as timings:
             check_tags(tags)  # before the bank is created: bad input leaves no bank behind
