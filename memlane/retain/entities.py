@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 from datetime import datetime
 from difflib import SequenceMatcher
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
 from memlane.ids import entity_id
 from memlane.records import Entity
@@ -170,3 +170,38 @@ class EntityResolver:
         if ent.last_seen is None or at > ent.last_seen:
             ent.last_seen = at
         self.touched.add(eid)
+
+
+class MentionCounts:
+    """Each entity's mention count through one retain call: how many memories the graph had
+    naming it when the call began, plus each memory the call writes that names it (a written
+    memory's id is never in the graph before: what changed was deleted first). So a batch can
+    write its entities, counted, before its memories, and the count is the graph's once they
+    are written."""
+
+    def __init__(self, stored: Sequence[Entity], degrees: Mapping[str, int]) -> None:
+        self._stored = {e.entity_id: e.mention_count for e in stored}
+        self._counts = {e: n for e, n in degrees.items() if n}
+        self.written: set[str] = set()
+
+    def add(self, memories: Iterable[Sequence[str]]) -> set[str]:
+        """Count memories (each given by the entity ids it names, once each); returns the ids."""
+        named: set[str] = set()
+        for ids in memories:
+            for eid in ids:
+                self._counts[eid] = self._counts.get(eid, 0) + 1
+                named.add(eid)
+        self.written |= named
+        return named
+
+    def count(self, entity_id: str) -> int:
+        return self._counts.get(entity_id, 0)
+
+    def stale(self) -> list[str]:
+        """Stored entities the call did not write whose count differs from the graph's (an
+        entity no memory names is left to the delete path, which drops it)."""
+        return sorted(
+            e
+            for e, n in self._stored.items()
+            if e not in self.written and self._counts.get(e) and self._counts[e] != n
+        )

@@ -10,9 +10,12 @@ What the call leaves out of date in a consolidated bank (the tree's sessions it 
 facts whose resolution may change) is removed from the tree and counted in the report's
 ``stale``, for ``memlane consolidate``.
 
-Write order per batch: chunks, then units (the store of record, then the derived graph); entity
-records are written last with mention counts read from the graph, which is itself derived from
-the units, so a retain interrupted anywhere and run again converges to the same state.
+Write order per batch: chunks, then the entity records its memories mention, then the memories
+(the store of record, then the derived graph). A memory is never stored before the entities it
+names, and an entity's mention count is the graph's count when the call began plus what the call
+wrote (:class:`~memlane.retain.entities.MentionCounts`); a count the graph does not bear out (a
+retain killed between the two writes) is written again by the next retain of the bank, so a
+retain interrupted anywhere and run again converges to the same state.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from memlane.ids import unit_id
 from memlane.interfaces import VectorStore
 from memlane.records import Bank, Link, MemoryUnit, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
-from memlane.retain.entities import EntityResolver
+from memlane.retain.entities import EntityResolver, MentionCounts
 from memlane.retain.facts import Extractor, Fact
 from memlane.retain.plan import INPUT, Held, Plan, compare, split, stamp
 from memlane.retain.relink import Linker
@@ -225,7 +228,10 @@ class Retainer:
     def _retain(self, call: _Call, progress: Callable[[int], None] | None, extract: Extractor) -> None:
         bank, timings = call.bank, call.timings
         with stage("entities_read"):
-            resolver = EntityResolver(bank.bank_id, self.store.list_entities(bank.bank_id))
+            existing = self.store.list_entities(bank.bank_id)
+            resolver = EntityResolver(bank.bank_id, existing)
+            degrees = self.graph.entity_degrees(bank.bank_id, [e.entity_id for e in existing])
+            mentions = MentionCounts(existing, degrees)
         batches = self._batches(call.plan.fresh)
         # Extraction (spaCy) of batch i+1 runs on a thread while batch i is embedded and
         # written: the two overlap on the 2 cores instead of queueing.
@@ -238,21 +244,18 @@ class Retainer:
                     facts = future.result()
                 following = next(batches, None)
                 future = pool.submit(self._extract, extract, bank, following, timings) if following else None
-                self._batch(call, current, facts, resolver)
+                self._batch(call, current, facts, resolver, mentions)
                 if progress:
                     progress(sum(len(item.turns) for item in current))
                 current = following
-        # the mention counts; the write times its own store write ("store_write"), counted once.
-        # An entity only memories kept as they were mention was not resolved again.
+        # counts an earlier retain left that the graph does not bear out (it was killed between
+        # writing an entity and the memories that mention it): written as the graph has them
         with stage("entities_write"):
-            touched = resolver.entities()
-            if touched:
-                degrees = self.graph.entity_degrees(bank.bank_id, [e.entity_id for e in touched])
-                touched = [e for e in touched if degrees.get(e.entity_id)]
-                for ent in touched:
-                    ent.mention_count = degrees[ent.entity_id]
-        call.write.entities(touched)
-        call.report.entities = len(touched)
+            fixed = resolver.entities(mentions.stale())
+            for ent in fixed:
+                ent.mention_count = mentions.count(ent.entity_id)
+        call.write.entities(fixed)
+        call.report.entities = len(mentions.written)
 
     @staticmethod
     def _batches(items: Sequence[ChunkInput]) -> Iterator[list[ChunkInput]]:
@@ -286,7 +289,14 @@ class Retainer:
         fresh = dict(zip(missing, embedder.embed(missing))) if missing else {}
         return np.stack([reuse[t] if t in reuse else fresh[t] for t in texts]).astype(np.float32, copy=False)
 
-    def _batch(self, call: _Call, items: list[ChunkInput], facts_per_chunk, resolver: EntityResolver) -> None:
+    def _batch(
+        self,
+        call: _Call,
+        items: list[ChunkInput],
+        facts_per_chunk,
+        resolver: EntityResolver,
+        mentions: MentionCounts,
+    ) -> None:
         timings, bank, report = call.timings, call.bank, call.report
 
         def lap(name: str, since: float) -> float:
@@ -309,6 +319,11 @@ class Retainer:
         chunks = [item.chunk for item in items if call.plan.to_write(item.chunk)]
         call.write.chunks(chunks)  # timed as the write's own "store_write"
         report.chunks += len(chunks)
+        # the entities before the memories that name them (see the module); timed by the write
+        named = resolver.entities(sorted(mentions.add([eids for *_, eids in drafts])))
+        for ent in named:
+            ent.mention_count = mentions.count(ent.entity_id)
+        call.write.entities(named)
         if not drafts:
             return
         tick = time.perf_counter()
