@@ -190,7 +190,17 @@ class TreeBuilder:
             nid = node_id(bank_id, level, w.key)
             sig = signature(self.consolidator.name, level, w.key, children)
             old = existing.get(nid)
-            if old is not None and old.signature == sig and old.embedding is not None:
+            start, end = min(c.start for c in children), max(c.end for c in children)
+            # The signature reads children's ids and texts, not their times: a node whose
+            # child was said again at another time under the same id and text (left so by a
+            # consolidation that raced with that retain, before memlane/tree/service.py
+            # checked the revision) would otherwise be kept with an interval short of it.
+            if (
+                old is not None
+                and old.signature == sig
+                and old.embedding is not None
+                and (old.start, old.end) == (start, end)
+            ):
                 out.append(old)
                 history.append(old.text)
                 continue
@@ -204,8 +214,8 @@ class TreeBuilder:
                 bank_id=bank_id,
                 level=level,
                 key=w.key,
-                start=min(c.start for c in children),
-                end=max(c.end for c in children),
+                start=start,
+                end=end,
                 text=written.text,
                 children=[c.id for c in children],
                 cited=written.cited,

@@ -68,14 +68,34 @@ class TreeService:
             session_idle_s=self.settings.tree.session_idle_s,
         )
 
+        # The build reads the bank outside its lease (a slow LLM never blocks a retain) and
+        # writes under it. A write in between makes what it read stale in a way pruning cannot
+        # see: a retain that says a document again rewrites its units under the same ids
+        # (positional, memlane/ids.py) at their new time, so the build's session would name
+        # units that exist with an interval that no longer covers them (the soak's doctor
+        # finding, tree_containment on a session). So the nodes are written only over the
+        # revision the build started from; when the bank moved, the build runs again holding
+        # the lease (only after such a race: retains wait for that one).
+        seen = self.store.get_revision(bank_id)
+        moved = False
+
         def write(bank: str, upserts: list[TreeNode], deletes: list[str]) -> None:
+            nonlocal moved
             with self.writer.write(bank) as w:
+                if self.store.get_revision(bank) != seen:
+                    moved = True  # nothing written: no revision bump
+                    return
                 w.tree(upserts, deletes)
                 # Units deleted while the tree was being built (outside the lease, so a slow
                 # LLM never blocks a retain) must not leave nodes pointing at them.
                 prune_tree(self.store, bank)
 
-        report = builder.build(bank_id, write, now=utc(now) if now else None, progress=progress)
+        at = utc(now) if now else None
+        report = builder.build(bank_id, write, now=at, progress=progress)
+        if moved:
+            with self.writer.leases.hold(bank_id):
+                seen = self.store.get_revision(bank_id)
+                report = builder.build(bank_id, write, now=at, progress=progress)
         report.facts = {"written": resolved.written, **resolved.outcomes}
         return report
 
