@@ -21,7 +21,7 @@ retain interrupted anywhere and run again converges to the same state.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Sequence
@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 # batches pad little: the LoCoMo backfill on 2 cores ran at 116 turns/s with 128, 123 with 256
 # and 124 with 512 (Nov 2026).
 BATCH_TURNS = 256
+# Extractors cheap enough to run before the plan says what needs extracting (a call of one
+# batch: a request): the rules take ~13 ms of a peer-workload request, hidden behind its store
+# reads; what turns out unchanged was extracted for nothing.
+AHEAD = frozenset({"rules"})
 
 
 class _Known:
@@ -65,6 +69,21 @@ class _Known:
         missing = [c for c in chunks if c.chunk.chunk_id not in self.known]
         got = iter(self.inner.extract(bank, missing) if missing else ())
         return [self.known[c.chunk.chunk_id] if c.chunk.chunk_id in self.known else next(got) for c in chunks]
+
+
+class _Ahead:
+    """An extractor whose facts for one call's chunks were started on a thread before the bank
+    was read, so extraction overlaps the store's reads instead of following them; a chunk it
+    was not given is extracted when asked."""
+
+    def __init__(
+        self, future: Future[list[list[Fact]]], items: Sequence[ChunkInput], inner: Extractor
+    ) -> None:
+        self.future, self.inner, self.name = future, inner, inner.name
+        self.ids = [c.chunk.chunk_id for c in items]
+
+    def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
+        return _Known(dict(zip(self.ids, self.future.result())), self.inner).extract(bank, chunks)
 
 
 @dataclass
@@ -130,10 +149,17 @@ class Retainer:
         ``accept`` (the deferred LLM's, when this call writes the rules' episode) count as
         current too."""
         extract = extractor or self.extractor
-        with recording() as timings:
+        with recording() as timings, ThreadPoolExecutor(1, thread_name_prefix="memlane-ahead") as ahead:
             t0 = time.perf_counter()
             report = RetainReport(bank_id=bank.bank_id)
             items = self._chunks(bank.bank_id, conversations, tags, report)
+            ids = [item.chunk.chunk_id for item in items]
+            if (
+                extract.name in AHEAD
+                and sum(len(i.turns) for i in items) <= BATCH_TURNS
+                and len(set(ids)) == len(ids)
+            ):
+                extract = _Ahead(ahead.submit(self._extract, extract, bank, items, timings), items, extract)
             with stage("held_read"):
                 held = Held.read(self.store, bank.bank_id, list(dict.fromkeys(d for d, _ in conversations)))
             plan, fps = split(bank, items, held, {extract.name, *accept})
