@@ -116,18 +116,3 @@ def test_rows_never_flushed_survive_their_process_being_killed(tmp_path):
     assert run.returncode == 9 and run.stdout.strip() == "written", run.stderr[-2000:]
     with _store(tmp_path) as store:
         assert [store.get_operation(f"op-{i}")["n"] for i in (0, 150, 299)] == [0, 150, 299]
-
-
-def test_a_bank_deleted_before_its_flush_is_skipped_without_a_warning(tmp_path, flushes, caplog):
-    from memlane.records import Bank, Entity
-
-    with _store(tmp_path, flush_idle_s=0.3) as store:
-        store.upsert_bank(Bank(bank_id="gone"))
-        store.upsert_entities("gone", [Entity(entity_id="e1", bank_id="gone", name="Ada", type="PERSON")])
-        assert [e.name for e in store.list_entities("gone")] == ["Ada"]
-        store.delete_bank("gone")
-        with caplog.at_level("DEBUG", logger="memlane.stores.milvus.flusher"):
-            assert flushes.wait("memlane-lite-flush", timeout_s=10)
-            time.sleep(0.5)
-        assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
-        assert store.get_bank("gone") is None

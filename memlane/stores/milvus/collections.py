@@ -77,7 +77,7 @@ class Collections:
         store = settings.store
         lazy = self.flush_writes and store.search_backend == "memory" and store.flush_idle_s > 0
         self._flusher = (
-            IdleFlusher(self._flush_idle, store.flush_idle_s, store.flush_max_age_s) if lazy else None
+            IdleFlusher(self._flush_now, store.flush_idle_s, store.flush_max_age_s) if lazy else None
         )
         self._deferred = threading.local()  # .names: collections to flush when the block ends
         self._ready: set[str] = set()  # collections known to exist and loaded in this process
@@ -268,17 +268,6 @@ class Collections:
                 return
             for name in dict.fromkeys(names):
                 self.client.flush(name)
-
-    def _flush_idle(self, names: Iterable[str]) -> None:
-        """The flusher's flush: a collection dropped since it was written (its bank deleted,
-        here or by another process) is not flushed."""
-        with self._write_lock:
-            for name in dict.fromkeys(n for n in names if n in self._ready):
-                try:
-                    self._flush_now([name])
-                except MilvusException as exc:
-                    if not is_missing(exc):
-                        raise
 
     def _upsert_rows(self, name: str, rows: list[dict[str, Any]], flush: bool = True) -> None:
         if not rows:
