@@ -19,8 +19,7 @@ class MilvusStore(Search, UnitRecords, TreeRecords):
     default); banks, revisions and operations are global collections in both. Thread-safe: reads run concurrently, writes are serialised.
 
     ``flush_writes`` (default: True on Milvus Lite, False on a server) flushes the collections a
-    write call touched, which keeps Lite searches off its slow memtable path: before the call
-    returns when recall searches Lite, else once writes pause (``flusher.py``).
+    write call touched before it returns, which keeps Lite searches off its slow memtable path.
     """
 
     def __enter__(self) -> MilvusStore:
