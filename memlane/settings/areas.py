@@ -39,13 +39,6 @@ class StoreSettings(_Area):
     # thousands of turns takes minutes) before failing with LeaseTimeout.
     write_lease_ttl_s: float = Field(30.0, gt=0)
     write_lease_wait_s: float = Field(600.0, gt=0)
-    # Milvus Lite flushes the collections a write touched once writes pause for flush_idle_s,
-    # or flush_max_age_s after the first unflushed write (memlane/stores/milvus/flusher.py; 0:
-    # after every write, as before). A flush per write was 43 ms of a retain request through
-    # the service. 0.5 s outlasts the gap between one client's back-to-back requests; the
-    # values themselves are not measured yet.
-    flush_idle_s: float = Field(0.5, ge=0)
-    flush_max_age_s: float = Field(5.0, gt=0)
 
 
 class ModelSettings(_Area):

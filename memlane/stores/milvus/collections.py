@@ -21,7 +21,6 @@ from memlane.stores.milvus.connection import (
     open_client,
     release_lite,
 )
-from memlane.stores.milvus.flusher import IdleFlusher
 from memlane.stores.milvus.layout import (
     BANK_COLLECTIONS,
     LAYOUTS,
@@ -72,13 +71,6 @@ class Collections:
         self.is_lite = self.capabilities.is_lite
         self.flush_writes = self.is_lite if flush_writes is None else bool(flush_writes)
         self._write_lock = threading.RLock()
-        # Flushed when the writes pause, off the request (memlane/stores/milvus/flusher.py),
-        # unless recall searches Lite itself, whose search path wants every row flushed.
-        store = settings.store
-        lazy = self.flush_writes and store.search_backend == "memory" and store.flush_idle_s > 0
-        self._flusher = (
-            IdleFlusher(self._flush_now, store.flush_idle_s, store.flush_max_age_s) if lazy else None
-        )
         self._deferred = threading.local()  # .names: collections to flush when the block ends
         self._ready: set[str] = set()  # collections known to exist and loaded in this process
         self._closed = False
@@ -155,14 +147,7 @@ class Collections:
         (flushing it and releasing the data-directory lock). Idempotent."""
         if self._closed:
             return
-        if self._flusher is not None:
-            self._flusher.stop()  # before the lock: its thread may be waiting for it
         with self._write_lock:
-            if self._flusher is not None:
-                try:
-                    self._flush_now(self._flusher.take())
-                except Exception as exc:  # noqa: BLE001 - the rows are durable; closing goes on
-                    log.warning("flushing at close failed (%s: %s)", type(exc).__name__, exc)
             self._closed = True
             try:
                 self._client.close()
@@ -257,17 +242,8 @@ class Collections:
         if pending is not None:
             pending.update(dict.fromkeys(names))
             return
-        if self._flusher is not None:
-            self._flusher.mark(names)
-            return
-        self._flush_now(names)
-
-    def _flush_now(self, names: Iterable[str]) -> None:
-        with self._write_lock:
-            if self._closed:
-                return
-            for name in dict.fromkeys(names):
-                self.client.flush(name)
+        for name in dict.fromkeys(names):
+            self.client.flush(name)
 
     def _upsert_rows(self, name: str, rows: list[dict[str, Any]], flush: bool = True) -> None:
         if not rows:
