@@ -21,7 +21,7 @@ retain interrupted anywhere and run again converges to the same state.
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Sequence
@@ -36,6 +36,7 @@ from memlane.records import Bank, Link, MemoryUnit, Turn
 from memlane.retain.chunking import ChunkInput, chunk_turns
 from memlane.retain.entities import EntityResolver, MentionCounts
 from memlane.retain.facts import Extractor, Fact
+from memlane.retain.known import Ahead, Known
 from memlane.retain.plan import INPUT, Held, Plan, compare, split, stamp
 from memlane.retain.relink import Linker
 from memlane.retain.report import RetainReport
@@ -57,33 +58,6 @@ BATCH_TURNS = 256
 # batch: a request): the rules take ~13 ms of a peer-workload request, hidden behind its store
 # reads; what turns out unchanged was extracted for nothing.
 AHEAD = frozenset({"rules"})
-
-
-class _Known:
-    """An extractor that answers with facts extracted beforehand where it has them."""
-
-    def __init__(self, known: Mapping[str, list[Fact]], inner: Extractor) -> None:
-        self.known, self.inner, self.name = known, inner, inner.name
-
-    def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
-        missing = [c for c in chunks if c.chunk.chunk_id not in self.known]
-        got = iter(self.inner.extract(bank, missing) if missing else ())
-        return [self.known[c.chunk.chunk_id] if c.chunk.chunk_id in self.known else next(got) for c in chunks]
-
-
-class _Ahead:
-    """An extractor whose facts for one call's chunks were started on a thread before the bank
-    was read, so extraction overlaps the store's reads instead of following them; a chunk it
-    was not given is extracted when asked."""
-
-    def __init__(
-        self, future: Future[list[list[Fact]]], items: Sequence[ChunkInput], inner: Extractor
-    ) -> None:
-        self.future, self.inner, self.name = future, inner, inner.name
-        self.ids = [c.chunk.chunk_id for c in items]
-
-    def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
-        return _Known(dict(zip(self.ids, self.future.result())), self.inner).extract(bank, chunks)
 
 
 @dataclass
@@ -159,7 +133,7 @@ class Retainer:
                 and sum(len(i.turns) for i in items) <= BATCH_TURNS
                 and len(set(ids)) == len(ids)
             ):
-                extract = _Ahead(ahead.submit(self._extract, extract, bank, items, timings), items, extract)
+                extract = Ahead(ahead.submit(self._extract, extract, bank, items, timings), items, extract)
             with stage("held_read"):
                 held = Held.read(self.store, bank.bank_id, list(dict.fromkeys(d for d, _ in conversations)))
             plan, fps = split(bank, items, held, {extract.name, *accept})
@@ -180,7 +154,7 @@ class Retainer:
                 u.text: np.asarray(u.embedding, dtype=np.float32) for u in held.units.values() if u.embedding
             }
             call = _Call(bank, write, plan, fps, extract.name, tags, reuse, report, timings)
-            self._retain(call, progress, _Known(known, extract))
+            self._retain(call, progress, Known(known, extract))
             with stage("relink"):
                 report.relinked = self.linker.gain(write, call.later)
             with stage("outdated"):
