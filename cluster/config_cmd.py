@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import typer
 
-from cluster.common import errors, fail
+from cluster.common import DataDir, errors, fail
 
 MASK = "***"
 
@@ -72,9 +73,10 @@ def _shown(path: str, value: Any) -> Any:
     return to_jsonable_python(value)
 
 
-def describe(entry: str | None) -> dict[str, Any]:
+def describe(entry: str | None, data_dir: Path | None = None) -> dict[str, Any]:
     """What ``config show --for entry`` prints: the settings nested by area, each path's origin,
-    and the entry point's changes (applied or kept from the user, with why)."""
+    and the entry point's changes (applied or kept from the user, with why). ``data_dir``: the
+    ``--data-dir`` given, which wins over MEMLANE_DATA_DIR as in every other command."""
     from memlane.settings import Settings
     from memlane.settings.entry_points import (
         ENTRY_POINT_DEFAULTS,
@@ -86,8 +88,10 @@ def describe(entry: str | None) -> dict[str, Any]:
         nest,
     )
 
-    settings = Settings()
+    settings = Settings(data_dir=data_dir) if data_dir is not None else Settings()
     where = origins()
+    if data_dir is not None:
+        where["data_dir"] = "--data-dir"
     chain = [e for e in (STARTS_FROM.get(entry or ""), entry) if e]
     applied: dict[str, str] = {}
     for name in chain:
@@ -209,6 +213,7 @@ def show(
     markdown: bool = typer.Option(
         False, "--markdown", help="Print every entry point's changes to the defaults as a markdown table."
     ),
+    data_dir: Path | None = DataDir,
 ) -> None:
     """Print the effective settings (secrets masked), where each came from, and the entry
     point's changes to the defaults."""
@@ -220,7 +225,7 @@ def show(
         typer.echo(markdown_table())
         return
     with errors():
-        report = describe(for_)
+        report = describe(for_, data_dir)
     if json_out:
         typer.echo(json.dumps(report))
         return
