@@ -74,7 +74,13 @@ def _non_empty_str(value: Any, key: str) -> str:
 
 
 def parse_line(line: str | bytes) -> dict[str, Any]:
-    """One line as a JSON object; :class:`InputError` with the reason when it is not one."""
+    """One line as a JSON object; :class:`InputError` with the reason when it is not one. The
+    line may end in its ``\n`` or ``\r\n`` (a file read line by line): the terminator is no
+    part of the record, so a line cut short is reported at the column past its last character,
+    not at "column 1" of a second line the parser would see."""
+    if isinstance(line, bytes):
+        line = _decoded(line)
+    line = line.removesuffix("\n").removesuffix("\r")
     try:
         obj = json.loads(line)
     except ValueError as exc:
@@ -82,6 +88,15 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type_name(obj)}")
     return obj
+
+
+def _decoded(raw: bytes) -> str:
+    """A line read as bytes, as text (a byte-order mark dropped, as json.loads of bytes does)."""
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
+        raise InputError(f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at column {column})") from None
 
 
 def parse_record(obj: dict[str, Any], routing_keys: Iterable[str] = ()) -> TurnRecord:
