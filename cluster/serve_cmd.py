@@ -18,7 +18,18 @@ def _fail(message: str, code: int = 2) -> None:
 def serve_command(
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="HTTP port on 127.0.0.1."),
     stop: bool = typer.Option(False, "--stop", help="Stop the running service."),
-    config: Path | None = typer.Option(None, "--config", help="Serve config (default serve/config.yaml)."),
+    runtime: str | None = typer.Option(
+        None,
+        "--runtime",
+        help="process: one process on this machine (the default); ray: Ray Serve (the default "
+        "with --config, --address or --ray-dashboard).",
+    ),
+    address: str | None = typer.Option(
+        None, "--address", help="Deploy on the Ray cluster at this address (the Ray runtime)."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="Ray Serve config (the Ray runtime; default serve/config.yaml)."
+    ),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", help="Data directory (default: MEMLANE_DATA_DIR or ./.memlane)."
     ),
@@ -28,12 +39,13 @@ def serve_command(
     ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Start Memlane on Ray Serve (local Ray, Milvus Lite server, all on loopback); with
-    MEMLANE_STORE__MILVUS_URI, on that Milvus server instead of Lite."""
+    """Start Memlane on 127.0.0.1: one process over the data directory's Milvus Lite server
+    (the default), or Ray Serve (--runtime ray: local Ray, Milvus Lite server, all on
+    loopback); with MEMLANE_STORE__MILVUS_URI, on that Milvus server instead of Lite."""
     from rich.console import Console
 
     from cluster.common import errors
-    from cluster.service import ServiceError, start_background
+    from cluster.service import RUNTIMES, ServiceError, runtime_of, start_background
     from cluster.service import stop as stop_service
     from memlane.settings import Settings
 
@@ -44,6 +56,11 @@ def serve_command(
         stopped = stop_service(root)
         typer.echo("stopped" if stopped else f"no service running for {root}")
         return
+    if runtime is not None and runtime not in RUNTIMES:
+        _fail(f"--runtime: {runtime!r} is not one of {', '.join(RUNTIMES)}")
+    runtime = runtime_of(runtime or ("ray" if ray_dashboard else None), config=config, address=address)
+    if runtime == "process" and (config is not None or address or ray_dashboard):
+        _fail("--config, --address and --ray-dashboard are Ray Serve's: use them with --runtime ray")
     if ray_dashboard:  # the supervisor reads its settings from the environment it inherits
         os.environ["MEMLANE_SERVE__RAY_DASHBOARD"] = "true"
     if settings.store.milvus_uri:  # a server the operator runs: it must answer before Ray starts
@@ -63,8 +80,13 @@ def serve_command(
         )
     console = Console(stderr=True)
     try:
-        with console.status("starting Ray, the store and the Serve application..."):
-            state = start_background(root, port, config, timeout_s=timeout)
+        what = (
+            "the store and the service"
+            if runtime == "process"
+            else "Ray, the store and the Serve application"
+        )
+        with console.status(f"starting {what}..."):
+            state = start_background(root, port, config, timeout_s=timeout, runtime=runtime, address=address)
     except ServiceError as exc:
         _fail(str(exc), code=1 if "exited" in str(exc) or "healthy" in str(exc) else 2)
     if json_out:

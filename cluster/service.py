@@ -1,13 +1,19 @@
-"""The local service: a supervisor process that owns a loopback Ray, the Milvus Lite server
-and the Serve application, and a client side that starts it in the background, waits until it
-is healthy, and stops it.
+"""The local service: a supervisor process started in the background, a client side that waits
+until it is healthy, and its stop. Two runtimes:
+
+* ``process`` (the default of ``memlane serve`` on one machine): the supervisor serves the app
+  itself, one uvicorn process over one engine, beside the Milvus Lite server
+  (cluster/service_process.py, serve/process.py);
+* ``ray`` (``--runtime ray``, a ``--config``, ``--address``): the supervisor owns a loopback
+  Ray (or joins the cluster at ``--address``), the Milvus Lite server and the Serve application
+  of serve/config.yaml (:func:`supervise`).
 
 ``memlane serve`` runs :func:`start_background`: it launches ``python -m cluster.service`` in
 its own session (logs in ``DATA_DIR/serve.log``), polls ``GET /v1/health`` and returns when it
-answers 200. The supervisor writes ``DATA_DIR/serve.json`` (its pid, the HTTP URL, the Ray
-address, dashboard URL and metrics export port, the Milvus URI) and on SIGTERM or SIGINT shuts
-down Serve, then Ray, then the Milvus Lite server (which closes its data cleanly on SIGINT).
-``memlane serve --stop`` sends that SIGTERM.
+answers 200. The supervisor writes ``DATA_DIR/serve.json`` (its pid, the runtime, the HTTP URL,
+the Milvus URI; under Ray also the Ray address, dashboard URL and metrics export port) and on
+SIGTERM or SIGINT shuts down what it started (Serve, then Ray; the Milvus Lite server last,
+which closes its data cleanly on SIGINT). ``memlane serve --stop`` sends that SIGTERM.
 """
 
 from __future__ import annotations
@@ -109,10 +115,24 @@ def _wait_deployed(stop: threading.Event, app: str) -> str | None:
     return None
 
 
-def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | None) -> int:
-    """Run the service until SIGTERM or SIGINT (the body of ``python -m cluster.service``);
-    the exit code: 1 when the application failed to deploy."""
-    from cluster.local import MilvusLiteServer, start_local_ray
+RUNTIMES = ("process", "ray")
+
+
+def runtime_of(runtime: str | None, *, config: Path | None = None, address: str | None = None) -> str:
+    """The runtime a start uses: the one named, else ``ray`` when a Serve config or a Ray
+    address is given (they mean Ray Serve), else ``process``."""
+    if runtime is not None:
+        return runtime
+    return "ray" if config is not None or address else "process"
+
+
+def supervise(
+    data_dir: Path, port: int, config_path: Path, num_cpus: float | None, address: str | None = None
+) -> int:
+    """Run the Ray runtime until SIGTERM or SIGINT (the body of ``python -m cluster.service
+    --runtime ray``); the exit code: 1 when the application failed to deploy. ``address``: a
+    running Ray cluster to deploy on instead of a new loopback one."""
+    from cluster.local import MilvusLiteServer, connect_local, start_local_ray
 
     data_dir = data_dir.resolve()
     stop = threading.Event()
@@ -150,17 +170,21 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
         import ray
         from ray.serve._private import api as serve_api
 
-        # Fractional CPU requests (serve/config.yaml) fit six deployments and their
-        # autoscaled replicas in 4 logical CPUs; on 2 cores most replicas wait on others.
-        ctx = start_local_ray(
-            num_cpus or max(4, os.cpu_count() or 1),
-            include_dashboard=settings.serve.ray_dashboard,
-            # serve/loopback.py: Serve binds each replica's gRPC server to all interfaces
-            runtime_env={"env_vars": env, "worker_process_setup_hook": LOOPBACK_HOOK},
-            # Ray starts one idle worker per logical CPU ahead of any task, ~44 MB PSS each;
-            # the service runs only actors (Serve's), which start their own workers.
-            _system_config={"enable_worker_prestart": False, "prestart_worker_first_driver": False},
-        )
+        # serve/loopback.py: Serve binds each replica's gRPC server to all interfaces
+        runtime_env = {"env_vars": env, "worker_process_setup_hook": LOOPBACK_HOOK}
+        if address:
+            ctx = connect_local(address, runtime_env=runtime_env)
+        else:
+            # Fractional CPU requests (serve/config.yaml) fit six deployments and their
+            # autoscaled replicas in 4 logical CPUs; on 2 cores most replicas wait on others.
+            ctx = start_local_ray(
+                num_cpus or max(4, os.cpu_count() or 1),
+                include_dashboard=settings.serve.ray_dashboard,
+                runtime_env=runtime_env,
+                # Ray starts one idle worker per logical CPU ahead of any task, ~44 MB PSS
+                # each; the service runs only actors (Serve's), which start their own workers.
+                _system_config={"enable_worker_prestart": False, "prestart_worker_first_driver": False},
+            )
         # ray.init installs Ray's own SIGTERM handler, which dies without cleanup: take the
         # signals back so a stop shuts Serve, Ray and Milvus down in order.
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -178,6 +202,7 @@ def supervise(data_dir: Path, port: int, config_path: Path, num_cpus: float | No
             client.deploy_apps(config, _blocking=False)
             state = {
                 "pid": os.getpid(),
+                "runtime": "ray",
                 "url": f"http://127.0.0.1:{port}",
                 "ray_address": ctx.address_info.get("gcs_address"),
                 "dashboard_url": f"http://{ctx.dashboard_url}" if ctx.dashboard_url else None,
@@ -246,8 +271,12 @@ def start_background(
     timeout_s: float = 600.0,
     num_cpus: float | None = None,
     progress=None,
+    runtime: str | None = None,
+    address: str | None = None,
 ) -> dict[str, Any]:
-    """Start the supervisor detached and return its state once ``/v1/health`` answers 200."""
+    """Start the supervisor detached and return its state once ``/v1/health`` answers 200.
+    ``runtime``: "process" or "ray" (default: :func:`runtime_of`: Ray with a config or an
+    address); ``address``: a Ray cluster for the Ray runtime to deploy on."""
     from cluster.local import _port_free
 
     data_dir = Path(data_dir).resolve()
@@ -256,23 +285,23 @@ def start_background(
         raise ServiceError(f"a service is already running for {data_dir} (stop it with memlane serve --stop)")
     if not _port_free(port):
         raise ServiceError(f"port {port} on 127.0.0.1 is in use (choose another with --port)")
-    config_path = Path(config_path or DEFAULT_CONFIG)
-    if not config_path.is_file():
-        raise ServiceError(f"serve config not found: {config_path}")
+    runtime = runtime_of(runtime, config=config_path, address=address)
+    if runtime not in RUNTIMES:
+        raise ServiceError(f"unknown runtime {runtime!r} (choose one of {', '.join(RUNTIMES)})")
+    if runtime == "process" and (config_path is not None or address):
+        raise ServiceError("--config and --address are Ray Serve's: use them with --runtime ray")
     log_path = data_dir / LOG_FILE
-    cmd = [
-        sys.executable,
-        "-m",
-        "cluster.service",
-        "--data-dir",
-        str(data_dir),
-        "--port",
-        str(port),
-        "--config",
-        str(config_path.resolve()),
-    ]
-    if num_cpus:
-        cmd += ["--num-cpus", str(num_cpus)]
+    cmd = [sys.executable, "-m", "cluster.service", "--runtime", runtime]
+    cmd += ["--data-dir", str(data_dir), "--port", str(port)]
+    if runtime == "ray":
+        config_path = Path(config_path or DEFAULT_CONFIG)
+        if not config_path.is_file():
+            raise ServiceError(f"serve config not found: {config_path}")
+        cmd += ["--config", str(config_path.resolve())]
+        if num_cpus:
+            cmd += ["--num-cpus", str(num_cpus)]
+        if address:
+            cmd += ["--address", address]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             cmd,
@@ -335,8 +364,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument("--num-cpus", type=float, default=None)
+    parser.add_argument("--runtime", choices=RUNTIMES, default="ray")
+    parser.add_argument("--address", default=None)
     args = parser.parse_args(argv)
-    sys.exit(supervise(args.data_dir, args.port, args.config, args.num_cpus))
+    if args.runtime == "process":
+        from cluster.service_process import supervise_process
+
+        sys.exit(supervise_process(args.data_dir, args.port))
+    sys.exit(supervise(args.data_dir, args.port, args.config, args.num_cpus, args.address))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """``memlane status`` and ``memlane --version``: what is running for a data directory.
 
 Everything here is read from the machine, without an API key and without loading a model:
-the service supervisor's state file (``serve.json``, written by ``memlane serve``) and its
-health endpoint; the kernel's lock table (``/proc/locks``) for which process holds the Milvus
+the service supervisor's state file (``serve.json``, written by ``memlane serve`` under either
+runtime: one process, or Ray Serve) and its health endpoint; the kernel's lock table (``/proc/locks``) for which process holds the Milvus
 Lite directory; and the store itself for the banks, through the service's Milvus Lite server
 when one runs, or by opening the directory when no process holds it.
 """
@@ -77,20 +77,26 @@ def collect(data_dir: Path) -> dict[str, Any]:
         out["data_dir"]["size_mb"] = _size_mb(data_dir)
     state = read_state(data_dir) if data_dir.is_dir() else None
     if state:
+        runtime = state.get("runtime", "ray")  # a state file from before the process runtime
         out["service"] = {
             "running": True,
+            "runtime": runtime,
             "pid": state["pid"],
             "url": state["url"],
             "healthy": _healthy(state["url"]),
             "log": str(data_dir / LOG_FILE),
         }
+    else:
+        out["service"] = {"running": False}
+    if state and state.get("ray_address"):
         out["ray"] = {
             "running": True,
             "address": state.get("ray_address"),
             "dashboard": state.get("dashboard_url"),
         }
+    elif state:
+        out["ray"] = {"running": False, "note": "the service runs in one process, without Ray"}
     else:
-        out["service"] = {"running": False}
         out["ray"] = {"running": False, "note": "memlane backfill starts its own Ray while it runs"}
 
     access = store_access(data_dir)
@@ -125,7 +131,9 @@ def _render(s: dict[str, Any]) -> str:
     svc = s["service"]
     if svc["running"]:
         health = "healthy" if svc["healthy"] else "NOT answering /v1/health"
-        lines.append(f"service   {svc['url']} (pid {svc['pid']}, {health}; log {svc['log']})")
+        lines.append(
+            f"service   {svc['url']} ({svc['runtime']} runtime, pid {svc['pid']}, {health}; log {svc['log']})"
+        )
     else:
         lines.append("service   not running (start it with: memlane serve)")
     ray = s["ray"]

@@ -1,4 +1,5 @@
-"""Recall and reflect in the Ingress replica, over the banks it holds warm.
+"""Recall and reflect where the HTTP app runs (the Ingress replica under Ray Serve, or the
+one process of ``memlane serve --runtime process``), over the banks its engine holds warm.
 
 Why in the Ingress: on the Hindsight peer's workload (benchmarks/peer_bench.py) a served
 recall cost ~118 ms of CPU for ~22 ms of engine work when it crossed four processes (proxy,
@@ -19,27 +20,15 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Any
-
-from ray import serve
+from typing import TYPE_CHECKING, Any, Callable
 
 from memlane.derived import DerivedState
-from memlane.settings import Settings
 from memlane.views import recall_json, reflect_json
 
+if TYPE_CHECKING:
+    from memlane.engine import Memory
+
 log = logging.getLogger("memlane.serve")
-
-
-# Read when the class is defined (Serve's decorator takes a constant): the environment comes
-# from the application's runtime_env, set before the replica imports this module.
-MAX_WARM_BANKS = Settings().recall.state_max_banks
-
-
-def replica_id() -> str:
-    try:
-        return serve.get_replica_context().replica_id.unique_id
-    except Exception:  # noqa: BLE001 - outside a replica (unit tests)
-        return "local"
 
 
 class WarmBanks:
@@ -107,20 +96,19 @@ class _Registered:
 
 
 class BankHost:
-    """The engine of an Ingress replica: recall and reflect over its warm banks (a mixin; the
-    Ingress calls :meth:`init_host` from its constructor)."""
+    """Recall and reflect over the banks an engine holds warm (a mixin of
+    :class:`serve.host.ServiceHost`, which calls :meth:`init_host`). Ray-free: the Ray runtime's
+    Ingress (serve/app.py) adds bank-affine routing by overriding :meth:`_bank`."""
 
-    def init_host(self, embedder=None, reranker=None) -> None:
-        from serve.deployments import keep_torch_out, service_memory
-        from serve.metrics import RecallMetrics
-
-        self.engine = service_memory(embedder, reranker)
-        keep_torch_out(self.engine)  # the Ingress replica's entry point: see keep_torch_out
-        self.replica = replica_id()
+    def init_host(self, engine: Memory, recall_metrics: Callable[..., Any], replica: str) -> None:
+        """``recall_metrics``: built with the engine's held-banks count and the warm banks
+        (serve/metrics.py); ``replica``: the name the recall's ``X-Memlane-Replica`` gives."""
+        self.engine = engine
+        self.replica = replica
         self._registered: dict[str, _Registered] = {}
         derived = self.engine.derived
         self.warm = WarmBanks(derived)
-        self.recall_metrics = RecallMetrics(derived.held_banks, self.warm)
+        self.recall_metrics = recall_metrics(derived.held_banks, self.warm)
         self._warm_up()
 
     def _warm_up(self) -> None:
@@ -142,11 +130,10 @@ class BankHost:
             except Exception:  # noqa: BLE001 - a bank deleted meanwhile; recall loads lazily
                 log.warning("could not warm bank %s", bank_id, exc_info=True)
 
-    @serve.multiplexed(max_num_models_per_replica=MAX_WARM_BANKS)
-    async def _bank(self, bank_id: str) -> _Registered:
-        """Registers the bank with Serve's multiplexer, which then routes the bank's requests
-        (tagged by the proxy) here. Loading happens in the recall itself."""
-        return _Registered(self, bank_id)
+    async def _bank(self, bank_id: str) -> Any:
+        """Where requests are routed by bank (the Ray runtime's Ingress registers the bank
+        with Serve's multiplexer, serve/app.py); nothing to do in one process."""
+        return None
 
     def _recall(self, bank_id: str, request: Any) -> tuple[bytes, str]:
         held = self.engine.derived.held(bank_id)

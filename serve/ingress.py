@@ -1,6 +1,7 @@
-"""The FastAPI ingress: auth, validation, the /v1 routes, metrics. Recall and reflect run in
-this replica (serve/bank_host.py); the rest is done by the deployments behind it, called
-through DeploymentHandles."""
+"""The FastAPI app: auth, validation, the /v1 routes, metrics. Ray-free: it runs on the service
+host of its process (serve/host.py), an Ingress replica of the Ray runtime (serve/app.py) or
+the one process of the process runtime (serve/process.py). Recall and reflect run on the
+host's engine (serve/bank_host.py); the rest on its writes (serve/backend.py)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,11 @@ from fastapi import Depends, FastAPI, Path, Query, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
-from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memlane.records import BANK_ID_PATTERN, FactType, TagsMatch
 from serve import api_docs, curated_routes, explorer
-from serve.auth import Authenticator, Principal
-from serve.bank_host import BankHost
+from serve.auth import Principal
 from serve.errors import (
     APIError,
     api_error_handler,
@@ -31,9 +30,10 @@ from serve.errors import (
 )
 from serve.hindsight import routes as hindsight_routes
 from serve.hindsight.mcp import HindsightMCPEndpoint
+from serve.host import ServiceHost, current
 from serve.mcp_http import MCPEndpoint, run_replica_mcp
 from serve.openapi import document_errors
-from serve.ratelimit import RateLimiter, admit
+from serve.ratelimit import admit
 from serve.schemas import BankBody, ConsolidateBody, RecallBody, ReflectBody, RerankBody, RetainBody
 
 
@@ -41,7 +41,8 @@ from serve.schemas import BankBody, ConsolidateBody, RecallBody, ReflectBody, Re
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # The MCP endpoint's session manager must run for the app's lifetime, and a routed ASGI
     # app's own lifespan is never run, so this one (which Serve runs on each replica, after
-    # the Ingress constructor built the MCP server) runs it.
+    # the Ingress constructor built the MCP server; the process runtime after it built its
+    # host) runs it.
     async with run_replica_mcp():
         yield
 
@@ -64,10 +65,10 @@ api.include_router(api_docs.router)  # /docs and /redoc, their assets from a pac
 BankId = Path(..., pattern=BANK_ID_PATTERN, description="1-128 letters, digits, '_', '.', '-'")
 
 
-def _ingress(request: Request) -> Ingress:
+def _ingress(request: Request) -> ServiceHost:
     # Serve ships the FastAPI app to the replica by value, so state set on the module's `api`
-    # object is not the app that runs; the replica context holds the Ingress instance.
-    return serve.get_replica_context().servable_object
+    # object is not the app that runs: the host of the process is found by serve/host.py.
+    return current()
 
 
 # Documents the key as the schema's bearer security scheme; the Authenticator reads the header
@@ -119,7 +120,7 @@ api.add_exception_handler(StarletteHTTPException, _http_error)  # unknown path, 
 
 
 async def _call(response) -> Any:
-    """Await a deployment call; engine errors become API errors."""
+    """Await a call of the host's writes or engine; engine errors become API errors."""
     try:
         return await response
     except Exception as exc:  # noqa: BLE001
@@ -130,8 +131,8 @@ async def _call(response) -> Any:
 
 
 async def _op(request: Request, name: str, bank_id: str | None = None, /, **params: Any) -> Any:
-    """Run operation ``name`` of the catalogue (memlane/catalogue.py) on the Memory deployment."""
-    return await _call(_ingress(request).memory.call.remote(name, bank_id, params))
+    """Run operation ``name`` of the catalogue (memlane/catalogue.py) on the host's writes."""
+    return await _call(_ingress(request).writes.call(name, bank_id, params))
 
 
 @api.middleware("http")
@@ -181,7 +182,7 @@ for _path, _kind in (("/hindsight/mcp", "multi"), ("/hindsight/mcp/{bank_id}", "
 async def health(request: Request) -> JSONResponse:
     """Liveness and store reachability; no API key needed."""
     try:
-        store = await _ingress(request).memory.health.remote()
+        store = await _ingress(request).writes.health()
     except Exception as exc:  # noqa: BLE001
         return error_response(503, "unhealthy", f"store unreachable: {type(exc).__name__}")
     return JSONResponse({"status": "ok", **store})
@@ -227,7 +228,7 @@ async def export_bank(
 ) -> Response:
     """The bank as JSON Lines (header, chunks, entities, units; embeddings with ``vectors``),
     for ``POST .../import`` or ``memlane import``. Built whole on the replica, then sent."""
-    data = await _call(_ingress(request).memory.export_bank.remote(bank_id, vectors))
+    data = await _call(_ingress(request).writes.export_bank(bank_id, vectors))
     return Response(content=data, media_type="application/x-ndjson")
 
 
@@ -236,7 +237,7 @@ async def import_bank(request: Request, bank_id: str = Depends(bank_access)) -> 
     """Import an export (NDJSON body, at most MEMLANE_SERVE__MAX_BODY_BYTES) as this bank:
     idempotent, validated whole before anything is written, re-embedding without vectors."""
     body = await request.body()
-    return await _call(_ingress(request).memory.import_bank.remote(bank_id, body))
+    return await _call(_ingress(request).writes.import_bank(bank_id, body))
 
 
 # retain and operations ----------------------------------------------------------------------
@@ -247,9 +248,9 @@ async def retain(
     """Retain items. Items sharing a document_id form a document that replaces its previous
     version; ``"async": true`` answers 202 with an operation to poll."""
     payload = body.model_dump(mode="json", exclude={"async_"})
-    memory = _ingress(request).memory
+    writes = _ingress(request).writes
     if body.async_:
-        op = await _call(memory.retain_async.remote(bank_id, payload))
+        op = await _call(writes.retain_async(bank_id, payload))
         response.status_code = 202
         response.headers["Location"] = f"/v1/banks/{bank_id}/operations/{op['operation_id']}"
         return op
@@ -258,7 +259,7 @@ async def retain(
 
 @api.get("/v1/banks/{bank_id}/operations/{operation_id}", tags=["memories"])
 async def get_operation(request: Request, operation_id: str, bank_id: str = Depends(bank_access)) -> dict:
-    return await _call(_ingress(request).memory.operation.remote(bank_id, operation_id))
+    return await _call(_ingress(request).writes.operation(bank_id, operation_id))
 
 
 @api.get("/v1/banks/{bank_id}/memories", tags=["memories"])
@@ -409,9 +410,9 @@ async def consolidate(
     profile, rewritten only where their children changed (a repeat writes nothing). Answers
     the report; ``"async": true`` answers 202 with an operation to poll."""
     body = body or ConsolidateBody()
-    memory = _ingress(request).memory
+    writes = _ingress(request).writes
     if body.async_:
-        op = await _call(memory.consolidate_async.remote(bank_id, body.consolidator))
+        op = await _call(writes.consolidate_async(bank_id, body.consolidator))
         response.status_code = 202
         response.headers["Location"] = f"/v1/banks/{bank_id}/operations/{op['operation_id']}"
         return op
@@ -447,47 +448,3 @@ async def rerank(request: Request, body: RerankBody, who: Principal = Depends(pr
 api.include_router(curated_routes.router(bank_access, _op))  # mental models, directives
 # The Hindsight-compatible surface (serve/hindsight/routes.py), its catch-all last of all
 api.include_router(hindsight_routes.router)
-
-
-@serve.deployment(name="Ingress")
-@serve.ingress(api)
-class Ingress(BankHost):
-    """Routes HTTP: recall and reflect run here, on this replica's warm banks
-    (serve/bank_host.py); writes and listings go to the Memory deployment."""
-
-    def __init__(self, memory, embedder=None, reranker=None) -> None:
-        import logging
-
-        from memlane.settings import Settings
-        from serve.metrics import EndpointMetrics
-
-        settings = Settings()
-        self.memory, self.reranker = memory, reranker
-        self.auth = Authenticator(settings.serve.api_keys, enabled=settings.serve.auth == "on")
-        self.limiter = RateLimiter(settings.serve.rate_limit_per_s, settings.serve.rate_limit_burst)
-        self.max_body_bytes = settings.serve.max_body_bytes
-        from serve.mcp_http import build_http_mcp
-
-        self.mcp = build_http_mcp(self, self.max_body_bytes)
-        from serve.hindsight.mcp import build_replica_servers
-        from serve.mcp_http import keep_running
-
-        self.hindsight_mcp = build_replica_servers(self, self.max_body_bytes)
-        for kind, server in self.hindsight_mcp.items():
-            keep_running(f"hindsight-{kind}", server)
-        self._metrics = EndpointMetrics()
-        self._log = logging.getLogger("memlane.serve")
-        self.init_host(embedder, reranker)
-
-    async def rerank_scores(self, query: str, documents: list[str]) -> list[float]:
-        """The cross-encoder's scores (the Rerank deployment), or the RRF-rank fallback's."""
-        if self.reranker is not None:
-            return await self.reranker.rerank.remote(query, documents)
-        ranks = list(range(len(documents)))
-        return [float(x) for x in self.engine.reranker.rerank(query, documents, ranks)]
-
-    def metrics_record(self, route: str, method: str, status: int, ms: float) -> None:
-        self._metrics.record(route, method, status, ms)
-
-    def log_exception(self, request: Request) -> None:
-        self._log.exception("unhandled error on %s %s", request.method, request.url.path)

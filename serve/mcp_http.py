@@ -1,6 +1,6 @@
 """The MCP endpoint of the service: Streamable HTTP at ``/mcp`` on the ingress, with the same
-API keys and bank permissions as the REST API, calling the deployments through the Ingress's
-DeploymentHandles.
+API keys and bank permissions as the REST API, calling the service host's writes and engine
+(serve/host.py).
 
 - **Stateless.** Requests may land on any Ingress replica, and nothing an MCP call needs lives
   in one: the tools are single request/response calls over Milvus-backed deployments. So the
@@ -50,7 +50,8 @@ def _authorization(headers: Mapping[str, str] | None) -> str | None:
 
 
 class ServeBackend:
-    """The tools' backend on an Ingress replica, for one caller."""
+    """The tools' backend on the service host (an Ingress replica, or the one process), for one
+    caller."""
 
     def __init__(self, ingress: Any, principal: Principal) -> None:
         self.ingress, self.principal = ingress, principal
@@ -61,7 +62,7 @@ class ServeBackend:
 
     async def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
         if name == "list_banks":  # the banks this key may use
-            banks = await self.ingress.memory.call.remote(name, None, params)
+            banks = await self.ingress.writes.call(name, None, params)
             return [b for b in banks if self.principal.can_use(b["bank_id"])]
         self._check(bank_id)
         if name == "recall":  # recall and reflect run on this replica, as the REST routes do
@@ -70,7 +71,7 @@ class ServeBackend:
         if name == "reflect":
             _validate(ReflectRequest, params)
             return json.loads(await self.ingress.reflect_json(bank_id, params))
-        return await self.ingress.memory.call.remote(name, bank_id, params)
+        return await self.ingress.writes.call(name, bank_id, params)
 
 
 def _validate(model: Any, request: dict[str, Any]) -> Any:
@@ -152,12 +153,12 @@ class MCPEndpoint:
         self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from ray import serve
+        from serve.host import current
 
         # The ingress's metrics label a request by scope["route"].path, which FastAPI sets for
         # its own routes only: without this, MCP requests would count as "unmatched".
         scope["route"] = self
-        ingress = serve.get_replica_context().servable_object
+        ingress = current()
         try:  # the key and its rate limit, as on /v1
             admit(ingress.auth, ingress.limiter, Headers(scope=scope).get("authorization"))
         except APIError as exc:

@@ -1,7 +1,8 @@
 """Per-endpoint metrics with ray.util.metrics: requests, errors and a latency histogram, tagged
 by route template (not the raw path, which would make one series per bank) and method. They
 appear on the Ray dashboard's Metrics view and its Prometheus endpoint as
-``ray_memlane_http_requests_total`` and friends."""
+``ray_memlane_http_requests_total`` and friends. The one-process runtime has no Ray, so no
+metrics agent to export through: it records nothing (:class:`NoMetrics`)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,20 @@ class RecallMetrics:
 
     def loaded(self, ms: float) -> None:
         self.load_ms.observe(ms)
+
+
+class NoMetrics:
+    """The metrics of the one-process runtime (serve/process.py): none recorded. Stands for
+    :class:`EndpointMetrics` and :class:`RecallMetrics` (built with the same arguments)."""
+
+    def __init__(self, *_: Any) -> None:
+        pass
+
+    def record(self, *_: Any, **__: Any) -> None:
+        pass
+
+    def evicted(self, banks: int) -> None:
+        pass
+
+    def loaded(self, ms: float) -> None:
+        pass

@@ -1,6 +1,6 @@
-"""What the Hindsight-compatible surface runs its operations on: the Ingress replica's own
-paths, as the REST routes use them (recall and reflect on this replica's warm banks, the rest
-on the Memory deployment through the catalogue). Engine errors become the REST API's errors."""
+"""What the Hindsight-compatible surface runs its operations on: the service host's own paths
+(serve/host.py), as the REST routes use them (recall and reflect on its engine's warm banks,
+the rest on its writes through the catalogue). Engine errors become the REST API's errors."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ class IngressBackend:
         self.ingress = ingress
 
     async def call(self, name: str, bank_id: str | None, params: dict[str, Any]) -> Any:
-        """Operation ``name`` of the catalogue on the Memory deployment, as the REST routes."""
-        return await mapped(self.ingress.memory.call.remote(name, bank_id, params))
+        """Operation ``name`` of the catalogue on the host's writes, as the REST routes."""
+        return await mapped(self.ingress.writes.call(name, bank_id, params))
 
     async def recall(self, bank_id: str, params: dict[str, Any]) -> dict[str, Any]:
         from memlane.records import RecallRequest
@@ -57,13 +57,13 @@ class IngressBackend:
         return json.loads(await mapped(self.ingress.reflect_json(bank_id, params)))
 
     async def retain_async(self, bank_id: str, body: dict[str, Any], operation_id: str) -> dict[str, Any]:
-        return await mapped(self.ingress.memory.retain_async.remote(bank_id, body, operation_id))
+        return await mapped(self.ingress.writes.retain_async(bank_id, body, operation_id))
 
     async def operation(self, bank_id: str, operation_id: str) -> dict[str, Any]:
-        return await mapped(self.ingress.memory.operation.remote(bank_id, operation_id))
+        return await mapped(self.ingress.writes.operation(bank_id, operation_id))
 
     async def health(self) -> dict[str, Any]:
-        return await self.ingress.memory.health.remote()
+        return await self.ingress.writes.health()
 
     def features(self) -> dict[str, bool]:
         """What this service offers, in Hindsight's feature names (VersionResponse)."""

@@ -145,10 +145,10 @@ class HindsightMCPEndpoint:
         self.kind = kind
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from ray import serve
+        from serve.host import current
 
         scope["route"] = self  # the ingress's metrics label requests by their route
-        ingress = serve.get_replica_context().servable_object
+        ingress = current()
         try:
             admit(ingress.auth, ingress.limiter, Headers(scope=scope).get("authorization"))
         except APIError as exc:

@@ -15,7 +15,6 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
-from ray import serve
 
 from serve.auth import Principal
 from serve.errors import error_response
@@ -30,8 +29,10 @@ router = APIRouter(prefix=PREFIX, include_in_schema=False)
 
 
 def _ingress() -> Any:
-    # The replica context holds the Ingress instance (serve/ingress.py: the app travels by value).
-    return serve.get_replica_context().servable_object
+    # The service host of this process (serve/host.py: the app travels by value under Ray).
+    from serve.host import current
+
+    return current()
 
 
 def caller(request: Request) -> Principal:

@@ -1,0 +1,79 @@
+"""The supervisor of the one-process runtime (``memlane serve --runtime process``): this process
+serves the app (serve/process.py) and owns the data directory's Milvus Lite server, which the
+CLI reaches while the service runs (cluster/datadir.py's ``store_access`` reads its URI from
+the state file), as under the Ray runtime (cluster/service.py).
+
+It writes ``DATA_DIR/serve.json`` (``runtime`` "process", its pid, the HTTP URL, the Milvus
+URI) once the engine is built, serves until SIGTERM or SIGINT (``memlane serve --stop``), then
+lets running work finish, stops the Milvus Lite server (a clean close on SIGINT) and removes
+the state file. Its output, uvicorn's included, goes to ``DATA_DIR/serve.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+
+def supervise_process(data_dir: Path, port: int) -> int:
+    """Run the service in this process until SIGTERM or SIGINT; the exit code."""
+    from cluster.local import MilvusLiteServer
+    from cluster.processes import exit_on_sigterm
+    from cluster.service import SECRETS_FILE, STATE_FILE
+    from memlane.settings import Settings
+
+    data_dir = data_dir.resolve()
+    began = time.monotonic()
+
+    def phase(what: str) -> None:
+        # where a start's time goes, in the service's log (serve.log)
+        print(f"memlane service (process): {what} at {time.monotonic() - began:.1f}s", flush=True)
+
+    # Until uvicorn installs its own handlers, a stop ends the start through SystemExit, so the
+    # finally below stops the Milvus Lite server and removes the state file.
+    exit_on_sigterm()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = Settings(data_dir=data_dir)
+    uri = settings.store.milvus_uri
+    server = None
+    service = None
+    try:
+        if not uri:
+            # launched now, waited for after the app's imports: the two overlap
+            server = MilvusLiteServer(data_dir).launch()
+            uri = server.uri
+        os.environ.update(MEMLANE_STORE__MILVUS_URI=uri, MEMLANE_DATA_DIR=str(data_dir))
+        from serve.process import ProcessService
+
+        phase("app imported")
+        if server is not None:
+            server.wait_ready()
+            phase("milvus lite up")
+        service = ProcessService()
+        phase("engine ready")
+        state = {
+            "pid": os.getpid(),
+            "runtime": "process",
+            "url": f"http://127.0.0.1:{port}",
+            "milvus_uri": uri,
+            "data_dir": str(data_dir),
+            # the CLI's commands go through the API: with a key only when auth is on
+            "auth": settings.serve.auth,
+        }
+        (data_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
+        print(f"memlane service (process): {json.dumps(state)}", flush=True)
+        service.run(port)
+        phase("stopping")
+    finally:
+        try:
+            if service is not None:
+                service.close()
+        finally:
+            if server is not None:
+                server.stop()
+            (data_dir / STATE_FILE).unlink(missing_ok=True)
+            (data_dir / SECRETS_FILE).unlink(missing_ok=True)
+    return 0
