@@ -183,7 +183,7 @@ class LearnStage:
     def run(self, state: RecallState) -> None:
         if self.settings.recall.ranker != "learned":
             return
-        model = RankerModel.for_budget(state.req.budget)
+        model = RankerModel.for_budget(state.req.budget, self.settings.recall.ranker_models)
         if model is None:
             return
         if len(candidate_ids(state)) < MIN_CANDIDATES:

@@ -4,6 +4,7 @@ measurement, and each carries it (see :mod:`memlane.settings.areas` for the othe
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -54,6 +55,10 @@ class RecallSettings(_Area):
     # order with the boosts and, where it reads, the cross-encoder's join. Figures: see
     # docs/results.md ("the learned ranker").
     ranker: Literal["learned", "fused"] = "learned"
+    # Where the learned ranker's models (ranker-<budget>.txt) are read from; None: the shipped
+    # ones (memlane/recall/models/). Evals set it to score a source with a model trained
+    # without it (leave-one-source-out, docs/evaluation.md).
+    ranker_models: Path | None = None
     # RRF weight per channel (DEFAULT_CHANNEL_WEIGHTS above; memlane/recall/fusion.py).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
     # Boosts (memlane/recall/boosts.py), measured one at a time on LoCoMo (recall on the same
