@@ -9,6 +9,12 @@ dev sets, and say how it does on the held halves beside the order recall gives w
     # 3. the real measure: the evals on the held halves with the model (recall.ranker=learned)
     #    beside the fused order (recall.ranker=fused), same banks, same run
 
+Leave-one-source-out (benchmarks/ranker_loso.py; docs/evaluation.md): rows per source, unsplit,
+then each source scored by a model trained on every other source:
+
+    python -m benchmarks.train_ranker dump --source friends --bank-dir /work/scratch/banks/friends
+    python -m benchmarks.train_ranker loso --sources locomo longmemeval team friends assistant [--grid]
+
 Rows go to ``--rows`` (default .memlane-eval/ranker-rows/), the model to
 memlane/recall/models/ranker-<budget>.txt. Each dev set weighs the same in training whatever
 its number of questions (LoCoMo has ~800 calibration questions, LongMemEval 30, the answer set
@@ -25,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.ranker_loso import FitParams, fit_ranker
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 DEFAULT_ROWS = ROOT / ".memlane-eval" / "ranker-rows"
@@ -34,10 +42,58 @@ def _rows_path(rows: Path, dataset: str, split: str, budget: str) -> Path:
     return rows / f"{dataset}-{split}-{budget}.npz"
 
 
-def dump(args: argparse.Namespace) -> None:
-    from evals.ranker_data import answer_questions, collect, lme_questions, locomo_questions
+def _collect(data_dir: Path, name: str, split: str, questions, budget: str, out: Path) -> None:
+    """Recall ``questions`` on the banks in ``data_dir`` and save their rows to ``out``."""
+    from evals.ranker_data import collect
     from memlane import Memory, Settings
 
+    settings = Settings(data_dir=data_dir)
+    settings.recall.ranker = "fused"  # the rows are the stages' figures, not a model's order
+    with Memory(settings) as memory:
+        qs = list(questions)
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
+            if done[0] % 50 == 0 or done[0] == len(qs):
+                print(f"{name} {split}: {done[0]}/{len(qs)}", file=sys.stderr)
+
+        rows = collect(memory, qs, budget, progress=tick)
+    rows.save(out)
+    print(f"{out}: {len(rows.questions)} questions, {len(rows.y)} rows, {int(rows.y.sum())} relevant")
+
+
+def _commit() -> str:
+    """HEAD, with "+dirty" where memlane/recall/ differs from it (the features the rows hold)."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "memlane/recall") else "")
+
+
+def dump(args: argparse.Namespace) -> None:
+    from evals.ranker_data import answer_questions, lme_questions, locomo_questions, source_questions
+    from memlane.recall.features import FEATURES
+
+    args.rows.mkdir(parents=True, exist_ok=True)
+    if args.source is not None:
+        if args.bank_dir is None:
+            raise SystemExit("--source needs --bank-dir (the banks `memlane eval` built for it)")
+        out = _rows_path(args.rows, args.source, "all", args.budget)
+        qs = source_questions(args.source, args.file)
+        _collect(args.bank_dir, args.source, "all", qs, args.budget, out)
+        meta = {
+            "source": args.source,
+            "file": str(args.file) if args.file else None,
+            "bank_dir": str(args.bank_dir),
+            "budget": args.budget,
+            "commit": _commit(),
+            "features": list(FEATURES),
+        }
+        out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+        return
     sets = {
         "locomo": (args.locomo_dir, lambda split: locomo_questions(SHARED / "locomo10.json", split)),
         "longmemeval": (
@@ -50,28 +106,12 @@ def dump(args: argparse.Namespace) -> None:
             lambda split: answer_questions("train") if split == "train" else iter(()),
         ),
     }
-    args.rows.mkdir(parents=True, exist_ok=True)
     for name, (data_dir, questions) in sets.items():
         if data_dir is None:
             continue
-        settings = Settings(data_dir=data_dir)
-        settings.recall.ranker = "fused"  # the rows are the stages' figures, not a model's order
-        with Memory(settings) as memory:
-            for split in args.splits:
-                qs = list(questions(split))
-                done = [0]
-
-                def tick(done=done, n=len(qs), name=name, split=split) -> None:
-                    done[0] += 1
-                    if done[0] % 50 == 0 or done[0] == n:
-                        print(f"{name} {split}: {done[0]}/{n}", file=sys.stderr)
-
-                rows = collect(memory, qs, args.budget, progress=tick)
-                out = _rows_path(args.rows, name, split, args.budget)
-                rows.save(out)
-                print(
-                    f"{out}: {len(rows.questions)} questions, {len(rows.y)} rows, {int(rows.y.sum())} relevant"
-                )
+        for split in args.splits:
+            qs = questions(split)
+            _collect(data_dir, name, split, qs, args.budget, _rows_path(args.rows, name, split, args.budget))
 
 
 def _load(rows: Path, split: str, budget: str, sets: list[str]):
@@ -98,50 +138,15 @@ def _precision_at_1(scores: np.ndarray, y: np.ndarray, group: np.ndarray) -> tup
     return float(np.mean(p1)), float(np.mean(r10))
 
 
+def _params(args: argparse.Namespace) -> FitParams:
+    return FitParams(args.rounds, args.leaves, args.min_leaf, args.learning_rate, args.monotone)
+
+
 def _fit(args: argparse.Namespace, parts: list[tuple[str, Any, Any]]):
     """A LightGBM lambdarank model on ``parts`` ((set, rows, the questions to use: None for
     all)). Each dev set weighs the same whatever its number of questions; the answer set's
     training histories count as the answer set."""
-    import lightgbm
-
-    from memlane.recall.features import FEATURES
-
-    X, y, group_sizes, weight = [], [], [], []
-    sets: dict[str, int] = {}
-    for name, d, questions in parts:
-        qs = np.unique(d["group"]) if questions is None else questions
-        key = name.removesuffix("-train")
-        sets[key] = sets.get(key, 0) + len(qs)
-    for name, d, questions in parts:
-        g = d["group"]
-        for q in np.unique(g) if questions is None else questions:
-            sel = g == q
-            X.append(d["X"][sel])
-            y.append(d["y"][sel])
-            group_sizes.append(int(sel.sum()))
-            weight.append(1.0 / sets[name.removesuffix("-train")])
-    train_set = lightgbm.Dataset(
-        np.vstack(X), np.concatenate(y), group=group_sizes, feature_name=list(FEATURES), free_raw_data=False
-    )
-    # Query weights (one per group): each dev set weighs the same.
-    train_set.set_weight(np.concatenate([np.full(n, w) for n, w in zip(group_sizes, weight)]))
-    params = {
-        "objective": "lambdarank",
-        "metric": "ndcg",
-        "ndcg_eval_at": [1, 3, 10],
-        "learning_rate": args.learning_rate,
-        "num_leaves": args.leaves,
-        "min_data_in_leaf": args.min_leaf,
-        "feature_fraction": 0.8,
-        "bagging_fraction": 0.8,
-        "bagging_freq": 1,
-        "lambdarank_truncation_level": 20,
-        "seed": 0,
-        "deterministic": True,
-        "num_threads": 2,
-        "verbose": -1,
-    }
-    return lightgbm.train(params, train_set, num_boost_round=args.rounds)
+    return fit_ranker(parts, _params(args))
 
 
 def _calibration(args: argparse.Namespace) -> list[tuple[str, Any]]:
@@ -213,6 +218,57 @@ def cv(args: argparse.Namespace) -> None:
             print(f"{name:12} learned p@1 {p1:.3f} r@10 {r10:.3f}   fused order p@1 {f1:.3f} r@10 {f10:.3f}")
 
 
+def loso(args: argparse.Namespace) -> None:
+    """Leave-one-source-out (benchmarks/ranker_loso.py): each source scored by a model trained
+    on every other; with ``--grid``, every grid point, ranked by the mean P@1 over sources."""
+    from benchmarks.ranker_loso import (
+        SourceRows,
+        format_grid,
+        format_report,
+        grid,
+        loso_report,
+        loso_scores,
+        mean_p1,
+    )
+    from memlane.recall.features import FEATURES
+
+    sources = {}
+    for name in args.sources:
+        path = _rows_path(args.rows, name, "all", args.budget)
+        if not path.exists():
+            raise SystemExit(f"no rows for source {name}: {path} (run `dump --source {name}` first)")
+        sources[name] = SourceRows.load(path)
+        if sources[name].X.shape[1] != len(FEATURES):
+            raise SystemExit(f"{path} holds other features than memlane/recall/features.py's: dump it again")
+        meta = path.with_suffix(".json")
+        commit = json.loads(meta.read_text())["commit"] if meta.exists() else "?"
+        print(f"{name}: {len(sources[name].qid)} questions, {len(sources[name].y)} rows (commit {commit})")
+    out: dict[str, Any] = {"sources": list(sources), "budget": args.budget}
+    params = _params(args)
+    models = args.models_out or args.rows / "loso-models"
+
+    def save(held: str, model) -> None:
+        # the model that never saw ``held``: `memlane eval answers --source HELD --ranker-models`
+        (models / held).mkdir(parents=True, exist_ok=True)
+        model.save_model(str(models / held / f"ranker-{args.budget}.txt"))
+
+    report = loso_report(sources, loso_scores(sources, params, saved=save)[params.rounds])
+    print(format_report(report, f"leave-one-source-out, {params.label()}, budget {args.budget}"))
+    print(f"models (each without its source): {models}/<source>/ranker-{args.budget}.txt")
+    out["params"] = {"label": params.label(), "report": report}
+    if args.grid:
+        results = grid(sources, args.learning_rate, progress=lambda line: print(line, file=sys.stderr))
+        print()
+        print(format_grid(results))
+        best_params, best = max(results, key=lambda pr: mean_p1(pr[1]))
+        print()
+        print(format_report(best, f"best of the grid: {best_params.label()}"))
+        out["grid"] = [{"label": p.label(), "mean p@1": mean_p1(r), "report": r} for p, r in results]
+    target = args.out or args.rows / f"loso-{args.budget}.json"
+    target.write_text(json.dumps(out, indent=1))
+    print(f"written: {target}")
+
+
 def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", default="mid", choices=("low", "mid", "high"))
     p.add_argument("--rows", type=Path, default=DEFAULT_ROWS)
@@ -224,6 +280,11 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--leaves", type=int, default=31)
     p.add_argument("--min-leaf", type=int, default=50)
     p.add_argument("--learning-rate", type=float, default=0.05)
+    p.add_argument(
+        "--monotone",
+        action="store_true",
+        help="Constrain the features of known direction (ranker_loso.MONOTONE).",
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -237,6 +298,13 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--answers-dir", type=Path)
     d.add_argument("--answers-train-dir", type=Path, help="Banks of evals/answers/train/ (split: train).")
     d.add_argument("--splits", nargs="+", default=["calibration", "held"])
+    d.add_argument(
+        "--source",
+        help="One source, unsplit, for `loso`: locomo, longmemeval, team or an answer-set name "
+        "(evals/answers/sources/NAME.json); rows to <rows>/NAME-all-<budget>.npz.",
+    )
+    d.add_argument("--bank-dir", type=Path, help="With --source: the banks `memlane eval` built for it.")
+    d.add_argument("--file", type=Path, help="With --source: its file, where not the default.")
     d.set_defaults(fn=dump)
     t = sub.add_parser("train", help="Train on the calibration rows; score the held ones.")
     _model_options(t)
@@ -249,6 +317,19 @@ def main(argv: list[str] | None = None) -> None:
     _model_options(c)
     c.add_argument("--folds", type=int, default=4)
     c.set_defaults(fn=cv)
+    lo = sub.add_parser(
+        "loso", help="Leave-one-source-out: each source scored by a model trained on the others."
+    )
+    _model_options(lo)
+    lo.add_argument("--sources", nargs="+", default=["locomo", "longmemeval", "team", "friends", "assistant"])
+    lo.add_argument("--grid", action="store_true", help="Also pick the capacity by the mean LOSO P@1.")
+    lo.add_argument("--out", type=Path, help="JSON report (default: <rows>/loso-<budget>.json).")
+    lo.add_argument(
+        "--models-out",
+        type=Path,
+        help="Each model, as <dir>/<source>/ranker-<budget>.txt (default: <rows>/loso-models).",
+    )
+    lo.set_defaults(fn=loso)
     args = p.parse_args(argv)
     args.fn(args)
 

@@ -225,6 +225,22 @@ def eval_longmemeval(
     _finish(report, run_dir, json_out, markdown(report), plots)
 
 
+def _check_ranker_models(directory: Path, budget: str) -> None:
+    """A model directory must hold a model of ``budget`` on today's features: otherwise recall
+    would fall back to the fused order and the run would report it as the learned ranker's."""
+    from memlane.recall.learned import RankerModel
+
+    path = directory / f"ranker-{budget}.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"--ranker-models: no {path.name} in {directory}")
+    try:
+        model = RankerModel.for_budget(budget, directory)
+    except Exception as exc:  # a file the model reader cannot parse, whatever its error type
+        raise ValueError(f"--ranker-models: {path} does not load ({exc})") from None
+    if model is None:
+        raise ValueError(f"--ranker-models: {path} does not load (lightgbm missing or other features)")
+
+
 def eval_answers(
     paths: list[Path] = typer.Argument(
         None, help="Answer-set files (default: the repository's, per --split)."
@@ -241,23 +257,43 @@ def eval_answers(
     data_dir: Path = typer.Option(Path(".memlane-eval"), "--data-dir", help="Where the eval's banks live."),
     systems: list[str] | None = typer.Option(None, "--systems", help=SYSTEMS_HELP),
     budget: str = typer.Option("mid", "--budget", help=BUDGET_HELP),
+    source: str | None = typer.Option(
+        None,
+        "--source",
+        help="One source's files instead of --split: team (both halves and the training "
+        "histories) or NAME (evals/answers/sources/NAME.json).",
+    ),
+    ranker_models: Path | None = typer.Option(
+        None,
+        "--ranker-models",
+        help="The learned ranker's model directory (ranker-<budget>.txt), e.g. one trained "
+        "without --source's rows (benchmarks/train_ranker.py loso); default: the shipped models.",
+    ),
 ) -> None:
     """Answer precision on the answer set: whether the top memory states the answer
     (precision@1), hit@3 and mrr@10 per kind of question, for Memlane beside BM25 and dense."""
     from evals.answers import format_report, run_answers
-    from evals.answers_data import default_answer_paths, load_answer_set
+    from evals.answers_data import default_answer_paths, load_answer_set, source_answer_paths
     from evals.report import QuestionLog
 
     with errors():
         _check_budget(budget)
         chosen = _systems(systems)
-        files = list(paths) if paths else default_answer_paths(split)
+        if source is not None and paths:
+            raise ValueError("give answer-set files or --source, not both")
+        update = None
+        if ranker_models is not None:
+            _check_ranker_models(ranker_models, budget)
+            update = {"recall": {"ranker_models": ranker_models, "ranker": "learned"}}
+        files = (
+            list(paths) if paths else source_answer_paths(source) if source else default_answer_paths(split)
+        )
         for f in files:
             if not f.exists():
                 raise FileNotFoundError(f"answer-set file not found: {f}")
             load_answer_set(f)  # validate every file before any bank is written
         run_dir = _run_dir(out, data_dir, "answers")
-        with open_memory(data_dir) as memory:
+        with open_memory(data_dir, update=update) as memory:
             with QuestionLog(run_dir / "questions.jsonl") as log:
                 report = run_answers(
                     memory,

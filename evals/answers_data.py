@@ -29,8 +29,14 @@ KINDS = (
     "count",
     "multi",
     "reply_answer",
+    "assistant_said",
 )
 SPLITS = ("calibration", "held")
+ANSWERS_DIR = Path(__file__).resolve().parent / "answers"
+# Answer sets written apart from the team's, one file per group of writers: each a source of its
+# own for leave-one-source-out (docs/evaluation.md).
+SOURCES_DIR = ANSWERS_DIR / "sources"
+TEAM = "team"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +149,20 @@ def load_answer_set(path: Path) -> list[AnswerHistory]:
 
 def default_answer_paths(split: str) -> list[Path]:
     """The repository's answer-set files of ``split`` (calibration, held or all)."""
-    base = Path(__file__).resolve().parent / "answers"
+    base = ANSWERS_DIR
     if split == "all":
         return [base / f"{s}.json" for s in SPLITS]
     if split not in SPLITS:
         raise ValueError(f"--split must be calibration, held or all, not {split!r}")
     return [base / f"{split}.json"]
+
+
+def source_answer_paths(name: str) -> list[Path]:
+    """The answer-set files of source ``name``: ``team``, the team's both halves and its
+    training histories (evals/answers/train/); any other name, ``evals/answers/sources/<name>.json``.
+    Raises ValueError for a name that is not a plain file stem."""
+    if name == TEAM:
+        return [*default_answer_paths("all"), *sorted((ANSWERS_DIR / "train").glob("*.json"))]
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"source {name!r}: expected team or the stem of a file in {SOURCES_DIR}")
+    return [SOURCES_DIR / f"{name}.json"]

@@ -7,6 +7,11 @@ places calibration, odd held), LongMemEval dev60 by question (even places calibr
 answer set by its files; and the answer set's training histories (``train``), written apart
 for training only. Banks come from ``memlane eval locomo|longmemeval|answers --data-dir
 D`` (this module never retains): give each set's data directory.
+
+For leave-one-source-out (benchmarks/ranker_loso.py) a *source* is every question one group of
+writers wrote, unsplit (:func:`source_questions`): ``locomo``, ``longmemeval`` (a LongMemEval
+file in the official schema), ``team`` (the answer set with its training histories), or any
+other answer-set file (``evals/answers/sources/<name>.json`` by default).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 
 SETS = ("locomo", "longmemeval", "answers")
 TRAIN_DIR = Path(__file__).resolve().parent / "answers" / "train"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +48,7 @@ def locomo_questions(path: Path, split: str) -> Iterator[Question]:
     conversations = load_conversations(path, format="locomo")
     questions = load_locomo_questions(path, categories=(1, 2, 3, 4))
     for i, conv in enumerate(conversations):
-        if (i % 2 == 0) != (split == "calibration"):
+        if split != "all" and (i % 2 == 0) != (split == "calibration"):
             continue
         for j, qa in enumerate(questions.get(conv.document_id, [])):
             if qa.evidence:
@@ -61,7 +67,9 @@ def lme_questions(path: Path, split: str) -> Iterator[Question]:
     from memlane.ingest.longmemeval import load_longmemeval
 
     for i, q in enumerate(load_longmemeval(path)):
-        if (i % 2 == 0) != (split == "calibration") or q.abstention or not q.evidence_turns:
+        if split != "all" and (i % 2 == 0) != (split == "calibration"):
+            continue
+        if q.abstention or not q.evidence_turns:
             continue
         yield Question(
             "longmemeval",
@@ -77,16 +85,24 @@ def lme_questions(path: Path, split: str) -> Iterator[Question]:
 def answer_questions(split: str) -> Iterator[Question]:
     """The answer set's questions of ``split``: calibration, held, or ``train`` (the histories
     written for training alone, evals/answers/train/: never scored)."""
-    from evals.answers import _banks
-    from evals.answers_data import default_answer_paths, load_answer_set
+    from evals.answers_data import default_answer_paths
 
     paths = sorted(TRAIN_DIR.glob("*.json")) if split == "train" else default_answer_paths(split)
+    return answer_file_questions(paths)
+
+
+def answer_file_questions(paths: Sequence[Path], dataset: str = "answers") -> Iterator[Question]:
+    """Every question of these answer-set files (the banks ``memlane eval answers FILE...``
+    builds), as rows of ``dataset``."""
+    from evals.answers import _banks
+    from evals.answers_data import load_answer_set
+
     for path in paths:
         for h in load_answer_set(path):
             banks = _banks(h)
             for q in h.questions:
                 yield Question(
-                    "answers",
+                    dataset,
                     q.id,
                     banks[len(h.turns_before(q.asked_at))],
                     q.question,
@@ -94,6 +110,33 @@ def answer_questions(split: str) -> Iterator[Question]:
                     q.expected,
                     q.kind,
                 )
+
+
+def source_paths(name: str, path: Path | None = None) -> list[Path]:
+    """The files of source ``name``: ``path`` when given, else its default (LoCoMo's and
+    dev60's shared files, the team's answer files, ``evals/answers/sources/<name>.json``)."""
+    if path is not None:
+        return [path]
+    if name == "locomo":
+        return [SHARED / "locomo10.json"]
+    if name == "longmemeval":
+        return [SHARED / "longmemeval_s_dev60.json"]
+    from evals.answers_data import source_answer_paths
+
+    return source_answer_paths(name)
+
+
+def source_questions(name: str, path: Path | None = None) -> Iterator[Question]:
+    """Every question of source ``name`` (see the module doc), unsplit."""
+    paths = source_paths(name, path)
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"source {name}: {p} not found")
+    if name == "locomo":
+        return locomo_questions(paths[0], "all")
+    if name == "longmemeval":
+        return lme_questions(paths[0], "all")
+    return answer_file_questions(paths, name)
 
 
 @dataclass
