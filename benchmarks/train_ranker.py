@@ -218,6 +218,14 @@ def cv(args: argparse.Namespace) -> None:
             print(f"{name:12} learned p@1 {p1:.3f} r@10 {r10:.3f}   fused order p@1 {f1:.3f} r@10 {f10:.3f}")
 
 
+def lme_sample(args: argparse.Namespace) -> None:
+    from evals.ranker_data import lme_sample as sample
+
+    rows = sample(args.pool, args.dev, args.extra, args.seed)
+    args.out.write_text(json.dumps(rows))
+    print(f"{args.out}: {len(rows)} questions ({args.extra} beside {args.dev.name}'s, seed {args.seed})")
+
+
 def loso(args: argparse.Namespace) -> None:
     """Leave-one-source-out (benchmarks/ranker_loso.py): each source scored by a model trained
     on every other; with ``--grid``, every grid point, ranked by the mean P@1 over sources."""
@@ -317,6 +325,13 @@ def main(argv: list[str] | None = None) -> None:
     _model_options(c)
     c.add_argument("--folds", type=int, default=4)
     c.set_defaults(fn=cv)
+    sm = sub.add_parser("lme-sample", help="LongMemEval source: dev60 plus a seeded draw from a pool.")
+    sm.add_argument("pool", type=Path, help="/work/shared/tools/longmemeval_pool.py's output.")
+    sm.add_argument("out", type=Path)
+    sm.add_argument("--dev", type=Path, default=SHARED / "longmemeval_s_dev60.json")
+    sm.add_argument("--extra", type=int, default=90)
+    sm.add_argument("--seed", type=int, default=20261207)
+    sm.set_defaults(fn=lme_sample)
     lo = sub.add_parser(
         "loso", help="Leave-one-source-out: each source scored by a model trained on the others."
     )

@@ -112,6 +112,25 @@ def answer_file_questions(paths: Sequence[Path], dataset: str = "answers") -> It
                 )
 
 
+def lme_sample(pool: Path, dev: Path, extra: int, seed: int) -> list[dict]:
+    """A LongMemEval training sample: ``dev``'s questions (file order) then ``extra`` more of
+    ``pool`` (a file of the official schema, questions kept aside for evaluation outside the
+    team already left out), drawn by ``random.Random(seed)`` over the sorted ids not in ``dev``,
+    in draw order (so a prefix of the sample is a sample too)."""
+    import json
+    import random
+
+    rows = json.loads(pool.read_text(encoding="utf-8"))
+    dev_ids = [q["question_id"] for q in json.loads(dev.read_text(encoding="utf-8"))]
+    by_id = {q["question_id"]: q for q in rows}
+    missing = [q for q in dev_ids if q not in by_id]
+    if missing:
+        raise ValueError(f"{pool}: lacks {len(missing)} of {dev}'s questions, e.g. {missing[0]}")
+    rest = sorted(set(by_id) - set(dev_ids))
+    drawn = random.Random(seed).sample(rest, min(extra, len(rest)))
+    return [by_id[q] for q in [*dev_ids, *drawn]]
+
+
 def source_paths(name: str, path: Path | None = None) -> list[Path]:
     """The files of source ``name``: ``path`` when given, else its default (LoCoMo's and
     dev60's shared files, the team's answer files, ``evals/answers/sources/<name>.json``)."""
