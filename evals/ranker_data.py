@@ -59,7 +59,7 @@ def locomo_questions(path: Path, split: str) -> Iterator[Question]:
                     qa.question,
                     None,
                     frozenset(qa.evidence),
-                    str(qa.category),
+                    qa.category_name,
                 )
 
 
