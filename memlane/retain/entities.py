@@ -22,15 +22,55 @@ from memlane.retain.facts import Mention
 
 _PUNCT = re.compile(r"[^\w\s&+'.-]")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
+# A dash with a space on one side separates ("David Grann - it's about...", "Grann -it's"): a
+# hyphen inside a name ("Jean-Luc") has none. spaCy's small model takes such a dash, or the
+# word after it, into the name it ends ("David Grann-" before " it's").
+_SPACED_DASH = re.compile(r"\s[-\u2010-\u2015]|[-\u2010-\u2015]\s")
+# What a name neither starts nor ends with: spaces, dashes, quotes and sentence punctuation.
+# A period stays (an abbreviation: "Jr.", "D.C."), as do "+", "#" and "&" ("C++", "C#", "AT&T").
+_EDGE = (
+    " \t\r\n-\u2010\u2011\u2012\u2013\u2014\u2015'\"`\u2018\u2019\u201c\u201d\u00ab\u00bb,;:!?\u2026*_~/\\|"
+)
+_BRACKETS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _PERSONLIKE = {"PERSON", "SPEAKER"}
 NAME_FLOOR = 0.5
 ACCEPT = 0.62
 TIME_SCALE_S = 30 * 86400.0
 
 
+def clean_name(surface: str) -> str:
+    """An entity's name as a mention gives it, without what only surrounds it in the text: the
+    part before a spaced dash, no leading or trailing dash, quote or sentence punctuation, no
+    bracket left open or unopened at either end ("'The Wager'" -> "The Wager", "David Grann -"
+    -> "David Grann"). The one rule for names: stored names and aliases and the keys of
+    :func:`normalize` all go through it."""
+    s = " ".join(surface.split())
+    for piece in _SPACED_DASH.split(s):
+        piece = _strip_edges(piece)
+        if piece:
+            return piece
+    return ""
+
+
+def _strip_edges(s: str) -> str:
+    while True:
+        before = s
+        s = s.strip(_EDGE)
+        closer = _BRACKETS.get(s[:1])
+        if closer and s.endswith(closer) and s.count(s[0]) == 1 and s.count(closer) == 1:
+            s = s[1:-1]  # "(Mom)"
+        if s[:1] in _BRACKETS and _BRACKETS[s[0]] not in s:
+            s = s[1:]
+        if s[-1:] in _BRACKETS.values() and not any(o in s for o, c in _BRACKETS.items() if c == s[-1]):
+            s = s[:-1]
+        if s == before:
+            return s
+
+
 def normalize(name: str) -> str:
-    """Casefold, drop a leading 'the', a possessive and stray punctuation."""
-    s = " ".join(_PUNCT.sub(" ", name).split()).casefold()
+    """Casefold, drop a leading 'the', a possessive and stray punctuation (of the name as
+    :func:`clean_name` gives it)."""
+    s = " ".join(_PUNCT.sub(" ", clean_name(name)).split()).casefold()
     s = _POSSESSIVE.sub("", s)
     if s.startswith("the "):
         s = s[4:]
@@ -140,7 +180,7 @@ class EntityResolver:
     def _create(self, key: str, m: Mention) -> str:
         eid = entity_id(self.bank_id, key)
         label = "PERSON" if m.label == "SPEAKER" else m.label
-        self._by_id[eid] = Entity(entity_id=eid, bank_id=self.bank_id, name=m.surface.strip(), type=label)
+        self._by_id[eid] = Entity(entity_id=eid, bank_id=self.bank_id, name=clean_name(m.surface), type=label)
         self._by_key[key] = eid
         self._index(key, eid)
         self.touched.add(eid)
@@ -158,7 +198,7 @@ class EntityResolver:
     def _add_alias(self, eid: str, surface: str, key: str) -> None:
         ent = self._by_id[eid]
         if key != normalize(ent.name) and all(normalize(a) != key for a in ent.aliases):
-            ent.aliases = [*ent.aliases, surface.strip()]
+            ent.aliases = [*ent.aliases, clean_name(surface)]
             self.touched.add(eid)
         self._by_key[key] = eid
         self._index(key, eid)
