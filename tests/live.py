@@ -35,13 +35,16 @@ def live_service(
     env: dict[str, str] | None = None,
     replicas: dict[str, int] | None = None,
     ray_dashboard: bool = False,
+    runtime: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``memlane serve`` over ``root/data``; yields its state (``url``, ``pid``, ...).
 
     ``keys``: the API keys (auth on); None turns auth off. ``env``: extra variables, over the
     test's environment without its MEMLANE_LLM* (no test reaches a real LLM by accident).
     ``replicas``: a fixed replica count per deployment name (a config written under root).
-    ``ray_dashboard``: start the Ray dashboard too (``memlane serve --ray-dashboard``)."""
+    ``ray_dashboard``: start the Ray dashboard too (``memlane serve --ray-dashboard``).
+    ``runtime``: ``memlane serve --runtime`` ("process" or "ray"; default: the CLI's, which is
+    Ray with ``replicas`` or ``ray_dashboard``, else one process)."""
     from cluster.local import free_port
 
     data = root / "data"
@@ -54,6 +57,8 @@ def live_service(
     args = ["serve", "--port", str(free_port()), "--data-dir", str(data), "--timeout", "420", "--json"]
     if ray_dashboard:
         args.append("--ray-dashboard")
+    if runtime:
+        args += ["--runtime", runtime]
     if replicas:
         config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
         for dep in config["applications"][0]["deployments"]:

@@ -1,6 +1,7 @@
-"""The service end to end: `memlane serve` on loopback (real Ray Serve, Milvus Lite server,
-MiniLM, spaCy), driven over HTTP with the SDK, httpx and the CLI. One service per module: it
-takes about 30 s to start on this machine."""
+"""The service end to end: `memlane serve` on loopback (real Ray Serve or the one-process
+runtime, Milvus Lite server, the embedder, spaCy), driven over HTTP with the SDK, httpx and the
+CLI. One service per runtime: the module's tests run on both (``service`` is parametrized),
+but the checks of Ray Serve's replicas, which the process runtime does not have."""
 
 from __future__ import annotations
 
@@ -36,17 +37,21 @@ def _memlane(*args, env=None, timeout=600):
     )
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
+@pytest.fixture(scope="module", params=["ray", "process"])
+def service(request, tmp_path_factory):
     from cluster.local import free_port
 
-    root = tmp_path_factory.mktemp("service")
-    config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
-    for dep in config["applications"][0]["deployments"]:
-        if dep["name"] == "Ingress":  # two replicas: writes must be visible on both
-            dep["autoscaling_config"].update(min_replicas=2, max_replicas=2)
-    cfg = root / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
+    runtime = request.param
+    root = tmp_path_factory.mktemp(f"service-{runtime}")
+    args = ["--runtime", runtime]
+    if runtime == "ray":
+        config = yaml.safe_load((ROOT / "serve" / "config.yaml").read_text())
+        for dep in config["applications"][0]["deployments"]:
+            if dep["name"] == "Ingress":  # two replicas: writes must be visible on both
+                dep["autoscaling_config"].update(min_replicas=2, max_replicas=2)
+        cfg = root / "config.yaml"
+        cfg.write_text(yaml.safe_dump(config))
+        args += ["--config", str(cfg)]
     port = free_port()
     env = {
         **os.environ,
@@ -68,8 +73,7 @@ def service(tmp_path_factory):
         str(port),
         "--data-dir",
         str(root / "data"),
-        "--config",
-        str(cfg),
+        *args,
         "--timeout",
         "420",
         "--json",
@@ -78,12 +82,18 @@ def service(tmp_path_factory):
     )
     assert started.returncode == 0, started.stderr
     state = json.loads(started.stdout.strip().splitlines()[-1])
+    assert state["runtime"] == runtime
     try:
         yield state
     finally:
         stopped = _memlane("serve", "--stop", "--data-dir", str(root / "data"), timeout=200)
         assert stopped.returncode == 0 and "stopped" in stopped.stdout
         assert not (root / "data" / "serve.json").exists()
+
+
+def _ray_only(service):
+    if service["runtime"] != "ray":
+        pytest.skip("Ray Serve's replicas: the process runtime has none")
 
 
 def _client(service, key="k-admin"):
@@ -141,6 +151,7 @@ def test_health_is_open_and_openapi_lists_the_api(service):
 
 
 def test_locomo_session_retained_over_http_is_recalled_on_every_replica_then_deleted(service):
+    _ray_only(service)
     turns = _locomo_session()
     with _client(service, "k-alice") as m, _http(service, "k-alice") as http:
         bank = m.put_bank("alice", name="", background="")
@@ -183,6 +194,7 @@ def test_a_banks_recalls_stay_on_the_replica_that_holds_it(service):
     """Bank affinity (serve/routing.py, serve/bank_host.py): of two Ingress replicas, once a
     bank was recalled, its recalls go to the replica that holds it; without it the router
     picks one of the two at random (all 24 on one: p = 2**-23)."""
+    _ray_only(service)
     with _client(service, "k-admin") as m, _http(service) as http:
         for bank in ("aff-1", "aff-2", "aff-3"):
             m.put_bank(bank)
@@ -229,6 +241,7 @@ def test_async_retain_on_a_killed_memory_replica_fails_and_its_retry_is_exact(se
     the ids a sync retain of the same items writes (a reference engine in this process).
     Measured: killed with 256 of 400 units written (the first retain batch), reported failed
     10.2 s later, the retry exact (it wrote the other 144)."""
+    _ray_only(service)
     import signal
 
     import ray
@@ -482,6 +495,7 @@ def test_async_client_recalls_concurrently(service):
 
 
 def test_killing_a_recall_replica_under_load_loses_nothing(service):
+    _ray_only(service)
     import ray
     from ray import serve
 
@@ -604,7 +618,9 @@ def test_status_reports_the_running_service_and_its_banks(service):
     s = json.loads(r.stdout)
     assert s["service"]["running"] is True and s["service"]["healthy"] is True
     assert s["service"]["url"] == service["url"] and s["service"]["pid"] == service["pid"]
-    assert s["ray"]["address"] == service["ray_address"]
+    assert s["service"]["runtime"] == service["runtime"]
+    assert s["ray"]["running"] is (service["runtime"] == "ray")
+    assert s["ray"].get("address") == service.get("ray_address")
     assert s["milvus"] == {**s["milvus"], "mode": "server", "uri": service["milvus_uri"]}
     rows = {b["bank_id"]: b for b in s["banks"]["banks"]}
     assert rows["status-probe"]["memories"] == units >= 1
@@ -613,12 +629,14 @@ def test_status_reports_the_running_service_and_its_banks(service):
 def test_every_listener_of_the_service_is_on_loopback(service):
     from listeners import is_loopback, listeners_of, process_tree
 
-    # the supervisor, Ray's daemons, the Serve replicas and the Milvus Lite server
+    # the supervisor, Ray's daemons, the Serve replicas and the Milvus Lite server; in the
+    # process runtime the supervisor is the HTTP server
     found = listeners_of(process_tree(service["pid"]))
     ports = {port for _, _, port in found}
     assert int(service["url"].rsplit(":", 1)[1]) in ports
     assert int(service["milvus_uri"].rsplit(":", 1)[1]) in ports
-    assert len(found) >= 5  # HTTP proxy, Milvus, GCS, raylet, dashboard, ...
+    if service["runtime"] == "ray":
+        assert len(found) >= 5  # HTTP proxy, Milvus, GCS, raylet, dashboard, ...
     exposed = [x for x in found if not is_loopback(x[1])]
     assert exposed == [], exposed
 
@@ -656,14 +674,18 @@ def test_keys_never_reach_logs_docs_or_errors(service):
         assert wrong.status_code == 401 and "sk-canary-wrong-77a1" not in wrong.text
     data = Path(service["data_dir"])
     logs = [p for p in data.rglob("*") if p.is_file() and p.suffix in (".log", ".out", ".err", ".json")]
-    session = Path(service["ray_session_dir"])
-    logs += [p for p in (session / "logs").rglob("*") if p.is_file()]
-    assert len(logs) > 20 and any(p.name == "runtime_env_agent.log" for p in logs)
+    if service["runtime"] == "ray":
+        session = Path(service["ray_session_dir"])
+        logs += [p for p in (session / "logs").rglob("*") if p.is_file()]
+        assert len(logs) > 20 and any(p.name == "runtime_env_agent.log" for p in logs)
+    else:  # the process's own log, uvicorn's lines included, and Milvus Lite's
+        assert {"serve.log", "milvus-lite-server.log"} <= {p.name for p in logs}
     leaks = {
         str(p): [s for s in secrets if s.encode() in p.read_bytes()]
         for p in logs
         if any(s.encode() in p.read_bytes() for s in secrets)
     }
     assert leaks == {}
-    secrets_file = data / "secrets.env"  # where the keys went instead: owner-only
-    assert secrets_file.stat().st_mode & 0o777 == 0o600
+    if service["runtime"] == "ray":  # the keys travel to the replicas in a file: owner-only
+        secrets_file = data / "secrets.env"
+        assert secrets_file.stat().st_mode & 0o777 == 0o600
