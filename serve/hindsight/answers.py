@@ -282,34 +282,40 @@ def reflect(view: dict[str, Any], *, facts: bool = False, tool_calls: bool = Fal
 
 # documents ------------------------------------------------------------------------------------
 def document_list(
-    bank_id: str, counts: list[dict[str, Any]], q: str | None, limit: int, offset: int
+    bank_id: str, total: int, page: list[dict[str, Any]], q: str | None, limit: int, offset: int
 ) -> dict[str, Any]:
-    """ListDocumentsResponse over the documents' counts (by id; ``q`` was applied by the
-    listing, which matches ids and text)."""
-    rows = sorted(counts, key=lambda d: d["document_id"])
-    items = [
-        {"id": d["document_id"], "bank_id": bank_id, "memory_unit_count": int(d.get("units", 0))}
-        for d in rows[offset : offset + limit]
-    ]
+    """ListDocumentsResponse: ``page`` holds the listed documents as the store gives one
+    (get_document), ``total`` how many the listing found (``q`` was applied by the listing,
+    which matches ids and text)."""
+    items = [_document_fields(bank_id, d) for d in page]
     if q:
         for item in items:
             item["matched_fields"] = ["id"] if q.casefold() in item["id"].casefold() else ["original_text"]
-    return {"items": items, "total": len(rows), "limit": limit, "offset": offset}
+    return {"items": items, "total": total, "limit": limit, "offset": offset}
 
 
-def document(bank_id: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """DocumentResponse: the text as retained; created_at and updated_at are when its first
-    and last chunk start (Memlane keeps when things were said, not when they were sent)."""
+def _document_fields(bank_id: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """What a document's listing row and the document itself both say of it: created_at and
+    updated_at are when its first and last chunk start (Memlane keeps when things were said,
+    not when they were sent); text_length is its text's length in characters, the text the
+    document itself answers (its chunks' text, as retained)."""
     return {
         "id": doc["document_id"],
         "bank_id": bank_id,
-        "original_text": doc["text"],
         "content_hash": None,
         "created_at": doc.get("start") or "",
         "updated_at": doc.get("end") or "",
+        "text_length": len(doc.get("text") or ""),
         "memory_unit_count": int(doc.get("units", 0)),
         "tags": list(doc.get("tags") or ()),
     }
+
+
+def document(bank_id: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """DocumentResponse: the text as retained, with the fields of its listing row."""
+    fields = _document_fields(bank_id, doc)
+    del fields["text_length"]  # not a field of DocumentResponse
+    return {**fields, "original_text": doc["text"]}
 
 
 def document_deleted(document_id: str, counts: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ both call these, so each of this surface's rules is applied once:
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable, Protocol
 
 from serve.errors import APIError
@@ -29,6 +30,11 @@ from serve.hindsight.requests import (
     reflect_params,
     retain_params,
 )
+
+# How many of a listing page's documents are read at once: a row's times and text length are
+# the document's own (get_document), and a page is 100 documents by default, which would all
+# queue on the Memory deployment at once otherwise.
+DOCUMENT_READS = 8
 
 
 class Backend(Protocol):
@@ -218,8 +224,24 @@ class Surface:
 
     # documents --------------------------------------------------------------------------------
     async def documents(self, bank_id: str, q: str | None, limit: int, offset: int) -> dict[str, Any]:
-        rows = await self.backend.call("list_documents", memlane_bank(bank_id), {"q": q} if q else {})
-        return answers.document_list(bank_id, rows, q, limit, offset)
+        """The listing's page, each document read as the store holds it (its times, text
+        length, tags: the listing itself only counts), a few at a time."""
+        bank = memlane_bank(bank_id)
+        rows = await self.backend.call("list_documents", bank, {"q": q} if q else {})
+        ids = sorted(r["document_id"] for r in rows)
+        gate = asyncio.Semaphore(DOCUMENT_READS)
+
+        async def read(document_id: str) -> dict[str, Any] | None:
+            async with gate:
+                try:
+                    return await self.backend.call("get_document", bank, {"document_id": document_id})
+                except APIError as exc:
+                    if exc.status == 404:  # deleted since it was listed
+                        return None
+                    raise
+
+        page = await asyncio.gather(*(read(d) for d in ids[offset : offset + limit]))
+        return answers.document_list(bank_id, len(ids), [d for d in page if d], q, limit, offset)
 
     async def document(self, bank_id: str, document_id: str) -> dict[str, Any]:
         doc = await self.backend.call("get_document", memlane_bank(bank_id), {"document_id": document_id})
