@@ -29,6 +29,7 @@ from memlane.recall.candidates import Boosts, Candidate
 from memlane.recall.features import FEATURES, boosts_into, candidate_features
 from memlane.recall.ranking import monotone, ordered
 from memlane.recall.state import RecallState, Scores
+from memlane.recall.trees import Forest
 from memlane.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -101,31 +102,27 @@ def slot_signals(state: RecallState, ids: list[str]) -> dict[str, SlotSignals] |
 
 
 class RankerModel:
-    """One LightGBM model file, loaded once (lightgbm is imported on first use)."""
+    """One LightGBM model file, loaded once and scored with numpy (memlane/recall/trees.py:
+    importing lightgbm imports scikit-learn and SciPy, about 1 s of a CLI call)."""
 
     _lock = threading.Lock()
     _loaded: dict[Path, RankerModel | None] = {}
 
     def __init__(self, path: Path) -> None:
-        import lightgbm
-
         self.path = path
-        self.booster = lightgbm.Booster(model_file=str(path))
-        names = tuple(self.booster.feature_name())
-        if names != FEATURES:
+        self.forest = Forest.load(path)
+        if self.forest.feature_names != FEATURES:
             raise ValueError(f"{path.name} was trained on other features than memlane/recall/features.py's")
 
     @classmethod
     def for_budget(cls, budget: str, directory: Path | None = None) -> RankerModel | None:
         """The model of ``budget`` in ``directory`` (default: the shipped ones; None when none
-        ships, lightgbm is not installed, or the file was trained on other features)."""
+        ships, or the file was trained on other features or holds trees trees.py cannot score)."""
         path = (directory or MODELS) / f"ranker-{budget}.txt"
         with cls._lock:
             if path not in cls._loaded:
                 try:
                     cls._loaded[path] = cls(path) if path.exists() else None
-                except ImportError:
-                    cls._loaded[path] = None
                 except ValueError as exc:  # a model of other features: the fused order ranks
                     log.warning("learned ranker not used: %s", exc)
                     cls._loaded[path] = None
@@ -133,9 +130,7 @@ class RankerModel:
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         """The model's raw scores (higher: ranked first)."""
-        if len(X) == 0:
-            return np.zeros(0)
-        return np.asarray(self.booster.predict(X, num_threads=1), dtype=np.float64)
+        return self.forest.scores(X)
 
 
 def logistic(x: float) -> float:
