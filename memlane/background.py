@@ -50,9 +50,10 @@ class Kind(IntEnum):
     """A job's kind; a lower value runs first."""
 
     extract = 0  # deferred LLM extraction: writes the facts every other kind reads
-    tree = 1  # fact resolution, then the temporal tree
-    reflect = 2  # CARA: opinions and observations
-    models = 3  # mental models that new facts touch
+    facts = 1  # fact resolution (supersessions): what a recall waits for (``settle``)
+    tree = 2  # the temporal tree (it resolves first too: a no-op after a facts job)
+    reflect = 3  # CARA: opinions and observations
+    models = 4  # mental models that new facts touch
 
 
 class Scheduler:
@@ -71,6 +72,7 @@ class Scheduler:
         self._due: dict[tuple[Kind, str], tuple[float, float]] = {}
         self._seq = itertools.count()
         self._running = 0
+        self._active: set[tuple[Kind, str]] = set()  # keys whose job is running now
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -120,6 +122,30 @@ class Scheduler:
             while self._heap or self._running:
                 self._cond.wait()
 
+    def settle(self, kind: Kind, key: str, timeout_s: float) -> float:
+        """Run the job of ``kind`` for ``key`` now if one is queued (its delay waived), and wait
+        until none is queued or running, at most ``timeout_s``. Returns the seconds waited (0
+        when there was nothing to wait for). Read-your-writes: a recall settles its bank's
+        fact job so that a retain that returned before it is resolved. From the scheduler's
+        own thread it never waits (only that thread could run the job)."""
+        pending = (kind, key)
+        with self._cond:
+            if timeout_s <= 0 or threading.current_thread() is self._thread:
+                return 0.0  # a zero bound: read-your-writes off, the job keeps its delay
+            if pending not in self._keys and pending not in self._active:
+                return 0.0
+            start = time.monotonic()
+            if pending in self._due:
+                self._due.pop(pending)
+                self._cond.notify_all()
+            deadline = start + timeout_s
+            while pending in self._keys or pending in self._active:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return time.monotonic() - start
+
     def close(self) -> None:
         """Run what is queued (by priority: the shutdown order), then stop the thread. Jobs
         queued by running jobs still run; a submission from elsewhere afterwards raises."""
@@ -148,6 +174,7 @@ class Scheduler:
                 self._keys.discard(key)  # from now on a new write queues a new job
                 self._due.pop(key, None)
                 self._running += 1
+                self._active.add(key)
                 self._cond.notify_all()  # room for a blocked submit
             try:
                 with background_writes():  # a waiting retain writes first (memlane/leases.py)
@@ -160,6 +187,7 @@ class Scheduler:
             finally:
                 with self._cond:
                     self._running -= 1
+                    self._active.discard(key)
                     self._cond.notify_all()
 
     def _next(self) -> tuple[int | None, float | None]:

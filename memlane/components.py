@@ -7,6 +7,7 @@ stays small."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Callable
 
 from memlane.background import Kind, Scheduler
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from memlane.tree.consolidators import Consolidator
     from memlane.tree.service import TreeService
     from memlane.writes import BankWriter
+
+log = logging.getLogger(__name__)
 
 # recall(bank_id, query, **RecallRequest fields): the engine's Memory.recall
 Recall = Callable[..., RecallResult]
@@ -344,7 +347,13 @@ class Components:
             from memlane.recall.service import RecallService
 
             self._recall_service = RecallService(
-                self.settings, self.store, self.derived, self.recaller, self.curated, self.embedders
+                self.settings,
+                self.store,
+                self.derived,
+                self.recaller,
+                self.curated,
+                self.embedders,
+                settle=self.settle_facts,
             )
         return self._recall_service
 
@@ -363,9 +372,23 @@ class Components:
         background = self.settings.background
         later = {"delay_s": background.delay_s, "max_delay_s": background.max_delay_s}
         if background.tree:
+            # The facts job first, on its own: a recall settles it (read-your-writes) without
+            # waiting for the tree build too.
+            self.scheduler.submit(Kind.facts, bank_id, lambda: self._resolve_quietly(bank_id), **later)
             self.scheduler.submit(Kind.tree, bank_id, lambda: self.tree.consolidate_quietly(bank_id), **later)
         if background.models:
             self.scheduler.submit(Kind.models, bank_id, lambda: self._refresh_models(bank_id), **later)
+
+    def _resolve_quietly(self, bank_id: str) -> None:
+        try:
+            self.facts.resolve(bank_id)
+        except Exception as exc:  # noqa: BLE001 - a failed background job is logged, not raised
+            log.warning("fact resolution of %s failed: %s: %s", bank_id, type(exc).__name__, exc)
+
+    def settle_facts(self, bank_id: str) -> float:
+        """Wait (at most ``recall.read_your_writes_s``) for the bank's queued fact resolution,
+        run at once: the seconds waited (0: nothing was pending)."""
+        return self.scheduler.settle(Kind.facts, bank_id, self.settings.recall.read_your_writes_s)
 
     def _refresh_models(self, bank_id: str) -> None:
         # Most banks hold no model: answered from the store, without building the service

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import ValidationError
 
@@ -31,13 +31,17 @@ class RecallService:
         recaller: Recaller,
         curated: CuratedService,
         embedders: BankEmbedders,
+        settle: Callable[[str], float] | None = None,
     ) -> None:
+        """``settle(bank)``: waits for the bank's pending fact resolution (read-your-writes:
+        memlane/components.py ``settle_facts``) and gives the seconds waited."""
         self.settings = settings
         self.store = store
         self.derived = derived
         self.recaller = recaller
         self.curated = curated
         self.embedders = embedders
+        self.settle = settle
 
     def recall(self, bank_id: str, query: str | RecallRequest, **options: Any) -> RecallResult:
         """Recall memories for ``query``; ``options`` are the fields of RecallRequest."""
@@ -46,6 +50,9 @@ class RecallService:
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc) from None
         bank_id = valid_bank_id(bank_id)
+        # Read-your-writes: a retain that returned before this call has its facts resolved
+        # (its supersessions seen) before the bank is read; the wait is reported.
+        waited = self.settle(bank_id) if self.settle is not None else 0.0
         cold = self.settings.recall.cold_bank == "store" and not self.derived.held(bank_id)
         revision = self.store.get_revision(bank_id) if cold else self.derived.ensure(bank_id).revision
         # The bank exists, and its query is embedded by the embedder of its vectors: its record
@@ -62,4 +69,6 @@ class RecallService:
             result.cold = True
         else:
             result = self.recaller.recall(bank_id, req, revision, embedder=embedder)
+        if waited:
+            result.timings_ms["facts_wait"] = round(waited * 1000.0, 1)
         return self.curated.with_mental_models(bank_id, req, result)

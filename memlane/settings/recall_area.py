@@ -59,6 +59,12 @@ class RecallSettings(_Area):
     # ones (memlane/recall/models/). Evals set it to score a source with a model trained
     # without it (leave-one-source-out, docs/evaluation.md).
     ranker_models: Path | None = None
+    # Read-your-writes: a recall waits at most this long for its bank's queued fact
+    # resolution (run at once, its delay waived), so a retain that returned before the recall
+    # has its supersessions seen; the wait is reported as timings_ms["facts_wait"]. Only where
+    # facts resolve in the background (background.tree, on under `memlane serve`). The bound
+    # has no measurement behind it yet beyond the recall-after-retain test (docs/recall.md).
+    read_your_writes_s: float = Field(5.0, ge=0.0)
     # RRF weight per channel (DEFAULT_CHANNEL_WEIGHTS above; memlane/recall/fusion.py).
     channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_CHANNEL_WEIGHTS))
     # Boosts (memlane/recall/boosts.py), measured one at a time on LoCoMo (recall on the same

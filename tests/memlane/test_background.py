@@ -147,3 +147,34 @@ def test_a_delayed_job_runs_at_its_latest_time_under_a_steady_stream():
         time.sleep(0.05)
     assert ran and 0.75 <= ran[0] - t0 < 3
     s.close()
+
+
+def test_settle_runs_a_delayed_job_at_once_and_waits_for_it():
+    s = Scheduler("thread")
+    ran: list[str] = []
+    s.submit(Kind.facts, "ana", lambda: ran.append("facts ana"), delay_s=30.0, max_delay_s=60.0)
+    s.submit(Kind.facts, "bob", lambda: ran.append("facts bob"), delay_s=30.0, max_delay_s=60.0)
+    waited = s.settle(Kind.facts, "ana", timeout_s=10.0)
+    assert ran == ["facts ana"]  # ana's delay waived; bob's still pending
+    assert 0.0 < waited < 10.0
+    assert s.settle(Kind.facts, "carl", timeout_s=10.0) == 0.0  # nothing pending: no wait
+    s.close()
+    assert ran == ["facts ana", "facts bob"]
+
+
+def test_settle_waits_for_a_running_job_and_gives_up_at_its_bound():
+    s = Scheduler("thread")
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> None:
+        started.set()
+        release.wait(10)
+
+    s.submit(Kind.facts, "ana", slow)
+    assert started.wait(10)
+    waited = s.settle(Kind.facts, "ana", timeout_s=0.2)
+    assert 0.2 <= waited < 5.0  # still running: the bound, not the job, ended the wait
+    release.set()
+    s.flush()
+    assert s.settle(Kind.facts, "ana", timeout_s=5.0) == 0.0
+    s.close()
