@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from serve.engine_host import MemoryWrites
@@ -26,13 +26,17 @@ class ProcessService:
     """The engine, its writes and the app's host in this process; :meth:`run` serves HTTP
     until SIGTERM or SIGINT, :meth:`close` lets running work finish."""
 
-    def __init__(self) -> None:
+    def __init__(self, store_ready: Callable[[], object] = lambda: None) -> None:
+        """``store_ready``: returns once the store answers (the Milvus Lite server started
+        beside this): the app's imports and the embedding model's load go first, meanwhile."""
+        import serve.ingress  # noqa: F401 - the app's modules, imported while the store starts
         from serve.backend import LocalWrites
         from serve.engine_host import MemoryWrites, keep_torch_out, service_memory
         from serve.host import ServiceHost
         from serve.metrics import NoMetrics
 
-        engine = service_memory()
+        engine = service_memory()  # the embedding model loads here; the store opens at first use
+        store_ready()
         keep_torch_out(engine)  # this process's entry point, before spaCy loads: see keep_torch_out
         # MemoryWrites builds what retain uses (spaCy, the embedder's first pass) now, so the
         # first request does not wait for it; recall shares the engine, so its models too.

@@ -1,11 +1,13 @@
-"""The MCP endpoint of the service: `memlane serve` on loopback (real Ray Serve, Milvus Lite
-server, MiniLM, spaCy), driven with the MCP SDK's own Streamable HTTP client at /mcp, with the
-REST API's keys. Two Ingress replicas: the endpoint is stateless, so any replica answers any
-request. Also `memlane mcp --url` (stdio) against the same service."""
+"""The MCP endpoint of the service: `memlane serve` on loopback (real Ray Serve or the
+one-process runtime, Milvus Lite server, the embedder, spaCy), driven with the MCP SDK's own
+Streamable HTTP client at /mcp, with the REST API's keys. On Ray, two Ingress replicas: the
+endpoint is stateless, so any replica answers any request. Also `memlane mcp --url` (stdio)
+against the same service."""
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -19,10 +21,12 @@ TOOLS = {"retain", "recall", "reflect", "list_banks", "create_bank", "delete_doc
 LIMIT_S = 240  # one MCP session, including the first retain's model loads
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    # two Ingress replicas: the requests of one MCP client land on both
-    with live_service(tmp_path_factory.mktemp("mcp-service"), keys=KEYS, replicas={"Ingress": 2}) as state:
+@pytest.fixture(scope="module", params=["ray", "process"])
+def service(request, tmp_path_factory):
+    # Ray: two Ingress replicas, so the requests of one MCP client land on both
+    replicas = {"Ingress": 2} if request.param == "ray" else None
+    root = tmp_path_factory.mktemp(f"mcp-service-{request.param}")
+    with live_service(root, keys=KEYS, replicas=replicas, runtime=request.param) as state:
         yield state
 
 
@@ -304,8 +308,17 @@ def test_one_memory_looks_the_same_through_rest_mcp_and_the_engine(service, tmp_
         assert rest.put("/v1/banks/ana", json={"name": "Ana"}).status_code in (200, 201)
         body = {"items": PROJECTION_ITEMS, "document_id": "chat", "tags": ["pets"]}
         rest.post("/v1/banks/ana/memories", json=body).raise_for_status()
-        listed = rest.get("/v1/banks/ana/memories").json()["items"]
-        unit = next(u for u in listed if "beagle" in u["text"])
+        # The fact pass follows the retain in the background (MEMLANE_BACKGROUND__DELAY_S
+        # after it) and adds the unit's facts to its metadata: a recall that came after it and
+        # a listing before it differed (seen on the process runtime). Compared once it ran.
+        deadline = time.monotonic() + 120
+        while True:
+            listed = rest.get("/v1/banks/ana/memories").json()["items"]
+            unit = next(u for u in listed if "beagle" in u["text"])
+            if "facts" in unit["metadata"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert "facts" in unit["metadata"], unit
         got = rest.get(f"/v1/banks/ana/memories/{unit['id']}").json()
         recalled = rest.post("/v1/banks/ana/recall", json={"query": PROJECTION_QUERY}).json()
         entity = rest.get(f"/v1/banks/ana/entities/{unit['entity_ids'][0]}").json()
