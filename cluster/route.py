@@ -166,6 +166,25 @@ def store_settings(data_dir: Path | None, *, create: bool = True):
     return settings
 
 
+def bank_absent(data_dir: Path | None, bank: str) -> bool:
+    """True when ``data_dir``'s store certainly holds no bank ``bank``, told without a Milvus
+    client: nothing stored there yet, or a Milvus Lite directory no process holds whose banks
+    collection's files have no row for it (:func:`memlane.stores.milvus.lite_banks.bank_stored`).
+    False when only the store can tell: a Milvus server (the service's, or one the settings
+    name), a directory another process holds, or files that cannot tell."""
+    access = _access(data_dir)
+    if access.mode == "absent":
+        return True
+    if access.mode != "file":
+        return False
+    with errors():
+        settings = access.settings()
+    from memlane.stores.milvus.lite_banks import bank_stored
+
+    store = settings.store
+    return bank_stored(access.path, store.collection_prefix, bank, db=store.milvus_db) is False
+
+
 def open_memory(data_dir: Path | None, *, bank: str | None = None, update: dict[str, Any] | None = None):
     """The engine over ``data_dir``'s store (:func:`store_settings`); a context manager.
     ``bank``: a bank the command needs, so a directory with nothing stored yet is an unknown

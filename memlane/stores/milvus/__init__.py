@@ -69,11 +69,38 @@ Other facts verified here (and relied on below):
 
 from __future__ import annotations
 
-from memlane.stores.milvus.connection import collection_names
-from memlane.stores.milvus.store import MilvusStore
-from memlane.units import HIT_FIELDS as UNIT_HIT_FIELDS
-from memlane.units import NONE_TIME_US, escape_string, unit_from_fields
-from memlane.units import milvus_expr as filter_expr
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memlane.stores.milvus.connection import collection_names
+    from memlane.stores.milvus.store import MilvusStore
+    from memlane.units import HIT_FIELDS as UNIT_HIT_FIELDS
+    from memlane.units import NONE_TIME_US, escape_string, unit_from_fields
+    from memlane.units import milvus_expr as filter_expr
+
+# The package's names are imported on first use, so that its modules that read Milvus Lite's
+# files without a client (lite_files, lite_banks) do not import pymilvus, and the pandas it
+# imports, with it (0.5-1 s of an unknown bank's ``memlane recall``).
+_LAZY = {
+    "MilvusStore": ("memlane.stores.milvus.store", "MilvusStore"),
+    "collection_names": ("memlane.stores.milvus.connection", "collection_names"),
+    "unit_from_fields": ("memlane.units", "unit_from_fields"),
+    "escape_string": ("memlane.units", "escape_string"),
+    "filter_expr": ("memlane.units", "milvus_expr"),
+    "NONE_TIME_US": ("memlane.units", "NONE_TIME_US"),
+    "UNIT_HIT_FIELDS": ("memlane.units", "HIT_FIELDS"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = getattr(import_module(module), attr)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "MilvusStore",
