@@ -73,6 +73,27 @@ def test_each_source_is_scored_by_a_model_that_never_saw_its_rows():
     assert not np.allclose(out[3]["a"], out[6]["a"])
 
 
+def test_a_capped_grid_trains_on_at_most_n_questions_of_each_other_source():
+    rng = np.random.default_rng(2)
+    sources = {"a": _source(1, 10, rng), "b": _source(2, 3, rng), "c": _source(3, 8, rng)}
+    seen = []
+
+    def spy(parts, params):
+        seen.append({name: (d["X"][0, 0], q) for name, d, q in parts})
+        return fit_ranker(parts, params)
+
+    out = loso_scores(sources, FitParams(rounds=3, leaves=3, min_leaf=1), train_questions=4, fit=spy)
+    for call in seen:
+        (held,) = set(sources) - set(call)
+        assert len(out[3][held]) == len(sources[held].y)  # the scored source is whole
+        for name, (tag, questions) in call.items():
+            assert tag == sources[name].X[0, 0]
+            if name == "b":
+                assert questions is None  # 3 questions, under the cap: all of them
+            else:
+                assert len(questions) == 4 and set(questions) <= set(range(len(sources[name].qid)))
+
+
 def test_one_source_is_refused():
     rng = np.random.default_rng(1)
     with pytest.raises(ValueError, match="two sources"):
