@@ -112,7 +112,7 @@ def test_recall_on_a_small_bank_answers_without_the_heavy_modules(data):
 def test_the_files_tell_a_bank_apart_only_when_no_row_of_it_is_stored(tmp_path, monkeypatch):
     """An empty bank has a row and no collection of its own; an unknown one has no row; a
     directory with nothing stored holds no bank; another store prefix has its own banks; a
-    directory another process holds is left to the store."""
+    directory another process holds, or a Milvus server, is left to the store."""
     data = tmp_path / "data"
     assert bank_absent(data, "ana")  # nothing stored yet
     with Memory(Settings(data_dir=data)) as memory:
@@ -122,3 +122,6 @@ def test_the_files_tell_a_bank_apart_only_when_no_row_of_it_is_stored(tmp_path, 
     assert bank_absent(data, "ghost")
     monkeypatch.setenv("MEMLANE_STORE__COLLECTION_PREFIX", "other")
     assert bank_absent(data, "empty")
+    # a Milvus server the settings name holds the banks, whatever the directory's files say
+    monkeypatch.setenv("MEMLANE_STORE__MILVUS_URI", "http://127.0.0.1:9")
+    assert not bank_absent(data, "ghost")
