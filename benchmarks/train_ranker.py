@@ -70,7 +70,10 @@ def _commit() -> str:
     def git(*a: str) -> str:
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
-    return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "memlane/recall") else "")
+    head = git("rev-parse", "HEAD")
+    if not head:  # a copy outside git (git archive): the caller names the commit
+        return "unknown: not a git checkout"
+    return head + ("+dirty" if git("status", "--porcelain", "memlane/recall") else "")
 
 
 def dump(args: argparse.Namespace) -> None:
