@@ -22,6 +22,7 @@ from memlane.interfaces import Embedder, VectorStore
 from memlane.records import FactType, MemoryUnit, now_utc
 from memlane.tree.consolidators import Child, Consolidator
 from memlane.tree.nodes import NODE_LEVELS, Level, TreeNode, node_id
+from memlane.tree.profile import Speakers, profile_children, quotable
 from memlane.tree.windows import Leaf, Window, closed_windows
 
 # Memory units that enter the tree: what was said (its source turns), not what reflection
@@ -68,9 +69,11 @@ class TreeReport:
         }
 
 
-def leaves_of(store: VectorStore, bank_id: str) -> list[Leaf]:
+def leaves_of(store: VectorStore, bank_id: str, speakers: Speakers | None = None) -> list[Leaf]:
     """The bank's units that enter the tree, with their session ("document|session", from
-    their chunk) and vectors."""
+    their chunk), vectors and whether the profile may quote them (``speakers``: the bank's
+    assistants; default: from its entities)."""
+    speakers = speakers or Speakers(store.list_entities(bank_id))
     sessions: dict[str, str] = {}
     for page in store.iter_chunks(bank_id):
         for ch in page:
@@ -78,13 +81,13 @@ def leaves_of(store: VectorStore, bank_id: str) -> list[Leaf]:
     leaves: list[Leaf] = []
     for units in store.iter_units(bank_id, with_embedding=True):
         for u in units:
-            leaf = _leaf(u, sessions)
+            leaf = _leaf(u, sessions, speakers)
             if leaf is not None:
                 leaves.append(leaf)
     return leaves
 
 
-def _leaf(u: MemoryUnit, sessions: dict[str, str]) -> Leaf | None:
+def _leaf(u: MemoryUnit, sessions: dict[str, str], speakers: Speakers) -> Leaf | None:
     if u.fact_type not in LEAF_TYPES or u.chunk_id not in sessions or u.embedding is None:
         return None
     return Leaf(
@@ -95,6 +98,7 @@ def _leaf(u: MemoryUnit, sessions: dict[str, str]) -> Leaf | None:
         source_turns=list(u.source_turns),
         entity_ids=list(u.entity_ids),
         vector=np.asarray(u.embedding, dtype=np.float32),
+        profile=quotable(u, speakers),
     )
 
 
@@ -107,6 +111,8 @@ def signature(consolidator: str, level: Level, key: str, children: Sequence[Chil
     h = hashlib.sha256(f"{SIGNATURE_VERSION}\x1f{consolidator}\x1f{int(level)}\x1f{key}".encode())
     for c in children:
         h.update(f"\x1e{c.id}\x1f{c.text}".encode())
+        if level == Level.profile:  # its weeks' points are chosen for it (memlane/tree/profile.py)
+            h.update("".join(f"\x1d{text}" for text, _ in c.points).encode())
     return h.hexdigest()[:32]
 
 
@@ -126,9 +132,7 @@ class TreeBuilder:
         self.embedder = embedder
         self.consolidator = consolidator
         self.session_idle_s = session_idle_s
-        self.entity_names = entity_names or (
-            lambda bank: {e.entity_id: e.name for e in store.list_entities(bank)}
-        )
+        self.entity_names = entity_names
 
     def build(
         self,
@@ -143,16 +147,22 @@ class TreeBuilder:
         level's count as it completes."""
         t0 = time.perf_counter()
         report = TreeReport(bank_id=bank_id)
-        leaves = leaves_of(self.store, bank_id)
+        entities = self.store.list_entities(bank_id)
+        speakers = Speakers(entities)
+        leaves = leaves_of(self.store, bank_id, speakers)
         report.leaves = len(leaves)
         windows = closed_windows(leaves, now or now_utc(), self.session_idle_s)
         existing = {n.id: n for n in self.store.list_tree_nodes(bank_id, with_embedding=True)}
-        names = self.entity_names(bank_id)
+        names = self.entity_names(bank_id) if self.entity_names else {e.entity_id: e.name for e in entities}
         fallbacks_before = getattr(self.consolidator, "failures", 0)
 
-        below: dict[str, Child] = {leaf.id: _leaf_child(leaf) for leaf in leaves}
+        leaf_children = {leaf.id: _leaf_child(leaf) for leaf in leaves}
+        below: dict[str, Child] = leaf_children
         wanted: list[TreeNode] = []
         for level in NODE_LEVELS:
+            if level == Level.profile:
+                allowed = {leaf.id for leaf in leaves if leaf.profile}
+                below = profile_children(below, windows, leaf_children, allowed, speakers.assistant_ids)
             nodes = self._level(bank_id, level, windows[level], below, existing, names, report)
             wanted.extend(nodes)
             below = {n.key: _node_child(n) for n in nodes}

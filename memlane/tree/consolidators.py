@@ -3,8 +3,10 @@
 * :class:`ExtractiveConsolidator` (the default, no model): a header with the node's time span
   and the entities most mentioned under it, then the *points* of its most central children (by
   embedding: cosine to the children's centroid, near-duplicates skipped). A session quotes its
-  central facts; a day, a week and the profile quote the lead point of their central children.
-  It says what it is: every point is a quotation, nothing is paraphrased.
+  central facts; a day and a week quote the lead point of their central children; the profile
+  quotes, for each of its central weeks, the week's most central statement by a person, never
+  the assistant's (memlane/tree/profile.py chooses it). It says what it is: every point is a
+  quotation, nothing is paraphrased.
 * :class:`LLMConsolidator` (the ``consolidation`` role): TiMem's level-specific instructions
   (factual summary for sessions, evolving patterns for days and weeks, a persona for the
   profile), the children plus the w=3 latest nodes of the same level as history, a structured

@@ -28,6 +28,7 @@ class Leaf:
     source_turns: list[str]
     entity_ids: list[str]
     vector: np.ndarray | None = None  # float32: a 100k-unit bank as lists would take ~1.2 GB
+    profile: bool = True  # the profile may quote it (memlane/tree/profile.py)
 
 
 @dataclass(slots=True)
