@@ -8,8 +8,8 @@ fact's slot (the slots its analysis asks about, memlane/query/analysis.py). In a
 * a fact of an asked slot marked ``possibly_superseded_by`` a fact also ranked comes after it
   (the ambiguous tier: both valid, the newer first);
 * a superseded fact of an asked slot comes after its successor, unless the question asks about
-  the past and names the successor's value ("before Bristol"): then the fact it replaced comes
-  first;
+  the past ("before Bristol", "used to") or history is asked for: then the fact it replaced
+  comes first, just before its successor (as the README promises for ``--history``);
 * a unit an earlier resolution invalidated whole (before facts had records of their own, and
   shown only to history questions) comes after its successor whatever the question.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from memlane.facts.slots import Slot, norm_text, unit_facts, unit_of
+from memlane.facts.slots import Slot, unit_facts, unit_of
 from memlane.query.analysis import QueryAnalysis
 
 
@@ -69,15 +69,12 @@ def order(
         return list(ids)
     ranked = list(ids)
     if history:
-        q = f" {query.normalized} "
         for succ, preds in replaced_by.items():
             for pred, _ in preds:
-                values = [s for s, _ in unit_facts(fields[succ].get("metadata") or {}) if asked(s, query)]
-                if not any(f" {norm_text(s.object)} " in q for s in values):
-                    continue
                 newer.pop(pred, None)  # the answer to "before <value>": first, not after it
-                ranked.remove(pred)
-                ranked.insert(ranked.index(succ), pred)
+                if ranked.index(pred) > ranked.index(succ):
+                    ranked.remove(pred)
+                    ranked.insert(ranked.index(succ), pred)
     out: list[str] = []
     waiting: dict[str, list[str]] = {}
     emitted: set[str] = set()

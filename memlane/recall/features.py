@@ -20,6 +20,7 @@ import numpy as np
 from memlane.facts.cues import CUES, turn_cues
 from memlane.facts.ordering import successors
 from memlane.query.analysis import QueryAnalysis
+from memlane.query.sayer import asks_said, offers, sayer
 from memlane.query.words import content_stems, is_assistant
 from memlane.recall.candidates import proximity_scale
 from memlane.recall.state import RecallState
@@ -116,6 +117,12 @@ FEATURES = (
     "q_where",
     "q_who",
     "q_how_many",
+    # whom the question asks about as the one who said it (memlane/query/sayer.py) against the
+    # memory's speaker (1: the one asked about, 0: another, NaN: the question names no sayer);
+    # whether it asks about something said at all; whether the memory puts something forward
+    "sayer_match",
+    "q_asks_said",
+    "offers",
 )
 INDEX = {name: i for i, name in enumerate(FEATURES)}
 
@@ -132,6 +139,17 @@ def said_text(fields: Mapping[str, Any]) -> str:
     if speaker and text.startswith(f"{speaker}: "):
         return text[len(speaker) + 2 :]
     return text
+
+
+def said_by(speaker: str, who: str) -> bool:
+    """Whether ``speaker`` is the one :func:`memlane.query.sayer.sayer` names: the assistant,
+    the user (any speaker but the assistant) or a person by (first) name."""
+    if who == "assistant":
+        return is_assistant(speaker)
+    if who == "user":
+        return bool(speaker) and not is_assistant(speaker)
+    low = speaker.casefold()
+    return low == who.casefold() or low.split()[:1] == [who.casefold()]
 
 
 def question_share(text: str) -> float:
@@ -195,6 +213,8 @@ def candidate_features(
     q_words = len(q.text.split())
     wh = {name: 1.0 if pattern.search(q.text) else 0.0 for name, pattern in _WH.items()}
     signals = slots or {}
+    who = sayer(q.text)
+    said_q = 1.0 if asks_said(q.text) else 0.0
     by_turn: dict[str, str] = {}
     for c in ids:
         for t in state.fields[c].get("source_turns") or ():
@@ -275,7 +295,12 @@ def candidate_features(
                 row[INDEX["topic_newest"]] = topic_rank.get(c, NAN)
         for name, v in wh.items():
             row[INDEX[name]] = v
-        row[INDEX["assistant"]] = 1.0 if is_assistant(speaker_of(f)) else 0.0
+        speaker = speaker_of(f)
+        row[INDEX["assistant"]] = 1.0 if is_assistant(speaker) else 0.0
+        if who is not None:
+            row[INDEX["sayer_match"]] = 1.0 if said_by(speaker, who) else 0.0
+        row[INDEX["q_asks_said"]] = said_q
+        row[INDEX["offers"]] = 1.0 if offers(said) else 0.0
         row[INDEX["question"]] = question_share(said)
         row[INDEX["words"]] = math.log1p(len(said.split()))
         cues = turn_cues(said)

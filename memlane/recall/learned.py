@@ -26,7 +26,7 @@ from memlane.facts.families import family_of
 from memlane.facts.query import fills_asked_slot
 from memlane.facts.slot_weights import SlotWeights
 from memlane.recall.candidates import Boosts, Candidate
-from memlane.recall.features import FEATURES, boosts_into, candidate_features
+from memlane.recall.features import INDEX, boosts_into, candidate_features
 from memlane.recall.ranking import monotone, ordered
 from memlane.recall.state import RecallState, Scores
 from memlane.recall.trees import Forest
@@ -111,8 +111,14 @@ class RankerModel:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.forest = Forest.load(path)
-        if self.forest.feature_names != FEATURES:
-            raise ValueError(f"{path.name} was trained on other features than memlane/recall/features.py's")
+        # A model reads its own features by name, so features added to
+        # memlane/recall/features.py leave a model trained before them valid.
+        unknown = [n for n in self.forest.feature_names if n not in INDEX]
+        if unknown:
+            raise ValueError(
+                f"{path.name} was trained on other features than memlane/recall/features.py's: {unknown[:3]}"
+            )
+        self.columns = np.array([INDEX[n] for n in self.forest.feature_names], dtype=np.intp)
 
     @classmethod
     def for_budget(cls, budget: str, directory: Path | None = None) -> RankerModel | None:
@@ -130,7 +136,7 @@ class RankerModel:
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         """The model's raw scores (higher: ranked first)."""
-        return self.forest.scores(X)
+        return self.forest.scores(X[:, self.columns])
 
 
 def logistic(x: float) -> float:

@@ -206,6 +206,17 @@ def test_ordering_puts_successors_first_unless_asked_about_before():
         "old",
         "new",
     ]
+    # the value named by part of it ("before Octopus" for "Octopus Energy"), or not named at all
+    # ("used to", or --history): the older value first all the same
+    jobs = {
+        "old": {"metadata": _facts(("Ana", "works_at", "Fenwick & Hale", {"superseded_by": "new#0"}))},
+        "new": {"metadata": _facts(("Ana", "works_at", "Octopus Energy", {"supersedes": "old#0"}))},
+        "x": {"metadata": {}},
+    }
+    for question in ("where did Ana work before Octopus", "where did Ana use to work"):
+        assert order(["new", "x", "old"], jobs, analyse(question), True) == ["old", "new", "x"], question
+    assert order(["x", "new", "old"], jobs, analyse("where does Ana work"), True) == ["x", "old", "new"]
+    assert order(["x", "new", "old"], jobs, analyse("where does Ana work"), False) == ["x", "new", "old"]
     # a unit an earlier resolution invalidated whole follows its successor whatever is asked
     legacy = {"superseded_by": "new", "metadata": {"engram": {"resolved_invalid": True}}}
     assert order(["old", "x", "new"], {**fields, "old": legacy}, analyse("what did Ana eat"), False) == [
