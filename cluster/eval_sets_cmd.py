@@ -63,7 +63,11 @@ def eval_dates(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Dates said without a year and relative ones: the fraction each resolver (the engine's
-    rules and each date library) resolves to exactly the labelled day or interval, per kind."""
+    rules and each date library) resolves to exactly the labelled day or interval, per kind.
+    Then, for the rules, the events set (evals/dates/EVENTS.md): per kind (multi, habit,
+    deictic) the expressions read right (a habit: no date) and the turns whose memory gets the
+    labelled event day."""
+    from evals.date_events import format_events, is_event_set, load_event_cases, report_events, run_events
     from evals.dates import format_report, load_cases, report, run, split_files
     from evals.dates import resolvers as pick
 
@@ -75,5 +79,18 @@ def eval_dates(
         chosen = pick(resolvers)
         if misses is not None and misses not in chosen:
             raise ValueError(f"--misses names {misses!r}, which is not among the resolvers run")
-        rep = report(run(load_cases(paths), chosen), paths)
-    typer.echo(json.dumps(rep) if json_out else format_report(rep, misses))
+        event_paths = [p for p in paths if is_event_set(p)] if files else []
+        year_paths = [p for p in paths if p not in event_paths]
+        rep = report(run(load_cases(year_paths), chosen), year_paths) if year_paths else None
+        events = None
+        if "rules" in chosen and (event_paths or not files):
+            cases = load_event_cases(event_paths, "all") if files else load_event_cases(split=split)
+            label = " ".join(str(p) for p in event_paths) if files else f"events.jsonl, {split}"
+            events = report_events(run_events(cases), label)
+    if json_out:
+        typer.echo(json.dumps({**(rep or {}), **({"events": events} if events else {})}))
+        return
+    parts = [format_report(rep, misses)] if rep else []
+    if events:
+        parts.append(format_events(events, misses == "rules"))
+    typer.echo("\n\n".join(parts))

@@ -127,9 +127,11 @@ def _request(bank: str, query: str, options: dict[str, Any]):
 
 def print_recall(result, via: str = "") -> None:
     """The memories, tree nodes and chunks of a recall on stdout; its plan and totals on stderr."""
+    from memlane.views import memory_dates
+
     for m in result.memories:
         u = m.unit
-        when = (u.occurred_start or u.mentioned_at).date().isoformat()
+        when = memory_dates(u)  # said date, then the events it dates
         replaced = f"  (superseded {u.invalid_at:%Y-%m-%d})" if u.invalid_at else ""
         typer.echo(f"{m.score:.3f}  [{u.fact_type.value} {when}] {u.text}{replaced}")
         if m.trace:  # --trace: where the memory came from, each score on its own scale

@@ -55,6 +55,33 @@ def _recalled(memories: list[RecalledMemory]) -> list[RecalledMemory]:
     ]
 
 
+def memory_dates(unit: MemoryUnit) -> str:
+    """A memory's dates as one line shows them: when it was said, then the events it dates.
+
+    "2026-03-02" (dates no event), "2026-03-02, event 2026-04-06", "2025-05-22, event
+    2025-05-24..2025-05-25" (a weekend), "2026-03-02, events 2026-03-02, 2026-04-06" (a turn
+    about two days: memlane/temporal/events.py). The said date leads because it is the one every
+    memory has; an occurrence is an event only where the text dates one. The REST API and the
+    explorer show the same fields: ``mentioned_at``, ``occurred_start``/``occurred_end`` and
+    ``metadata.events``."""
+    from memlane.temporal import EVENTS
+
+    said = unit.mentioned_at.date().isoformat()
+    listed = unit.metadata.get(EVENTS)
+    if isinstance(listed, list) and listed:
+        spans = [(str(a), str(b)) for a, b in listed]
+        label = "events" if len(spans) > 1 else "event"
+    elif unit.occurred_start is not None or unit.occurred_end is not None:
+        known = sorted(t for t in (unit.occurred_start, unit.occurred_end) if t is not None)
+        start, end = known[0], known[-1]
+        if start == end == unit.mentioned_at:  # the said time copied, as retain once stored it
+            return said
+        spans, label = [(start.date().isoformat(), end.date().isoformat())], "event"
+    else:
+        return said
+    return f"{said}, {label} " + ", ".join(a if a == b else f"{a}..{b}" for a, b in spans)
+
+
 def unit_view(unit: MemoryUnit) -> dict[str, Any]:
     """A memory as clients see it (listing, get, an entity's memories)."""
     return _to_the_second(unit).model_dump(mode="json", exclude=set(UNIT_HIDDEN))

@@ -60,7 +60,7 @@ class RuleExtractor:
         self._slots = slots  # fill slots from memlane/facts/patterns.py
 
     def extract(self, bank: Bank, chunks: Sequence[ChunkInput]) -> list[list[Fact]]:
-        from memlane.temporal import find_time_expressions
+        from memlane.temporal import EVENTS, turn_events
 
         # A chunk's speakers are those of its turns and the turns around it, never those of
         # other chunks extracted in the same call: a chunk's facts are a function of its own
@@ -93,10 +93,14 @@ class RuleExtractor:
                 i += 1
                 if not turn.has_content:
                     continue
-                spans = find_time_expressions(turn.text, turn.timestamp) if turn.text else []
-                start, end = (spans[0].start, spans[0].end) if spans else (turn.timestamp, turn.timestamp)
+                # said at turn.timestamp (mentioned_at); about the events it dates, if any
+                # (memlane/temporal/events.py: their covering interval, none for habits alone)
+                events = turn_events(turn.text, turn.timestamp)
+                start, end = events.occurrence or (None, None)
                 is_owner = owner is not None and _norm(turn.speaker) == owner
                 meta: dict = {"speaker": turn.speaker, "session_id": turn.session_id}
+                if len(events.intervals) > 1:  # each event's days, shown beside the said date
+                    meta[EVENTS] = [[a.isoformat(), b.isoformat()] for a, b in events.intervals]
                 slot = find_slot(turn.text, turn.speaker, order=turn.index) if self._slots else None
                 if slot is not None:
                     meta["slot"] = slot.as_metadata()

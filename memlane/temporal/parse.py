@@ -25,7 +25,10 @@ all is read as a plan (a report has a past-tense verb). "last Friday" is the mos
 strictly before the reference, "this Friday" the Friday of the reference's Monday-based week
 (the next one when a plan's has passed); "next Friday", "next June", "next summer" are the
 first such day, month or season to start after the reference (dateparser's reading; "the one
-after the coming one" is the other common reading, and no rule serves both); "last summer" is
+after the coming one" is the other common reading, and no rule serves both), and "next weekend"
+the first weekend to start after it (said on a Thursday, the coming one; on a Saturday, the one
+after); a day or season inside a habit ("every other Saturday", "Sunday roasts", ``habits.py``)
+is no date at all; "last summer" is
 the latest summer that ended before the reference; "N days/weeks ago" is that day (a week is 7
 days), "N months/years ago" the whole calendar month/year N units back; "in N days/weeks" is
 that day ahead (nothing in a report: "I read it in two days" is a duration); "the past N days"
@@ -45,6 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
 from . import periods as P
+from .habits import HABIT_WORDS, blocks, habit_spans
 from .rules import RULES
 from .tense import TenseReader
 from .timestamps import as_utc, parse_timestamp
@@ -173,6 +177,10 @@ def _find(text: str, ref: datetime, words: set[str]) -> list[TimeSpan]:
                 if rng is None:
                     continue
             candidates.append((body[1] - body[0], body[0], body[1], index, m, rng))
+    # a day or season inside a habit ("every other Saturday", "Sunday roasts") dates nothing
+    habits = [] if HABIT_WORDS.isdisjoint(words) else habit_spans(text)
+    if habits:
+        candidates = [c for c in candidates if not blocks(habits, c[1], c[2])]
     if not candidates:
         return []
 

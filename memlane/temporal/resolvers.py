@@ -164,7 +164,12 @@ def resolve_rolling(m, ref, d, anchor, tense):
 def resolve_relunit(m, ref, d, anchor, tense):
     step = direction(m["rel"])
     assert step is not None  # the rule's pattern requires the "rel" group
-    return shift(m["unit"].lower(), d, step)
+    unit = m["unit"].lower()
+    if unit == "weekend" and step == 1:
+        # the first weekend to start after the reference, as "next Friday" is the first Friday:
+        # said Monday to Friday, the coming one; said on a weekend, the one after
+        return P.weekend_range(d if d.weekday() < 5 else d + timedelta(weeks=1))
+    return shift(unit, d, step)
 
 
 def resolve_before_last(m, ref, d, anchor, tense):

@@ -157,3 +157,134 @@ def test_bad_arguments_exit_2_with_one_line(args, message):
     assert r.exit_code == 2
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+# ----------------------------------------------------------------------------- the events set
+
+
+def _event(**over) -> dict:
+    row = {
+        "id": "V-1",
+        "said_at": "2026-05-07T18:00:00+00:00",  # a Thursday
+        "text": "the plasterer finally turned up this afternoon",
+        "expression": "this afternoon",
+        "kind": "deictic",
+        "start": "2026-05-07",
+        "end": "2026-05-07",
+        "turn_date": "2026-05-07",
+    }
+    return {**row, **over}
+
+
+def _events_file(path):
+    two = "we collected the puppy yesterday and her jabs are on 20 May"
+    rows = [
+        _event(),
+        _event(
+            id="V-2",
+            text=two,
+            expression="yesterday",
+            kind="multi",
+            start="2026-05-06",
+            end="2026-05-06",
+            turn_date=None,
+        ),
+        _event(
+            id="V-3",
+            text=two,
+            expression="on 20 May",
+            kind="multi",
+            start="2026-05-20",
+            end="2026-05-20",
+            turn_date=None,
+        ),
+        _event(
+            id="V-4",
+            text="bell ringing practice is every Monday night",
+            expression="every Monday night",
+            kind="habit",
+            start=None,
+            end=None,
+            turn_date=None,
+        ),
+        # labelled wrong on purpose: the rules read the coming Saturday, and the day is that one
+        _event(
+            id="V-5",
+            text="the bake sale is on Saturday",
+            expression="on Saturday",
+            start="2026-05-16",
+            end="2026-05-16",
+            turn_date="2026-05-16",
+        ),
+    ]
+    _write(path, rows)
+    return path
+
+
+def test_the_events_score_counts_expressions_and_turns_per_kind(tmp_path):
+    from evals.date_events import load_event_cases, report_events, run_events
+
+    rep = report_events(run_events(load_event_cases([_events_file(tmp_path / "ev.jsonl")])), "t")
+    kinds = rep["kinds"]
+    assert kinds["multi"] == {
+        "expressions": {"right": 2, "n": 2, "fraction": 1.0},
+        "turns": {"right": 1, "n": 1, "fraction": 1.0},  # two days: no one event day, as labelled
+    }
+    assert kinds["habit"]["expressions"]["right"] == 1 and kinds["habit"]["turns"]["right"] == 1
+    assert kinds["deictic"]["expressions"] == {"right": 1, "n": 2, "fraction": 0.5}
+    assert kinds["deictic"]["turns"] == {"right": 1, "n": 2, "fraction": 0.5}
+    (miss,) = rep["misses"]
+    assert miss["id"] == "V-5" and miss["got"] == ["2026-05-09", "2026-05-09"]
+    assert miss["turn_got"] == "2026-05-09"
+
+
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        ({"kind": "plan"}, "kind must be one of multi, habit, deictic"),
+        ({"kind": "habit"}, "a habit has start and end null"),
+        ({"end": None}, "a habit has start and end null"),
+        ({"turn_date": "7 May"}, "Invalid isoformat"),
+    ],
+)
+def test_a_bad_events_line_is_refused_naming_it(tmp_path, over, message):
+    from evals.date_events import load_event_cases
+
+    path = tmp_path / "ev.jsonl"
+    _write(path, [_event(**over)])
+    with pytest.raises(ValueError, match=message) as err:
+        load_event_cases([path])
+    assert f"{path}:1" in str(err.value)
+
+
+def test_the_command_reads_an_events_file_beside_a_dated_one(tmp_path):
+    events = _events_file(tmp_path / "ev.jsonl")
+    dated = tmp_path / "set.jsonl"
+    _write(dated, [_line()])
+    runner = CliRunner()
+    r = runner.invoke(app, ["eval", "dates", str(dated), str(events), "--resolver", "rules", "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["resolvers"]["rules"]["kinds"]["all"]["n"] == 1  # the dated set alone
+    assert rep["events"]["kinds"]["all"]["expressions"] == {"right": 4, "n": 5, "fraction": 0.8}
+    r = runner.invoke(app, ["eval", "dates", str(events), "--misses", "rules", "--resolver", "rules"])
+    lines = r.stdout.splitlines()
+    assert lines[1:5] == [
+        "| | multi | habit | deictic | all |",
+        "| --- | --- | --- | --- | --- |",
+        "| expressions | 2/2 (1.000) | 1/1 (1.000) | 1/2 (0.500) | 4/5 (0.800) |",
+        "| turns | 1/1 (1.000) | 1/1 (1.000) | 1/2 (0.500) | 3/4 (0.750) |",
+    ]
+    assert lines[-1] == (
+        "V-5 deictic said 2026-05-07: 'on Saturday' want 2026-05-16 .. 2026-05-16, got 2026-05-09 .. "
+        "2026-05-09; turn want 2026-05-16, got 2026-05-09 | the bake sale is on Saturday"
+    )
+
+
+def test_the_default_run_adds_the_events_half_of_the_same_split():
+    r = CliRunner().invoke(app, ["eval", "dates", "--split", "held", "--resolver", "rules", "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["events"]["set"] == "events.jsonl, held"
+    assert rep["events"]["kinds"]["all"]["expressions"]["n"] == 46  # the held turns' lines
+    assert rep["resolvers"]["rules"]["kinds"]["all"]["n"] == 115

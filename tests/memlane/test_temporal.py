@@ -174,7 +174,7 @@ def test_reference_is_taken_in_utc():
         ("next year", ("next year", "2024-01-01", "2024-12-31")),
         ("last weekend", ("last weekend", "2023-05-06", "2023-05-07")),
         ("this weekend", ("this weekend", "2023-05-13", "2023-05-14")),
-        ("next weekend", ("next weekend", "2023-05-20", "2023-05-21")),
+        ("next weekend", ("next weekend", "2023-05-13", "2023-05-14")),  # said on a Monday: the coming one
         ("this past weekend", ("this past weekend", "2023-05-06", "2023-05-07")),
         ("We hiked over the weekend", ("the weekend", "2023-05-06", "2023-05-07")),
         ("the week before last", ("the week before last", "2023-04-24", "2023-04-30")),
