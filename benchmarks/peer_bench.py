@@ -3,15 +3,19 @@
 
 ``python benchmarks/peer_bench.py [--locomo FILE] [--config serve/config.yaml]``
 ``python benchmarks/peer_bench.py --client hindsight [--peer-url http://127.0.0.1:8888]``
+``python benchmarks/peer_bench.py --runtime both --conversations 1 --recalls 100``
 
 The workload is the peer's: the first 2 LoCoMo conversations, one synchronous retain request
 per session (its turns as items, the session's date as their time), then 200 recalls (the
 conversations' questions round-robin, budget mid, max_tokens 4096) one at a time, then 8 at a
 time, after 5 warm-up recalls. Beside it, in the same run and through the same proxy, a
-trivial Serve endpoint at the same concurrency (the floor Serve itself sets). The footprint is
-the PSS (proportional set size: shared pages divided among the processes that map them)
-summed over every process of the service (the supervisor and its descendants: Ray's, Serve's,
-the Milvus Lite server), sampled every 0.5 s; its peak and what each process held then.
+trivial Serve endpoint at the same concurrency (the floor Serve itself sets; Ray runtime
+only). The footprint is the PSS (proportional set size: shared pages divided among the
+processes that map them) summed over every process of the service (the supervisor and its
+descendants: Ray's, Serve's, the Milvus Lite server), sampled every 0.5 s; its peak and what
+each process held then. ``--runtime``: the service's runtime (``memlane serve --runtime``:
+``ray``, the default here, or ``process``), or ``both``, one after the other on the same
+workload, with a table of the two beside each other.
 
 With ``--client hindsight`` the peer's own workload runs through hindsight-client
 (benchmarks/peer_client.py: one item per session, as the peer's script sends them) against
@@ -115,7 +119,9 @@ def _summary(latencies: list[float], errors: int, wall: float) -> dict[str, Any]
     }
 
 
-async def _workload(url: str, conversations: list[dict], recalls: int, concurrency: int) -> dict[str, Any]:
+async def _workload(
+    url: str, conversations: list[dict], recalls: int, concurrency: int, trivial_app: bool = True
+) -> dict[str, Any]:
     import httpx
 
     out: dict[str, Any] = {}
@@ -189,6 +195,8 @@ async def _workload(url: str, conversations: list[dict], recalls: int, concurren
 
         out[f"recall_c{concurrency}"] = await at_concurrency(recall_path, [body(q) for q in qs])
         _say(f"recall {concurrency} at a time: {json.dumps(out[f'recall_c{concurrency}'])}")
+        if not trivial_app:
+            return out
         trivial = [{"i": i} for i in range(len(qs))]
         await at_concurrency("/trivial/", trivial[:5])
         out[f"trivial_c{concurrency}"] = await at_concurrency("/trivial/", trivial)
@@ -205,6 +213,7 @@ def run(
     recalls: int = 200,
     concurrency: int = 8,
     client: str = "memlane",
+    runtime: str = "ray",
 ) -> dict[str, Any]:
     """Start the service over a fresh ``data_dir`` with ``config`` (plus the trivial app), run
     the workload (``client`` "hindsight": through hindsight-client at ``/hindsight``), stop the
@@ -219,8 +228,17 @@ def run(
     os.environ.setdefault("MEMLANE_SERVE__AUTH", "off")
     _say(f"starting the service on 127.0.0.1:{port} over {data_dir}")
     t0 = time.perf_counter()
-    state = start_background(data_dir, port, _config(data_dir / "peer-config.yaml", config), timeout_s=600)
-    report: dict[str, Any] = {"config": str(config), "start_s": round(time.perf_counter() - t0, 1)}
+    if runtime == "ray":
+        state = start_background(
+            data_dir, port, _config(data_dir / "peer-config.yaml", config), timeout_s=600
+        )
+    else:
+        state = start_background(data_dir, port, timeout_s=600, runtime=runtime)
+    report: dict[str, Any] = {
+        "runtime": runtime,
+        "config": str(config) if runtime == "ray" else None,
+        "start_s": round(time.perf_counter() - t0, 1),  # launch to /v1/health 200
+    }
     try:
         with Footprint(int(state["pid"])) as footprint:
             if client == "hindsight":
@@ -228,7 +246,7 @@ def run(
 
                 run_it = workload(state["url"] + "/hindsight", convs, questions(convs, recalls), concurrency)
             else:
-                run_it = _workload(state["url"], convs, recalls, concurrency)
+                run_it = _workload(state["url"], convs, recalls, concurrency, runtime == "ray")
             report.update(asyncio.run(run_it))
         fp = footprint.report()
         # The trivial app is the benchmark's, not the service's: its replica is left out.
@@ -238,6 +256,31 @@ def run(
     finally:
         stop(data_dir)
     return report
+
+
+def side_by_side(reports: dict[str, dict[str, Any]], concurrency: int) -> str:
+    """The runtimes' figures in columns: start, footprint, retain, recall."""
+    rows = [
+        ("time to healthy (s)", lambda r: r["start_s"]),
+        ("service PSS at peak (MB)", lambda r: r["footprint"]["service_pss_mb"]),
+        ("processes at peak (>= 1 MB)", lambda r: len(r["footprint"]["processes_at_peak"])),
+        ("retain turns/s", lambda r: r["retain"]["turns_per_s"]),
+        ("retain request p50 (s)", lambda r: r["retain"]["req_p50_s"]),
+        ("recall 1 at a time req/s", lambda r: r["recall_seq"]["rps"]),
+        ("recall 1 at a time p50 (ms)", lambda r: r["recall_seq"]["p50_ms"]),
+        (f"recall {concurrency} at a time req/s", lambda r: r[f"recall_c{concurrency}"]["rps"]),
+        (f"recall {concurrency} at a time p50 (ms)", lambda r: r[f"recall_c{concurrency}"]["p50_ms"]),
+    ]
+    names = list(reports)
+    lines = [f"{'':34}" + "".join(f"{n:>12}" for n in names)]
+    for label, get in rows:
+        lines.append(f"{label:34}" + "".join(f"{get(reports[n])!s:>12}" for n in names))
+    for n in names:
+        top = ", ".join(
+            f"{p['process'][:40]} {p['pss_mb']}" for p in reports[n]["footprint"]["processes_at_peak"]
+        )
+        lines.append(f"{n} at peak (PSS MB): {top}")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -257,6 +300,13 @@ def main() -> None:
         help="the workload's client: Memlane's /v1 over httpx, or hindsight-client at /hindsight",
     )
     p.add_argument("--peer-url", help="with --client hindsight: a running Hindsight server to drive instead")
+    p.add_argument(
+        "--runtime",
+        choices=("ray", "process", "both", "process,ray", "ray,process"),
+        default="ray",
+        help="the service's runtime (memlane serve --runtime), or both one after the other "
+        "(both: process first)",
+    )
     p.add_argument("--out", type=Path, help="also write the report here (JSON)")
     a = p.parse_args()
     if not a.locomo.is_file():
@@ -272,15 +322,23 @@ def main() -> None:
         qs = questions(convs, a.recalls)
         report = asyncio.run(workload(a.peer_url, convs, qs, a.concurrency))
     else:
-        report = run(
-            a.locomo,
-            a.data_dir,
-            a.config,
-            conversations=a.conversations,
-            recalls=a.recalls,
-            concurrency=a.concurrency,
-            client=a.client,
-        )
+        runtimes = ("process", "ray") if a.runtime == "both" else tuple(a.runtime.split(","))
+        reports = {
+            rt: run(
+                a.locomo,
+                a.data_dir.with_name(f"{a.data_dir.name}-{rt}") if len(runtimes) > 1 else a.data_dir,
+                a.config,
+                conversations=a.conversations,
+                recalls=a.recalls,
+                concurrency=a.concurrency,
+                client=a.client,
+                runtime=rt,
+            )
+            for rt in runtimes
+        }
+        report = reports[runtimes[0]] if len(runtimes) == 1 else {"runtimes": reports}
+        if len(runtimes) > 1:
+            print(side_by_side(reports, a.concurrency), file=sys.stderr)
     if a.out:
         a.out.write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))

@@ -48,6 +48,12 @@ def supervise_process(data_dir: Path, port: int) -> int:
             server = MilvusLiteServer(data_dir).launch()
             uri = server.uri
         os.environ.update(MEMLANE_STORE__MILVUS_URI=uri, MEMLANE_DATA_DIR=str(data_dir))
+        # One OpenMP/BLAS thread, as Ray gives each replica (OMP_NUM_THREADS=1), set before
+        # NumPy loads and after the Milvus Lite server started (its searches keep their own).
+        # Without it spaCy's matrix products ran on BLAS threads that fought the embedder's
+        # for the 2 cores: 10 LoCoMo sessions retained in 18.5 s (embed 10.4 s), 9.6 s with
+        # it (embed 5.6 s); the Ray runtime 8.4 s (loaded 2-core machine, Dec 2026).
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
         from serve.process import ProcessService
 
         def store_ready() -> None:
