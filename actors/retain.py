@@ -23,6 +23,7 @@ batch's second bank, so the first is already written); ``raise:<marker path>`` r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -58,6 +59,20 @@ class _Metrics:
         self.bank_seconds = Histogram(
             "memlane_backfill_bank_seconds", "Seconds to retain one bank.", boundaries=_BOUNDARIES
         )
+
+
+def input_units(store: Any, bank_id: str, document_ids: list[str]) -> str:
+    """A digest of the ids of the memories the bank holds of ``document_ids`` (invalidated ones
+    included): what a backfill's retain of them left, to tell at the next run whether they are
+    still there as it left them. Ids derive from bank, document, chunk and position."""
+    from memlane.interfaces import UnitFilter
+
+    h = hashlib.sha256()
+    for doc in sorted(set(document_ids)):
+        h.update(doc.encode() + b"\x1e")
+        for uid in store.list_unit_ids(bank_id, UnitFilter(document_id=doc, only_valid=False)):
+            h.update(uid.encode() + b"\x1f")
+    return h.hexdigest()[:24]
 
 
 def _maybe_fault() -> None:
@@ -131,9 +146,11 @@ class RetainWorker:
         # bank is evicted, so they do not reload it.
         self.memory.wait_background()
         out = report.as_dict()
-        # what the bank holds now (memories other paths retained included): the ledger's
-        # figure, so that a re-run skips the bank while it stays so
+        # what the bank holds now (memories other paths retained included) and what its input's
+        # documents hold: the ledger's figures, so that a re-run skips the bank while its
+        # input's memories stay so, whatever else the bank receives
         out["bank_units"] = self.memory.store.count_units(bank_id)
+        out["input_units"] = input_units(self.memory.store, bank_id, [doc for doc, _ in documents])
         self.memory.derived.evict(bank_id)  # derived from Milvus; keep actor memory bounded
         return out
 
@@ -164,6 +181,7 @@ class RetainWorker:
                 "links",
                 "unchanged",
                 "bank_units",
+                "input_units",
                 "stale_tree_sessions",
                 "stale_facts",
                 "seconds",
@@ -200,6 +218,7 @@ class RetainWorker:
             out["memories"].append(int(report["units"] + report["unchanged"]) if ok else 0)
             for key in ("turns", "chunks", "entities", "links", "unchanged", "bank_units"):
                 out[key].append(int(report[key]) if ok else 0)
+            out["input_units"].append(str(report["input_units"]) if ok else "")
             # what a bank consolidated before was left for `memlane consolidate`
             for key in ("tree_sessions", "facts"):
                 out[f"stale_{key}"].append(int(report["stale"][key]) if ok else 0)

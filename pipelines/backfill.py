@@ -26,8 +26,9 @@ and the issue's closing notes):
 Idempotence and resume: every id is deterministic and every write an upsert, so a re-run, a
 retried task or a restarted actor converges to the same state. Finished banks are appended to
 ``backfill-ledger.jsonl`` in the data directory as results stream in; a re-run skips a bank
-whose input fingerprint is in the ledger *and* whose unit count in Milvus still matches, and
-retains everything else again (a crash mid-bank simply redoes that bank).
+whose input fingerprint is in the ledger *and* whose memories of that input are still those
+the ledger names (whatever else the bank received since), and retains everything else again
+(a crash mid-bank simply redoes that bank).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from actors.wire import encode_bank
+from pipelines import ledger
 from pipelines.corpus import BankInput, fingerprint, read_corpus
 from pipelines.job import Progress, cluster_pool, run_pool, worker_settings
 
@@ -50,9 +52,6 @@ log = logging.getLogger(__name__)
 # pool and to show progress. Banks larger than this go alone.
 GROUP_TURNS = 1024
 REJECTS_FILE = "backfill-rejects.jsonl"
-LEDGER_FILE = "backfill-ledger.jsonl"
-# What the ledger keeps of a retained bank's result row.
-_LEDGER_KEYS = ("bank_id", "fingerprint", "turns", "memories", "entities", "links", "bank_units")
 
 
 class RejectLimitExceeded(Exception):
@@ -164,19 +163,6 @@ class _GroupAdapter:
         return self.worker(cols)
 
 
-def _read_ledger(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return done
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-            done[rec["bank_id"]] = rec
-        except (ValueError, KeyError, TypeError):
-            continue  # a line cut by a crash
-    return done
-
-
 def _driver_metrics():
     try:
         from ray.util.metrics import Counter
@@ -258,16 +244,14 @@ def prepare_backfill(cfg: BackfillConfig) -> BackfillPlan:
         banks=banks,
         summary=summary,
         rejects_path=rejects_path,
-        ledger_path=data_dir / LEDGER_FILE,
+        ledger_path=data_dir / ledger.LEDGER_FILE,
         data_dir=data_dir,
     )
 
 
 def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict[str, Any]]]:
-    """Split the plan into banks to retain and ledger records of banks to skip: unchanged
-    input (same fingerprint) and the same unit count in Milvus as when they finished."""
-    ledger = _read_ledger(plan.ledger_path) if cfg.resume else {}
-    todo, skipped = [], []
+    """Split the plan into banks to retain and ledger records of banks to skip (the rule:
+    pipelines/ledger.py)."""
     from memlane.settings import Settings
     from memlane.stores.milvus import MilvusStore
 
@@ -276,19 +260,9 @@ def _skip_done(cfg: BackfillConfig, plan: BackfillPlan) -> tuple[list, list[dict
     s = Settings(**worker_settings(cfg.settings, cfg.milvus_uri, plan.data_dir))
     store = MilvusStore(s, dim=s.models.embedding_dim)
     try:
-        for bank, payload, fp in plan.banks:
-            prev = ledger.get(bank.bank_id)
-            if prev and prev.get("fingerprint") == fp:
-                # what the bank held when it finished (a ledger line before that figure: its
-                # memories); a bank that changed since (another path retained into it, a
-                # crash cut it) is retained again, which rewrites only what differs
-                if store.count_units(bank.bank_id) == prev.get("bank_units", prev.get("memories")):
-                    skipped.append(prev)
-                    continue
-            todo.append((bank, payload, fp))
+        return ledger.split_done(plan.banks, ledger.read(plan.ledger_path) if cfg.resume else {}, store)
     finally:
         store.close()
-    return todo, skipped
 
 
 def _batch_extract(todo: list[tuple[BankInput, str, str]], cfg: BackfillConfig) -> dict[str, dict[str, str]]:
@@ -380,7 +354,7 @@ def run_backfill(
                         "stale_facts",
                     ):
                         setattr(summary, key, getattr(summary, key) + rec[key])
-                    ledger_file.write(json.dumps({k: rec[k] for k in _LEDGER_KEYS}) + "\n")
+                    ledger_file.write(ledger.line(rec))
                     ledger_file.flush()
                 else:
                     summary.failed_banks += 1

@@ -112,7 +112,8 @@ def _wanted(unit: MemoryUnit, facts: list[Slot], decisions: dict[str, Decision])
         meta[FACTS] = records
     else:
         meta.pop(FACTS, None)
-    meta.pop("slot", None)  # the one-slot form of units written before facts had records
+    # metadata["slot"] stays: it is what the extractor wrote, which a re-retain compares with
+    # a new extraction (memlane/retain/plan.py); the facts above are read first
     reinforced = max((r.get("reinforced") or 0 for r in records), default=0)
     if reinforced:
         meta[ENGRAM] = {"reinforced": reinforced}

@@ -3,7 +3,8 @@
 guessed into a string); optional ``document_id`` (default: the file stem), ``turn_id`` (default
 ``"{session_id}:{n}"``, n the 1-based position in its session), ``metadata`` (an object), and
 for a turn that shares an image ``kind`` ("image") with its ``caption`` (LoCoMo's
-``blip_caption`` key is read as such a caption); any other key goes to the turn's metadata. Turns are grouped into documents by
+``blip_caption`` key is read as such a caption) and ``bank_id`` (the bank, never the turn's
+metadata); any other key goes to the turn's metadata. Turns are grouped into documents by
 ``document_id``, sessions in first-appearance order.
 
 Two callers, one set of rules: :func:`read_jsonl` (``memlane retain``, ``Memory.retain_file``)
@@ -36,7 +37,12 @@ from memlane.records import Turn
 
 # JSONL keys the loader interprets itself; any other key is kept in Turn.metadata.
 TURN_KEYS = {"speaker", "role", "text", "timestamp", "session_id", "turn_id"}
-_JSONL_KNOWN_KEYS = frozenset(TURN_KEYS | {"document_id", "metadata", "kind", "caption", "blip_caption"})
+# ``bank_id`` says which bank a line goes to (the backfill routes by it, ``memlane retain
+# --bank`` names the bank itself): never the turn's metadata, so that both read the same turns
+# from the same lines and a retain of a backfilled file finds its input unchanged.
+_JSONL_KNOWN_KEYS = frozenset(
+    TURN_KEYS | {"bank_id", "document_id", "metadata", "kind", "caption", "blip_caption"}
+)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Collection, Sequence
 
+from memlane.facts.slots import FACTS
 from memlane.ids import unit_id
 from memlane.interfaces import UnitFilter, VectorStore
 from memlane.records import Bank, Chunk, Link, LinkType, MemoryUnit, utc
@@ -37,9 +38,10 @@ from memlane.retain.chunking import ChunkInput
 from memlane.retain.facts import Fact
 
 INPUT = "input"  # the metadata key of a memory's stamp: "<extractor>:<fingerprint>"
-# Metadata written by others than the extractor (resolution, reflect's citations, the stamp):
-# not part of what a memory says.
-NOT_EXTRACTED = frozenset({"engram", "salience", INPUT})
+SLOT = "slot"  # the extractor's fact (memlane/facts/slots.py)
+# Metadata written by others than the extractor (resolution's facts and their decisions,
+# reflect's citations, the stamp): not part of what a memory says.
+NOT_EXTRACTED = frozenset({"engram", "salience", FACTS, INPUT})
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -163,7 +165,10 @@ def compare(
         old = held_here.get(uid)
         if old is None:
             continue
-        if said(old) != said_by(fact, chunk, ids, i):
+        # a memory consolidated before resolution kept the extractor's slot beside its facts
+        # holds it only folded into them: compared without it
+        with_slot = SLOT in old.metadata or FACTS not in old.metadata
+        if said(old) != said_by(fact, chunk, ids, i, with_slot=with_slot):
             plan.remove.append(uid)
             continue
         keep.add(i)
@@ -192,9 +197,10 @@ def said(unit: MemoryUnit) -> tuple:
     )
 
 
-def said_by(fact: Fact, chunk: Chunk, ids: Sequence[str], index: int) -> tuple:
+def said_by(fact: Fact, chunk: Chunk, ids: Sequence[str], index: int, *, with_slot: bool = True) -> tuple:
     """What the memory of ``fact`` (the ``index``-th of its chunk, whose memory ids are
-    ``ids``) would say: as :func:`said` reads a stored one."""
+    ``ids``) would say: as :func:`said` reads a stored one (without the extractor's slot
+    unless ``with_slot``)."""
     causal = [
         Link(target_id=ids[rel.target], type=rel.type, weight=min(1.0, max(0.0, rel.strength)))
         for rel in fact.causal
@@ -208,7 +214,7 @@ def said_by(fact: Fact, chunk: Chunk, ids: Sequence[str], index: int) -> tuple:
         fact.occurred_end,
         fact.mentioned_at,
         fact.source_turns,
-        fact.metadata,
+        fact.metadata if with_slot else {k: v for k, v in fact.metadata.items() if k != SLOT},
         causal,
     )
 

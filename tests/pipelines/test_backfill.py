@@ -352,10 +352,11 @@ NOTE = {
 
 def test_a_second_backfill_of_unchanged_input_keeps_the_tree_and_the_supersessions(cluster, tmp_path):
     """The reported case: a backfill, its bank consolidated, one more memory retained over MCP
-    (the catalogue's operation), then the same backfill again. The bank's memory count no
-    longer matches the ledger, so the bank is retained again: its documents are unchanged and
-    nothing of the bank changes (tree, supersessions, links, entities). The bank then equals a
-    fresh bank given the same input through the engine, consolidated the same way."""
+    (the catalogue's operation), then the same backfill again. Its input is unchanged and its
+    memories are those the ledger names, so the bank is skipped, though it holds one more
+    memory. Without the ledger (lost) the bank is retained again: its documents are unchanged
+    and nothing of the bank changes (tree, supersessions, links, entities). The bank then equals
+    a fresh bank given the same input through the engine, consolidated the same way."""
     from datetime import UTC, datetime
 
     from derived_state import differences, snapshot
@@ -391,8 +392,11 @@ def test_a_second_backfill_of_unchanged_input_keeps_the_tree_and_the_supersessio
         before = snapshot(memory, "maya")
         memory.derived.evict("maya")
 
+        second, _ = _run(cluster, src, data, workers=1)
+        assert (second.retained_banks, second.skipped_banks) == (0, 1)  # 7 memories, 6 its input's
+        (data / "backfill-ledger.jsonl").unlink()
         second, results = _run(cluster, src, data, workers=1)
-        assert (second.retained_banks, second.skipped_banks) == (1, 0)  # 7 memories, not 6
+        assert (second.retained_banks, second.skipped_banks) == (1, 0)
         (rec,) = results
         assert (rec["memories"], rec["unchanged"], rec["bank_units"]) == (6, 6, 7)
         assert (rec["stale_tree_sessions"], rec["stale_facts"]) == (0, 0)
