@@ -1,11 +1,15 @@
 """``memlane bench suite``: the performance suite, each figure beside its baseline of the same
-run; and the service's load runner ``benchmarks/serve_bench.py`` reuses."""
+run; the service's load runner ``benchmarks/serve_bench.py`` reuses; and ``memlane bench NAME``
+for every script in ``benchmarks.SCRIPTS`` (:func:`register`)."""
 
 from __future__ import annotations
 
 import functools
 import json
+import runpy
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -97,3 +101,32 @@ def _short(report: dict) -> str:
         )
     lines.append(f"serve: {report.get('serve')}")
     return "\n".join(lines)
+
+
+def register(bench_app: typer.Typer) -> None:
+    """Add ``memlane bench suite`` and one command per benchmark script to ``bench_app``."""
+    from benchmarks import SCRIPTS, command_name
+
+    bench_app.command("suite")(bench_suite)
+    for module, summary in SCRIPTS.items():
+        bench_app.command(
+            command_name(module),
+            help=f"{summary} [benchmarks/{module}.py]",
+            # Every argument, --help included, is the script's to parse.
+            context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+            add_help_option=False,
+        )(_script(command_name(module), module))
+
+
+def _script(name: str, module: str) -> Callable[[typer.Context], None]:
+    def run(ctx: typer.Context) -> None:
+        # As ``python -m benchmarks.MODULE ARGS`` (its usage line names this command), in the
+        # CLI's process: its configure_process limits hold, as for every memlane command.
+        argv = sys.argv
+        sys.argv = [f"memlane bench {name}", *ctx.args]
+        try:
+            runpy.run_module(f"benchmarks.{module}", run_name="__main__")
+        finally:
+            sys.argv = argv
+
+    return run

@@ -309,8 +309,8 @@ def eval_answers(
 
 
 def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
-    """Add the eval and bench-suite commands to the CLI's groups."""
-    from cluster.bench_cmd import bench_suite
+    """Add the eval and bench commands (the suite, the scripts) to the CLI's groups."""
+    from cluster.bench_cmd import register as register_bench
     from cluster.eval_sets_cmd import eval_dates, eval_statements
 
     eval_app.command("locomo")(eval_locomo)
@@ -318,4 +318,4 @@ def register(eval_app: typer.Typer, bench_app: typer.Typer) -> None:
     eval_app.command("answers")(eval_answers)
     eval_app.command("statements")(eval_statements)
     eval_app.command("dates")(eval_dates)
-    bench_app.command("suite")(bench_suite)
+    register_bench(bench_app)
