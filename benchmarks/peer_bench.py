@@ -153,15 +153,16 @@ async def _workload(
 
         qs = questions(conversations, recalls)
 
-        async def call(path: str, body: dict) -> tuple[float, bool, int]:
+        async def call(path: str, body: dict) -> tuple[float, bool, int, int]:
             s = time.perf_counter()
             try:
                 r = await http.post(path, json=body)
                 ok = r.status_code == 200
-                n = len(r.json().get("memories", [])) if ok and path.endswith("recall") else 0
+                answer = r.json() if ok and path.endswith("recall") else {}
+                n, k = len(answer.get("memories", [])), len(answer.get("nodes") or [])
             except httpx.HTTPError:
-                ok, n = False, 0
-            return time.perf_counter() - s, ok, n
+                ok, n, k = False, 0, 0
+            return time.perf_counter() - s, ok, n, k
 
         recall_path = f"/v1/banks/{BANK}/recall"
 
@@ -170,21 +171,24 @@ async def _workload(
 
         for q in qs[:5]:
             await call(recall_path, body(q))
-        lat, errs, found = [], 0, []
+        lat, errs, found, nodes = [], 0, [], []
         t0 = time.perf_counter()
         for q in qs:
-            dt, ok, n = await call(recall_path, body(q))
+            dt, ok, n, k = await call(recall_path, body(q))
             lat.append(dt)
             errs += not ok
             found.append(n)
+            nodes.append(k)
         out["recall_seq"] = _summary(lat, errs, time.perf_counter() - t0)
         out["recall_seq"]["mean_memories"] = round(statistics.mean(found), 1)
+        # the temporal tree's nodes share the answer's token budget with the memories
+        out["recall_seq"]["mean_tree_nodes"] = round(statistics.mean(nodes), 1)
         _say(f"recall one at a time: {json.dumps(out['recall_seq'])}")
 
         async def at_concurrency(path: str, bodies: list[dict]) -> dict[str, Any]:
             sem = asyncio.Semaphore(concurrency)
 
-            async def guarded(b: dict) -> tuple[float, bool, int]:
+            async def guarded(b: dict) -> tuple[float, bool, int, int]:
                 async with sem:
                     return await call(path, b)
 
