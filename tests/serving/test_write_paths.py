@@ -20,22 +20,17 @@ not load them again), REST and the Hindsight surface over HTTP, MCP with its cli
 LangGraph's ``MemlaneStore`` over the SDK. The service runs its background work inline
 (``MEMLANE_BACKGROUND__MODE=sync``: the tree and fact pass after a write finish before the
 write answers), so one step is over before the next starts; what a write leaves is the same in
-either mode. The backfill's Ray Data pool runs in this process (``_jobs_here``: the job's own
-driver, ledger and worker classes, one row after another), and one case runs on a local Ray.
+either mode. The backfill's Ray Data pool runs in this process (tests/write_paths.py's
+``jobs_here``: the job's own driver, ledger and worker classes, one row after another), and one
+case runs on a local Ray. The paths' drivers are in tests/write_paths.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import json
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-from unittest import mock
 
-import httpx
 import pytest
 from derived_state import (
     differences,
@@ -47,11 +42,9 @@ from derived_state import (
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from live import live_service
-from typer.testing import CliRunner
+from write_paths import api, cli, cli_models, hindsight, jobs_here, jsonl_file, langgraph, mcp, rest
 
 pytestmark = pytest.mark.slow
-
-WAIT_S = 300  # a bound on an async retain on a loaded 2-core machine, not an assertion on speed
 
 # A small history with a job change: two chat documents (three turns, one session each) a month
 # apart, a one-turn note (MCP) and a LangGraph item. Version 1 of each is the changed input:
@@ -171,181 +164,6 @@ def _items(doc: str, version: int) -> list[dict[str, Any]]:
     ]
 
 
-def _file(path: Path, bank: str, docs: dict[str, list[dict[str, Any]]]) -> Path:
-    """The chats as the JSON Lines a user backfills (and retains again with `memlane retain
-    --bank`): one line per turn, the bank in each."""
-    lines = [
-        {
-            "bank_id": bank,
-            "document_id": doc,
-            "session_id": it["session_id"],
-            "speaker": it["speaker"],
-            "timestamp": it["timestamp"],
-            "text": it["content"],
-        }
-        for doc in sorted(docs)
-        for it in docs[doc]
-    ]
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    return path
-
-
-# ------------------------------------------------------------------------------- the paths
-def _cli(*args: str) -> dict[str, Any]:
-    """A command's JSON output (its last line), after checking it succeeded."""
-    from cluster.cli import app
-
-    result = CliRunner().invoke(app, [*args, "--json"])
-    assert result.exit_code == 0, (args, result.output)
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-@contextlib.contextmanager
-def _cli_models(fresh) -> Iterator[None]:
-    """`memlane retain`'s engine as the command opens it (the service's Milvus Lite server),
-    with the models already loaded here: a new engine per command, as in a new process."""
-    from cluster.route import store_settings
-    from memlane.engine import Memory
-
-    def open_memory(data_dir, **_):
-        return Memory(store_settings(data_dir), embedder=fresh.embedder, extractor=fresh.extractor)
-
-    with mock.patch("cluster.cli.open_memory", open_memory):
-        yield
-
-
-def _rows(out: Any) -> Iterator[dict[str, Any]]:
-    cols = out if isinstance(out, dict) else out.to_pydict()
-    keys = list(cols)
-    for values in zip(*(cols[k] for k in keys)):
-        yield dict(zip(keys, values))
-
-
-def _run_here(rows, actor, constructor_kwargs, pool, **_) -> Iterator[dict[str, Any]]:
-    """pipelines.job.run_pool's contract without Ray: one instance of the job's actor class,
-    called with each row as a one-row pyarrow batch, in order; its engine closed at the end."""
-    import pyarrow as pa
-
-    worker = actor(**constructor_kwargs)
-    try:
-        for row in rows:
-            yield from _rows(worker(pa.Table.from_pylist([row])))
-    finally:
-        worker.worker.memory.close()
-
-
-@contextlib.contextmanager
-def _jobs_here(fresh) -> Iterator[None]:
-    """The batch jobs' pools in this process, no Ray started: their workers' engines built as
-    the workers build them, with the models already loaded here, and outside a Ray worker as
-    the workers' code expects it (asked for its runtime context outside Ray, Ray starts a
-    local instance instead of failing: 18 s here, and a Ray left running)."""
-    import memlane.engine
-    from pipelines.job import Pool
-
-    engine = memlane.engine.Memory
-
-    def memory(settings, **kw):
-        return engine(settings, **{"embedder": fresh.embedder, "extractor": fresh.extractor, **kw})
-
-    def pool(*_, **__) -> Pool:
-        return Pool(1, 1.0)
-
-    def outside_ray():
-        raise RuntimeError("not in a Ray worker")
-
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch("memlane.engine.Memory", memory))
-        stack.enter_context(mock.patch("ray.get_runtime_context", outside_ray))
-        stack.enter_context(
-            mock.patch("cluster.consolidate_cmd.ray_session", lambda _: contextlib.nullcontext())
-        )
-        for module in ("pipelines.backfill", "pipelines.consolidate"):
-            stack.enter_context(mock.patch(f"{module}.run_pool", _run_here))
-            stack.enter_context(mock.patch(f"{module}.cluster_pool", pool))
-        yield
-
-
-def _http(service) -> httpx.Client:
-    return httpx.Client(base_url=service["url"], timeout=WAIT_S)
-
-
-def _rest(service, bank: str, items: list[dict[str, Any]], *, wait: bool) -> None:
-    with _http(service) as http:
-        resp = http.post(f"/v1/banks/{bank}/memories", json={"items": items, "async": not wait})
-        if wait:
-            assert resp.status_code == 200, resp.text
-            return
-        assert resp.status_code == 202, resp.text
-        op = resp.json()
-        deadline = time.monotonic() + WAIT_S
-        while op["status"] in ("queued", "running") and time.monotonic() < deadline:
-            time.sleep(0.2)
-            op = http.get(f"/v1/banks/{bank}/operations/{op['operation_id']}").json()
-        assert op["status"] == "succeeded", op
-
-
-def _hindsight(service, bank: str, doc: str, items: list[dict[str, Any]]) -> None:
-    """Hindsight's retain: an item per turn, its text "speaker: text", the document's id."""
-    body = {
-        "items": [
-            {"content": f"{it['speaker']}: {it['content']}", "timestamp": it["timestamp"], "document_id": doc}
-            for it in items
-        ]
-    }
-    with _http(service) as http:
-        resp = http.post(f"/hindsight/v1/default/banks/{bank}/memories", json=body)
-    assert resp.status_code == 200, resp.text
-
-
-def _mcp(service, bank: str, item: dict[str, Any]) -> None:
-    import anyio
-    import httpx2  # the MCP SDK's HTTP client
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    args = {
-        "bank": bank,
-        "content": item["content"],
-        "speaker": item["speaker"],
-        "timestamp": item["timestamp"],
-        "document_id": item["document_id"],
-        "session_id": item["session_id"],
-    }
-
-    async def main():
-        with anyio.fail_after(WAIT_S):
-            http = httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=WAIT_S))
-            transport = streamable_http_client(f"{service['url']}/mcp", http_client=http)
-            async with http, Client(transport, read_timeout_seconds=WAIT_S) as client:
-                return await client.call_tool("retain", args)
-
-    result = anyio.run(main)
-    assert not result.is_error, result.content
-
-
-def _langgraph(service, reader, bank: str, value: dict[str, Any]) -> list[dict[str, Any]]:
-    """LangGraph's put over the service; the item as retain items. The put says no time, so
-    the turn's is the service's clock at the put: read from the bank."""
-    from memlane.integrations.langgraph import MemlaneStore
-    from memlane_client import MemlaneClient
-
-    with MemlaneClient(service["url"], "", timeout=WAIT_S) as client:
-        MemlaneStore(client).put((bank, LG_NAMESPACE), LG_KEY, value)
-    doc = MemlaneStore._document_id((bank, LG_NAMESPACE), LG_KEY)
-    (unit,) = [u for page in reader.store.iter_units(bank) for u in page if u.document_id == doc]
-    return [
-        {
-            "content": json.dumps(value, ensure_ascii=False),
-            "speaker": "langgraph",
-            "document_id": doc,
-            "timestamp": unit.mentioned_at.isoformat(),
-            # the documented mapping: the store's tag, every prefix of the namespace, the key
-            "tags": sorted(["lg:store", f"lg:ns={bank}", f"lg:ns={bank}.{LG_NAMESPACE}", f"lg:key={LG_KEY}"]),
-        }
-    ]
-
-
 # ------------------------------------------------------------------------------- the model
 class Bank:
     """A bank under test and what it must hold: the final input per document, whether it was
@@ -379,10 +197,10 @@ def _write(service, engines, bank: Bank, doc: str, version: int, path: str) -> N
 
     if path in ("cli", "backfill", "backfill_c", "backfill_c_ray"):
         assert new is not None
-        text = _file(service["tmp"] / f"{bank.id}.jsonl", bank.id, new).read_text()
+        text = jsonl_file(service["tmp"] / f"{bank.id}.jsonl", bank.id, new).read_text()
         if path == "cli":
-            with _cli_models(fresh):
-                _cli(
+            with cli_models(fresh):
+                cli(
                     "retain",
                     str(service["tmp"] / f"{bank.id}.jsonl"),
                     "--bank",
@@ -398,23 +216,23 @@ def _write(service, engines, bank: Bank, doc: str, version: int, path: str) -> N
             args += ["--data-dir", str(service["data"])]
             if path != "backfill":
                 args.append("--consolidate")
-            with contextlib.nullcontext() if path == "backfill_c_ray" else _jobs_here(fresh):
-                summary = _cli(*args)
+            with contextlib.nullcontext() if path == "backfill_c_ray" else jobs_here(fresh):
+                summary = cli(*args)
             assert (summary["banks"], summary["failed_banks"]) == (1, 0), summary
             assert summary["skipped_banks"] == int(skip), (summary, "skipped" if skip else "retained")
             if not skip:
                 bank.backfilled = (text, new)
     elif path in ("rest", "rest_async"):
         (items,) = new.values()
-        _rest(service, bank.id, items, wait=path == "rest")
+        rest(service, bank.id, items, wait=path == "rest")
     elif path == "hindsight":
         ((d, items),) = new.items()
-        _hindsight(service, bank.id, d, items)
+        hindsight(service, bank.id, d, items)
     elif path == "mcp":
         (items,) = new.values()
-        _mcp(service, bank.id, items[0])
+        mcp(service, bank.id, items[0])
     else:  # langgraph: a put of the same value is still a new turn (the put's time)
-        items = _langgraph(service, reader, bank.id, NOTES[version])
+        items = langgraph(service, reader, bank.id, LG_NAMESPACE, LG_KEY, NOTES[version])
         new = {items[0]["document_id"]: items}
 
     bank.current.update(new)
@@ -430,7 +248,7 @@ def _write(service, engines, bank: Bank, doc: str, version: int, path: str) -> N
 
 
 def _consolidate(service, bank: Bank) -> None:
-    out = _cli("consolidate", "--bank", bank.id, "--data-dir", str(service["data"]))
+    out = cli("consolidate", "--bank", bank.id, "--data-dir", str(service["data"]))
     assert out["failed_banks"] == 0, out
     if bank.current:
         bank.consolidated, bank.dirty = True, False
@@ -491,7 +309,7 @@ op = st.one_of(
 def test_a_bank_is_the_same_whichever_paths_wrote_it(service, engines, ops):
     fresh, reader = engines
     bank = Bank(f"w{next(_banks)}")
-    with _http(service) as http:
+    with api(service) as http:
         assert http.put(f"/v1/banks/{bank.id}", json={}).status_code == 201
     fresh.create_bank(bank.id)
     try:
@@ -520,7 +338,7 @@ def test_a_bank_is_the_same_whichever_paths_wrote_it(service, engines, ops):
         _consolidate(service, bank)
         assert differences(entity_order_free(snapshot(reader, bank.id)), want) == [], (ops, "consolidated")
     finally:
-        with _http(service) as http:
+        with api(service) as http:
             http.delete(f"/v1/banks/{bank.id}")
         fresh.banks.delete(bank.id)
 
@@ -558,7 +376,7 @@ def test_a_memorys_entities_are_in_the_same_order_whatever_was_retained_before(e
 def test_a_backfill_retains_its_file_again_after_another_path_rewrote_one_of_its_documents(service, engines):
     fresh, reader = engines
     bank = Bank("rewritten")
-    with _http(service) as http:
+    with api(service) as http:
         assert http.put(f"/v1/banks/{bank.id}", json={}).status_code == 201
     try:
         _write(service, engines, bank, "d2", 0, "backfill")
@@ -567,5 +385,5 @@ def test_a_backfill_retains_its_file_again_after_another_path_rewrote_one_of_its
         said = sorted(u.text for page in reader.store.iter_units(bank.id) for u in page)
         assert said == sorted(f"{it['speaker']}: {it['content']}" for it in _items("d2", 0))
     finally:
-        with _http(service) as http:
+        with api(service) as http:
             http.delete(f"/v1/banks/{bank.id}")
