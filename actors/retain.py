@@ -62,16 +62,19 @@ class _Metrics:
 
 
 def input_units(store: Any, bank_id: str, document_ids: list[str]) -> str:
-    """A digest of the ids of the memories the bank holds of ``document_ids`` (invalidated ones
-    included): what a backfill's retain of them left, to tell at the next run whether they are
-    still there as it left them. Ids derive from bank, document, chunk and position."""
+    """A digest of the memories the bank holds of ``document_ids`` (invalidated ones included),
+    each by id and text: what a backfill's retain of them left, to tell at the next run whether
+    they are still there as it left them. Ids derive from bank, document, chunk and position,
+    so the text is what tells a document another path rewrote with as many turns."""
     from memlane.interfaces import UnitFilter
 
     h = hashlib.sha256()
     for doc in sorted(set(document_ids)):
         h.update(doc.encode() + b"\x1e")
-        for uid in store.list_unit_ids(bank_id, UnitFilter(document_id=doc, only_valid=False)):
-            h.update(uid.encode() + b"\x1f")
+        ids = store.list_unit_ids(bank_id, UnitFilter(document_id=doc, only_valid=False))
+        for i in range(0, len(ids), 2000):
+            for unit in sorted(store.get_units(bank_id, ids[i : i + 2000]), key=lambda u: u.id):
+                h.update(unit.id.encode() + b"\x1f" + unit.text.encode() + b"\x1f")
     return h.hexdigest()[:24]
 
 

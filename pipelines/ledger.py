@@ -2,11 +2,12 @@
 bank retained (appended as results stream in), and the rule a re-run skips a bank by.
 
 A bank is skipped when its input is unchanged (the same fingerprint) and the bank still holds
-what that retain left of it: the bank's unit count as then (one count: the usual re-run), else
-the memories of the input's documents as then (a digest of their ids), whatever else the bank
-received since (another path's documents, an API write). A bank whose input's memories went or
-changed in number (a deletion, a crash that cut it) is retained again, which rewrites only what
-differs.
+what that retain left of it: the memories of the input's documents as then (a digest of their
+ids and texts), whatever else the bank received since (another path's documents, an API
+write). A bank whose input's memories went, changed in number or were rewritten by another
+path (a deletion, a crash that cut it, a REST retain of one of its documents) is retained
+again, which rewrites only what differs. A ledger line from before the digest is judged by the
+bank's unit count.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def holds_its_input(store: Any, bank: BankInput, prev: dict[str, Any]) -> bool:
     """Whether the bank holds what the ledger line ``prev`` says its retain left. A line without
     the documents' digest is judged by the count alone (a line before that count: by its
     memories)."""
-    if store.count_units(bank.bank_id) == prev.get("bank_units", prev.get("memories")):
-        return True
     held = prev.get("input_units")
-    return bool(held) and held == input_units(store, bank.bank_id, [doc for doc, _ in bank.documents])
+    if held:
+        return bool(held == input_units(store, bank.bank_id, [doc for doc, _ in bank.documents]))
+    return bool(store.count_units(bank.bank_id) == prev.get("bank_units", prev.get("memories")))

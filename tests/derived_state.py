@@ -61,14 +61,6 @@ def without_resolution(state: dict[str, Any]) -> dict[str, Any]:
     return {**state, "units": units}
 
 
-def entity_order_free(state: dict[str, Any]) -> dict[str, Any]:
-    """The state with each unit's ``entity_ids`` sorted: for a comparison of banks that met
-    their entities in another order (a unit lists the entities the bank already held first, so
-    the order depends on what was retained before it, not only on the input)."""
-    units = {i: {**u, "entity_ids": sorted(u["entity_ids"])} for i, u in state["units"].items()}
-    return {**state, "units": units}
-
-
 def differences(
     got: dict[str, Any], want: dict[str, Any], parts=("units", "chunks", "entities", "tree")
 ) -> list[str]:

@@ -108,37 +108,41 @@ class EntityResolver:
         self.touched: set[str] = set()
 
     def resolve_chunk(self, mentions: Sequence[Sequence[Mention]], at: Sequence[datetime]) -> list[list[str]]:
-        """Entity ids for each fact's mentions (one list per fact, deduplicated, in order)."""
-        resolved: list[list[str]] = []
+        """Entity ids for each fact's mentions (one list per fact, deduplicated, in the order
+        of the mentions: the same whatever the bank held before)."""
+        slots: list[list[str | None]] = []
         chunk_entities: set[str] = set()
-        # Exact matches first, so fuzzy candidates can use the chunk's known co-mentions.
-        pending: list[tuple[int, Mention, str]] = []
+        # Exact matches first, so fuzzy candidates can use the chunk's known co-mentions; a
+        # mention resolved later keeps its place in its fact's list.
+        pending: list[tuple[int, int, Mention, str]] = []
         for i, fact_mentions in enumerate(mentions):
-            ids: list[str] = []
+            ids: list[str | None] = []
             for m in fact_mentions:
                 key = normalize(m.surface)
                 if not key:
                     continue
                 eid = self._by_key.get(key)
                 if eid is None:
-                    pending.append((i, m, key))
+                    pending.append((i, len(ids), m, key))
+                    ids.append(None)
                     continue
                 self._retype(eid, m)
                 ids.append(eid)
                 chunk_entities.add(eid)
-            resolved.append(ids)
-        for i, m, key in pending:
+            slots.append(ids)
+        for i, j, m, key in pending:
             eid = self._by_key.get(key) or self._fuzzy(key, m.label, chunk_entities, at[i])
             if eid is None:
                 eid = self._create(key, m)
             else:
                 self._add_alias(eid, m.surface, key)
                 self._retype(eid, m)
-            resolved[i].append(eid)
+            slots[i][j] = eid
             chunk_entities.add(eid)
-        for i, ids in enumerate(resolved):
-            unique = list(dict.fromkeys(ids))
-            resolved[i] = unique
+        resolved: list[list[str]] = []
+        for i, ids in enumerate(slots):
+            unique = list(dict.fromkeys(e for e in ids if e is not None))
+            resolved.append(unique)
             for eid in unique:
                 self._seen(eid, at[i])
         for a in chunk_entities:

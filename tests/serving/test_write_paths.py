@@ -34,7 +34,6 @@ from typing import Any
 import pytest
 from derived_state import (
     differences,
-    entity_order_free,
     snapshot,
     tree_subset_differences,
     without_resolution,
@@ -325,7 +324,6 @@ def test_a_bank_is_the_same_whichever_paths_wrote_it(service, engines, ops):
             fresh.consolidate(bank.id)
         got, want = snapshot(reader, bank.id), snapshot(fresh, bank.id)
         assert reader.banks.doctor(bank.id).findings == []
-        got, want = entity_order_free(got), entity_order_free(want)  # see the last test
         if not bank.dirty:
             assert differences(got, want) == [], ops
             return
@@ -336,18 +334,13 @@ def test_a_bank_is_the_same_whichever_paths_wrote_it(service, engines, ops):
         assert differences(without_resolution(got), without_resolution(want), parts) == [], ops
         assert tree_subset_differences(got, want) == [], ops
         _consolidate(service, bank)
-        assert differences(entity_order_free(snapshot(reader, bank.id)), want) == [], (ops, "consolidated")
+        assert differences(snapshot(reader, bank.id), want) == [], (ops, "consolidated")
     finally:
         with api(service) as http:
             http.delete(f"/v1/banks/{bank.id}")
         fresh.banks.delete(bank.id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a memory lists the entities its bank held already before those it creates, so the "
-    "order of its entity_ids depends on what was retained before it (compared as a set above)",
-)
 def test_a_memorys_entities_are_in_the_same_order_whatever_was_retained_before(engines):
     fresh, _ = engines
     first = {"content": "I work at Fenwick & Hale.", "speaker": "Dana", "document_id": "a"}
@@ -367,12 +360,6 @@ def test_a_memorys_entities_are_in_the_same_order_whatever_was_retained_before(e
     assert order["order-ab"] == order["order-ba"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a backfill skips its unchanged file after another path rewrote one of the file's "
-    "documents with as many turns: the ledger's checks (the bank's unit count, else the ids of "
-    "its input's units, which derive from positions) see the bank as the backfill left it",
-)
 def test_a_backfill_retains_its_file_again_after_another_path_rewrote_one_of_its_documents(service, engines):
     fresh, reader = engines
     bank = Bank("rewritten")
