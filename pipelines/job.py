@@ -153,6 +153,8 @@ def run_pool(
     converges to the same state."""
     import ray
 
+    from actors.driver_code import driver_code
+
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = progress
     ds = ray.data.from_items(rows, override_num_blocks=len(rows))
@@ -163,7 +165,9 @@ def run_pool(
         # kills its worker (OOM) forever. A bound is worth the warning.
         warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
         out = ds.map_batches(
-            actor,
+            # the actor's code is the driver's, even where Ray's path would give the workers
+            # another copy (actors/driver_code.py)
+            driver_code(actor),
             batch_size=1,
             batch_format="pyarrow",
             # One row in flight per actor: a free actor takes the next row, so the
