@@ -39,8 +39,6 @@ SCRIPTS: dict[str, str] = {
     "serve_bench": "Serve load: requests/s beside a trivial endpoint.",
     "session_coverage": "Sessions covered by the top of each ranking, from an eval run's log.",
     "spread_hops": "Spreading activation over one big bank: sparse first hops on vs off.",
-    "train_ranker": "Train the learned ranker (dump, train, loso).",
-    "train_slots": "Train the learned slot extractor's weights for one embedder.",
 }
 
 # module -> what imports it (no __main__ block of its own)
@@ -50,7 +48,6 @@ LIBRARIES: dict[str, str] = {
     "footprint": "peer_bench, many_banks, retain_profile",
     "peer_client": "peer_bench",
     "plots": "the suite",
-    "ranker_loso": "train_ranker",
     "serve_load": "memlane bench suite, serve_bench, peer_bench",
     "soak": "tests/serving/test_soak.py",
 }

@@ -267,7 +267,7 @@ def eval_answers(
         None,
         "--ranker-models",
         help="The learned ranker's model directory (ranker-<budget>.txt), e.g. one trained "
-        "without --source's rows (benchmarks/train_ranker.py loso); default: the shipped models.",
+        "without --source's rows (training/train_ranker.py loso); default: the shipped models.",
     ),
 ) -> None:
     """Answer precision on the answer set: whether the top memory states the answer

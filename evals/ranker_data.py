@@ -8,7 +8,7 @@ answer set by its files; and the answer set's training histories (``train``), wr
 for training only. Banks come from ``memlane eval locomo|longmemeval|answers --data-dir
 D`` (this module never retains): give each set's data directory.
 
-For leave-one-source-out (benchmarks/ranker_loso.py) a *source* is every question one group of
+For leave-one-source-out (training/ranker_loso.py) a *source* is every question one group of
 writers wrote, unsplit (:func:`source_questions`): ``locomo``, ``longmemeval`` (a LongMemEval
 file in the official schema), ``team`` (the answer set with its training histories), or any
 other answer-set file (``evals/answers/sources/<name>.json`` by default).

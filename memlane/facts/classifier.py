@@ -13,7 +13,7 @@ turn-level probability (topic x gate, calibrated) halved: it may speak of the sl
 value one could rank as current.
 
 Measured on the statement set's calibration half at 0.5, bge-small (``python -m
-benchmarks.train_slots`` prints both): topic x gate alone, precision 0.766 / recall 0.617; the
+training.train_slots`` prints both): topic x gate alone, precision 0.766 / recall 0.617; the
 best candidate score, as here, 0.936 / 0.662 (minilm: 0.744 / 0.565 and 0.902 / 0.656).
 """
 

@@ -6,7 +6,7 @@ the turn (memlane/facts/slot_weights.py), the cues of the candidate's own senten
 X. My brother works at Y." keeps the two apart), where and how the candidate was found, and
 whether the rules (memlane/facts/patterns.py) found the same. A family's best candidate is a
 fact when its score reaches the family's threshold, chosen on the statement set's calibration
-half (``benchmarks/train_slots.py``, which also trains the weights).
+half (``training/train_slots.py``, which also trains the weights).
 """
 
 from __future__ import annotations

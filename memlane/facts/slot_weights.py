@@ -7,7 +7,7 @@ memlane/facts/cues.py). An embedding alone does not tell "my brother got a job a
 got a job at X"; the cues do. The same file holds each family's candidate scorer
 (memlane/facts/learned.py) and the per-family calibration of topic x gate.
 
-Trained by ``benchmarks/train_slots.py`` on evals/statements/train/ only; the weights ship per
+Trained by ``training/train_slots.py`` on evals/statements/train/ only; the weights ship per
 embedder as ``memlane/facts/weights/slots-<embedder>.npz`` and are read here with numpy (no
 scikit-learn at run time). The public interface is memlane/facts/classifier.py.
 """

@@ -1,6 +1,6 @@
 """The learned ranker: a LightGBM ranking model over the candidates' features
 (memlane/recall/features.py), trained on the calibration halves of the three dev sets
-(``python -m benchmarks.train_ranker``; the figures are in docs/results.md). It replaces the
+(``python -m training.train_ranker``; the figures are in docs/results.md). It replaces the
 hand-set join of the fused order, the boosts and the cross-encoder where a model for the
 request's budget ships (``memlane/recall/models/ranker-<budget>.txt``) and
 ``recall.ranker`` is "learned"; otherwise the fused order (and the cross-encoder's join)

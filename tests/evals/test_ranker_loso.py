@@ -1,4 +1,4 @@
-"""Leave-one-source-out (benchmarks/ranker_loso.py): every source is scored only by a model that
+"""Leave-one-source-out (training/ranker_loso.py): every source is scored only by a model that
 never saw its rows, and the per-kind metrics read the first relevant row's place."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks.ranker_loso import (
+from evals.answers_data import load_answer_set, source_answer_paths
+from memlane.recall.features import FEATURES
+from training.ranker_loso import (
     FitParams,
     SourceRows,
     first_relevant,
@@ -17,8 +19,6 @@ from benchmarks.ranker_loso import (
     loso_scores,
     metrics_by_kind,
 )
-from evals.answers_data import load_answer_set, source_answer_paths
-from memlane.recall.features import FEATURES
 
 pytest.importorskip("lightgbm")
 

@@ -40,7 +40,7 @@ def test_every_shipped_model_reads_the_features_recall_computes() -> None:
         booster = lightgbm.Booster(model_file=str(path))
         # a model reads its features by name: each must be one recall computes
         assert set(booster.feature_name()) <= set(FEATURES), (
-            f"{path.name}: retrain it (benchmarks/train_ranker.py)"
+            f"{path.name}: retrain it (training/train_ranker.py)"
         )
 
 

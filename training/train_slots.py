@@ -15,7 +15,7 @@ memlane/facts/learned.py) and choose its thresholds.
   lowest score from which every higher cut keeps precision >= the target (0.95), when some cut
   does with at least 3 facts; otherwise the cut with the best F1 (those facts are hints only).
 
-Run: ``python -m benchmarks.train_slots --embedder bge-small`` (and ``--embedder minilm``);
+Run: ``python -m training.train_slots --embedder bge-small`` (and ``--embedder minilm``);
 writes ``memlane/facts/weights/slots-<embedder>.npz`` and prints the calibration figures.
 scikit-learn is needed here only; the engine reads the weights with numpy.
 """

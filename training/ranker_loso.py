@@ -4,8 +4,8 @@ a model trained on every other source scores that source's rows, beside the fuse
 (row order) of the same rows. A model judged on questions its own writers wrote overstates
 how it carries over to a new user's chats; this measures the carrying over.
 
-The rows are ``python -m benchmarks.train_ranker dump --source NAME`` files
-(``<rows>/<name>-all-<budget>.npz``); ``python -m benchmarks.train_ranker loso`` runs this and
+The rows are ``python -m training.train_ranker dump --source NAME`` files
+(``<rows>/<name>-all-<budget>.npz``); ``python -m training.train_ranker loso`` runs this and
 prints the tables (docs/evaluation.md, "Leave-one-source-out").
 """
 
@@ -40,7 +40,7 @@ MONOTONE = {
 
 @dataclass(frozen=True, slots=True)
 class FitParams:
-    """The LightGBM lambdarank parameters a fit takes (benchmarks/train_ranker.py's defaults)."""
+    """The LightGBM lambdarank parameters a fit takes (training/train_ranker.py's defaults)."""
 
     rounds: int = 300
     leaves: int = 31

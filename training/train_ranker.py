@@ -3,17 +3,17 @@ dev sets, and say how it does on the held halves beside the order recall gives w
 
     # 1. the rows: every calibration and held question recalled on the eval banks (built by
     #    `memlane eval locomo|longmemeval|answers --data-dir D` first), per budget
-    python -m benchmarks.train_ranker dump --budget mid --locomo-dir D1 --lme-dir D2 --answers-dir D3
+    python -m training.train_ranker dump --budget mid --locomo-dir D1 --lme-dir D2 --answers-dir D3
     # 2. the model: LightGBM lambdarank on the calibration rows; the held rows scored
-    python -m benchmarks.train_ranker train --budget mid
+    python -m training.train_ranker train --budget mid
     # 3. the real measure: the evals on the held halves with the model (recall.ranker=learned)
     #    beside the fused order (recall.ranker=fused), same banks, same run
 
-Leave-one-source-out (benchmarks/ranker_loso.py; docs/evaluation.md): rows per source, unsplit,
+Leave-one-source-out (training/ranker_loso.py; docs/evaluation.md): rows per source, unsplit,
 then each source scored by a model trained on every other source:
 
-    python -m benchmarks.train_ranker dump --source friends --bank-dir /work/scratch/banks/friends
-    python -m benchmarks.train_ranker loso --sources locomo longmemeval team friends assistant [--grid]
+    python -m training.train_ranker dump --source friends --bank-dir /work/scratch/banks/friends
+    python -m training.train_ranker loso --sources locomo longmemeval team friends assistant [--grid]
 
 Rows go to ``--rows`` (default .memlane-eval/ranker-rows/), the model to
 memlane/recall/models/ranker-<budget>.txt. Each dev set weighs the same in training whatever
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.ranker_loso import FitParams, fit_ranker
+from training.ranker_loso import FitParams, fit_ranker
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -230,9 +230,10 @@ def lme_sample(args: argparse.Namespace) -> None:
 
 
 def loso(args: argparse.Namespace) -> None:
-    """Leave-one-source-out (benchmarks/ranker_loso.py): each source scored by a model trained
+    """Leave-one-source-out (training/ranker_loso.py): each source scored by a model trained
     on every other; with ``--grid``, every grid point, ranked by the mean P@1 over sources."""
-    from benchmarks.ranker_loso import (
+    from memlane.recall.features import FEATURES
+    from training.ranker_loso import (
         SourceRows,
         format_grid,
         format_report,
@@ -241,7 +242,6 @@ def loso(args: argparse.Namespace) -> None:
         loso_scores,
         mean_p1,
     )
-    from memlane.recall.features import FEATURES
 
     sources = {}
     for name in args.sources:
