@@ -160,7 +160,8 @@ def test_recall_as_of_and_history_through_the_cli(run, tmp_path):
     # as of now: the nurse fact is superseded, its turn still recalled, after the new value
     assert texts() == ["Ana: I got promoted to ward manager last week!", "Ana: I work as a nurse."]
     assert texts("--as-of", "2025-02-01") == ["Ana: I work as a nurse."]
-    assert texts("--history") == ["Ana: I got promoted to ward manager last week!", "Ana: I work as a nurse."]
+    # --history: the older value first, just before the one that replaced it (as the README says)
+    assert texts("--history") == ["Ana: I work as a nurse.", "Ana: I got promoted to ward manager last week!"]
 
     # --trace names each memory's facts, and what superseded the old one and when
     r = run("recall", "--bank", "ana", "What does Ana do for a living?", "--planner", "off", "--trace")
