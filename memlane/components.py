@@ -7,7 +7,6 @@ stays small."""
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Callable
 
 from memlane.background import Kind, Scheduler
@@ -35,8 +34,6 @@ if TYPE_CHECKING:
     from memlane.tree.consolidators import Consolidator
     from memlane.tree.service import TreeService
     from memlane.writes import BankWriter
-
-log = logging.getLogger(__name__)
 
 # recall(bank_id, query, **RecallRequest fields): the engine's Memory.recall
 Recall = Callable[..., RecallResult]
@@ -374,16 +371,10 @@ class Components:
         if background.tree:
             # The facts job first, on its own: a recall settles it (read-your-writes) without
             # waiting for the tree build too.
-            self.scheduler.submit(Kind.facts, bank_id, lambda: self._resolve_quietly(bank_id), **later)
+            self.scheduler.submit(Kind.facts, bank_id, lambda: self.facts.resolve_quietly(bank_id), **later)
             self.scheduler.submit(Kind.tree, bank_id, lambda: self.tree.consolidate_quietly(bank_id), **later)
         if background.models:
             self.scheduler.submit(Kind.models, bank_id, lambda: self._refresh_models(bank_id), **later)
-
-    def _resolve_quietly(self, bank_id: str) -> None:
-        try:
-            self.facts.resolve(bank_id)
-        except Exception as exc:  # noqa: BLE001 - a failed background job is logged, not raised
-            log.warning("fact resolution of %s failed: %s: %s", bank_id, type(exc).__name__, exc)
 
     def settle_facts(self, bank_id: str) -> float:
         """Wait (at most ``recall.read_your_writes_s``) for the bank's queued fact resolution,

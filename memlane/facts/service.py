@@ -4,6 +4,7 @@ reflect cites."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from memlane.banks import require_bank
@@ -14,6 +15,8 @@ from memlane.settings import Settings
 
 if TYPE_CHECKING:
     from memlane.writes import BankWriter
+
+log = logging.getLogger(__name__)
 
 
 class FactsService:
@@ -66,6 +69,14 @@ class FactsService:
             rules_slots=self.settings.facts.slots,
             learned=self._learned(bank_id),
         ).run(bank_id)
+
+    def resolve_quietly(self, bank_id: str) -> None:
+        """:meth:`resolve`, logging a failure instead of raising it (the job after a write: the
+        write that queued it succeeded)."""
+        try:
+            self.resolve(bank_id)
+        except Exception as exc:  # noqa: BLE001 - a failed background job is logged, not raised
+            log.warning("fact resolution of %s failed: %s: %s", bank_id, type(exc).__name__, exc)
 
     def _learned(self, bank_id: str):
         """The learned slot extractor of the bank's embedder (memlane/facts/learned.py), or
