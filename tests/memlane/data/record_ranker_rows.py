@@ -21,8 +21,9 @@ sys.path.insert(0, str(ROOT))
 from memlane.engine import Memory  # noqa: E402
 from memlane.ingest import load_conversations  # noqa: E402
 from memlane.models.embedder import SentenceTransformerEmbedder  # noqa: E402
-from memlane.recall.features import FEATURES  # noqa: E402
-from memlane.recall.learned import rows_of  # noqa: E402
+from memlane.recall.features import INDEX  # noqa: E402
+from memlane.recall.learned import MODELS, rows_of  # noqa: E402
+from memlane.recall.trees import Forest  # noqa: E402
 from memlane.retain.extract_rules import RuleExtractor  # noqa: E402
 from memlane.retain.ner import SpacyNER  # noqa: E402
 from memlane.settings import Settings  # noqa: E402
@@ -56,10 +57,11 @@ def main() -> None:
                         rows.append(captured["X"][:PER_QUESTION])
         finally:
             memory.close()
-    X = np.vstack(rows)
-    assert X.shape[1] == len(FEATURES)
+    # the columns the shipped models read, in their order (a model reads its features by name)
+    names = Forest.load(MODELS / "ranker-mid.txt").feature_names
+    X = np.vstack(rows)[:, [INDEX[n] for n in names]]
     out = Path(__file__).resolve().parent / "ranker_rows.npz"
-    np.savez_compressed(out, X=X, features=np.array(FEATURES))
+    np.savez_compressed(out, X=X, features=np.array(names))
     print(f"{out}: {X.shape[0]} rows x {X.shape[1]} features, {np.isnan(X).mean():.1%} NaN")
 
 
