@@ -21,9 +21,13 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    # A budget of 3 banks for the derived state of every replica (recall.state_max_banks)
+    # A budget of 3 banks for the derived state of every replica (recall.state_max_banks). The
+    # dashboards read Ray's metrics exporter: the Ray runtime (the one-process runtime records
+    # no metrics yet).
     with live_service(
-        tmp_path_factory.mktemp("dashboards"), env={"MEMLANE_RECALL__STATE_MAX_BANKS": str(BUDGET)}
+        tmp_path_factory.mktemp("dashboards"),
+        env={"MEMLANE_RECALL__STATE_MAX_BANKS": str(BUDGET)},
+        runtime="ray",
     ) as state:
         yield state
 
