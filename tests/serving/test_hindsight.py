@@ -263,7 +263,13 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "require
 
 
 def test_reflect_answers_through_the_local_model(client, service):
-    client.retain("pets", "Ana: I adopted a beagle called Pixel.\nBen: Is Pixel settling in?")
+    # A fixed time: reflect's prompt dates each memory, and with the wall clock's date SmolLM2's
+    # reply changed by the day (on 2026-12-07 it broke its JSON on every commit, faf0fab too).
+    client.retain(
+        "pets",
+        "Ana: I adopted a beagle called Pixel.\nBen: Is Pixel settling in?",
+        timestamp="2026-11-28T10:00:00+00:00",
+    )
     answer = client.reflect("pets", "What do you know about Pixel?", context="Ana asks", max_tokens=300)
     assert answer.text.strip()
     shaped = client.reflect("pets", "What is the dog called?", max_tokens=300, response_schema=SCHEMA)
