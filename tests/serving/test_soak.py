@@ -63,7 +63,10 @@ def test_soak_mixed_workload_has_no_errors_bounded_memory_and_a_clean_doctor(tmp
     assert all(f["count"] > 0 for f in report["by_operation"].values()), report["by_operation"]
     asked = sum(1 for r in llm.requests if r["messages"][-1]["content"].startswith("Question:"))
     assert 0 < asked <= report["by_operation"]["reflect"]["count"]  # reflect reached the LLM
-    assert len(report["processes"]) >= 8  # replicas, Ray's daemons, Milvus Lite
+    # memlane serve's default on one machine: the one-process service and its Milvus Lite server
+    # (Ray Serve's replicas and daemons were 8 and more)
+    names = " | ".join(str(p["name"]) for p in report["processes"])
+    assert len(report["processes"]) >= 2 and "milvus-lite" in names, report["processes"]
     grown = [p for p in report["processes"] if p["growth_mb"] is not None and p["growth_mb"] > GROWTH_MB]
     assert grown == [], grown
     assert doctor.returncode == 0, doctor.stdout[-2000:] + doctor.stderr[-1000:]
