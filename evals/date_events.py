@@ -32,6 +32,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from evals.dates import json_lines
+
 EVENT_KINDS = ("multi", "habit", "deictic")
 EVENTS_SPLIT_SEED = 20261207  # the seed of the stratified by-turn split (split_turns)
 EVENTS_FILE = Path(__file__).resolve().parent / "dates" / "events.jsonl"
@@ -112,24 +114,14 @@ def load_rows(paths: Iterable[Path]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     turn_dates: dict[tuple[str, str], date | None] = {}
-    for path in paths:
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{where}: a line must be a JSON object")
-            case = _case(row, where)
-            if case.id in seen:
-                raise ValueError(f"{where}: duplicate id {case.id!r}")
-            if turn_dates.setdefault(case.turn, case.turn_date) != case.turn_date:
-                raise ValueError(f"{where}: turn_date differs from another line of the same turn")
-            seen.add(case.id)
-            rows.append(row)
+    for where, row in json_lines(paths):
+        case = _case(row, where)
+        if case.id in seen:
+            raise ValueError(f"{where}: duplicate id {case.id!r}")
+        if turn_dates.setdefault(case.turn, case.turn_date) != case.turn_date:
+            raise ValueError(f"{where}: turn_date differs from another line of the same turn")
+        seen.add(case.id)
+        rows.append(row)
     return rows
 
 

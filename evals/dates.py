@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 KINDS = ("plan", "report", "relative")
 SPLITS = ("calibration", "held", "all")
@@ -82,10 +82,9 @@ def _case(row: dict[str, Any], where: str) -> DateCase:
     return case
 
 
-def load_cases(paths: Iterable[Path]) -> list[DateCase]:
-    """The lines of each JSON Lines file, checked (a bad line raises ValueError naming it)."""
-    cases: list[DateCase] = []
-    seen: set[str] = set()
+def json_lines(paths: Iterable[Path]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, object)`` for each non-blank line of each JSON Lines file ("path:line"); a line
+    that is not a JSON object raises ValueError naming it."""
     for path in paths:
         for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
@@ -97,11 +96,19 @@ def load_cases(paths: Iterable[Path]) -> list[DateCase]:
                 raise ValueError(f"{where}: not JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{where}: a line must be a JSON object")
-            case = _case(row, where)
-            if case.id in seen:
-                raise ValueError(f"{where}: duplicate id {case.id!r}")
-            seen.add(case.id)
-            cases.append(case)
+            yield where, row
+
+
+def load_cases(paths: Iterable[Path]) -> list[DateCase]:
+    """The lines of each JSON Lines file, checked (a bad line raises ValueError naming it)."""
+    cases: list[DateCase] = []
+    seen: set[str] = set()
+    for where, row in json_lines(paths):
+        case = _case(row, where)
+        if case.id in seen:
+            raise ValueError(f"{where}: duplicate id {case.id!r}")
+        seen.add(case.id)
+        cases.append(case)
     return cases
 
 
