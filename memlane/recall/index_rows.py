@@ -258,4 +258,7 @@ class IndexRows:
             part = np.argpartition(-s, limit - 1)[:limit]
             cand, s = cand[part], s[part]
         order = np.lexsort((cand, -s))  # score desc, then insertion order for ties
-        return [Hit(id=self.ids[i], score=float(s[j])) for j, i in zip(order, cand[order])]
+        # Python ints and floats before the loop: indexing a list by numpy integers and
+        # float() per element took 6% of a service recall's samples (py-spy, peer workload).
+        ids = self.ids
+        return [Hit(id=ids[i], score=x) for x, i in zip(s[order].tolist(), cand[order].tolist())]
