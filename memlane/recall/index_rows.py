@@ -259,6 +259,6 @@ class IndexRows:
             cand, s = cand[part], s[part]
         order = np.lexsort((cand, -s))  # score desc, then insertion order for ties
         # Python ints and floats before the loop: indexing a list by numpy integers and
-        # float() per element took 6% of a service recall's samples (py-spy, peer workload).
+        # float() per element cost 0.27 ms for 300 hits, 0.17 ms so (timeit).
         ids = self.ids
         return [Hit(id=ids[i], score=x) for x, i in zip(s[order].tolist(), cand[order].tolist())]
