@@ -130,8 +130,13 @@ def _history(raw: dict[str, Any], where: str) -> AnswerHistory:
 def load_answer_set(path: Path) -> list[AnswerHistory]:
     """The histories of one answer-set file (``{"histories": [...]}``), checked: every
     expected or trap turn exists and is said before its question. Raises ValueError naming
-    the file and the problem."""
+    the file and the problem. A BEAM directory is read by :func:`evals.beam_data.load_beam`
+    (a source for leave-one-source-out, read as answer-set histories)."""
     path = Path(path)
+    if path.is_dir():
+        from evals.beam_data import load_beam
+
+        return load_beam(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:

@@ -11,7 +11,8 @@ D`` (this module never retains): give each set's data directory.
 For leave-one-source-out (training/ranker_loso.py) a *source* is every question one group of
 writers wrote, unsplit (:func:`source_questions`): ``locomo``, ``longmemeval`` (a LongMemEval
 file in the official schema), ``team`` (the answer set with its training histories), or any
-other answer-set file (``evals/answers/sources/<name>.json`` by default).
+other answer-set file (``evals/answers/sources/<name>.json`` by default), or ``beam`` (a BEAM
+directory, :mod:`evals.beam_data`, always given as the path: its data stay outside the repository).
 """
 
 from __future__ import annotations
@@ -140,6 +141,10 @@ def source_paths(name: str, path: Path | None = None) -> list[Path]:
         return [SHARED / "locomo10.json"]
     if name == "longmemeval":
         return [SHARED / "longmemeval_s_dev60.json"]
+    if name == "beam":
+        raise ValueError(
+            "source beam: give its directory (--file DIR: a BEAM conversation or a folder of them)"
+        )
     from evals.answers_data import source_answer_paths
 
     return source_answer_paths(name)

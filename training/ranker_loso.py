@@ -1,5 +1,5 @@
 """Leave-one-source-out for the learned ranker: for each source (every question one group of
-writers wrote: LoCoMo, LongMemEval, the team's answer set, each answer set written apart),
+writers wrote: LoCoMo, LongMemEval, the team's answer set, each answer set written apart, BEAM),
 a model trained on every other source scores that source's rows, beside the fused order
 (row order) of the same rows. A model judged on questions its own writers wrote overstates
 how it carries over to a new user's chats; this measures the carrying over.

@@ -13,6 +13,7 @@ Leave-one-source-out (training/ranker_loso.py; docs/evaluation.md): rows per sou
 then each source scored by a model trained on every other source:
 
     python -m training.train_ranker dump --source friends --bank-dir /work/scratch/banks/friends
+    python -m training.train_ranker dump --source beam --file BEAM_DIR --bank-dir /work/scratch/beam/banks
     python -m training.train_ranker loso --sources locomo longmemeval team friends assistant [--grid]
 
 Rows go to ``--rows`` (default .memlane-eval/ranker-rows/), the model to
@@ -85,7 +86,10 @@ def dump(args: argparse.Namespace) -> None:
         if args.bank_dir is None:
             raise SystemExit("--source needs --bank-dir (the banks `memlane eval` built for it)")
         out = _rows_path(args.rows, args.source, "all", args.budget)
-        qs = source_questions(args.source, args.file)
+        try:
+            qs = source_questions(args.source, args.file)
+        except (ValueError, FileNotFoundError) as exc:
+            raise SystemExit(str(exc)) from None
         _collect(args.bank_dir, args.source, "all", qs, args.budget, out)
         meta = {
             "source": args.source,
@@ -317,8 +321,9 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--splits", nargs="+", default=["calibration", "held"])
     d.add_argument(
         "--source",
-        help="One source, unsplit, for `loso`: locomo, longmemeval, team or an answer-set name "
-        "(evals/answers/sources/NAME.json); rows to <rows>/NAME-all-<budget>.npz.",
+        help="One source, unsplit, for `loso`: locomo, longmemeval, team, an answer-set name "
+        "(evals/answers/sources/NAME.json) or beam (--file: a BEAM directory, evals/beam_data.py); "
+        "rows to <rows>/NAME-all-<budget>.npz.",
     )
     d.add_argument("--bank-dir", type=Path, help="With --source: the banks `memlane eval` built for it.")
     d.add_argument("--file", type=Path, help="With --source: its file, where not the default.")
