@@ -2,11 +2,14 @@
 latency per operation with the outcome, and rows per operation. Milvus Lite exports no metrics
 of its own, so these are the Milvus dashboard of a local or Lite deployment; a Milvus server's
 own metrics come beside them. Installed once per process by the retain workers and the Serve
-replicas that hold a store."""
+replicas that hold a store; the one-process runtime records them with prometheus_client
+(serve/process.py)."""
 
 from __future__ import annotations
 
 import threading
+
+from actors.metric_export import Export, RayExport
 
 # Milliseconds: a point lookup on loopback ~1 ms, a flush or a 1,000-row upsert up to seconds.
 STORE_BOUNDARIES_MS = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
@@ -20,19 +23,19 @@ class StoreMetrics:
     error rate is the histogram's count with ``outcome="error"``, so the series exists before
     the first error) and ``ray_memlane_store_rows_total{operation}``."""
 
-    def __init__(self) -> None:
-        from ray.util.metrics import Counter, Histogram
-
-        self.latency = Histogram(
+    def __init__(self, export: Export | None = None) -> None:
+        """``export``: where they go (actors/metric_export.py); Ray's metrics by default."""
+        export = export or RayExport()
+        self.latency = export.histogram(
             "memlane_store_latency_ms",
             "Milvus client call latency by operation and outcome",
-            boundaries=STORE_BOUNDARIES_MS,
-            tag_keys=("operation", "outcome"),
+            STORE_BOUNDARIES_MS,
+            ("operation", "outcome"),
         )
-        self.rows = Counter(
+        self.rows = export.counter(
             "memlane_store_rows_total",
             "Rows written (upsert, insert), deleted or read (query, search) by operation",
-            tag_keys=("operation",),
+            ("operation",),
         )
 
     def __call__(self, operation: str, seconds: float, ok: bool, rows: int) -> None:

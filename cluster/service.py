@@ -11,7 +11,7 @@ until it is healthy, and its stop. Two runtimes:
 ``memlane serve`` runs :func:`start_background`: it launches ``python -m cluster.service`` in
 its own session (logs in ``DATA_DIR/serve.log``), polls ``GET /v1/health`` and returns when it
 answers 200. The supervisor writes ``DATA_DIR/serve.json`` (its pid, the runtime, the HTTP URL,
-the Milvus URI; under Ray also the Ray address, dashboard URL and metrics export port) and on
+the Milvus URI, the metrics export port; under Ray also the Ray address and dashboard URL) and on
 SIGTERM or SIGINT shuts down what it started (Serve, then Ray; the Milvus Lite server last,
 which closes its data cleanly on SIGINT). ``memlane serve --stop`` sends that SIGTERM.
 """

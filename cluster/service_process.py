@@ -3,9 +3,9 @@ serves the app (serve/process.py) and owns the data directory's Milvus Lite serv
 CLI reaches while the service runs (cluster/datadir.py's ``store_access`` reads its URI from
 the state file), as under the Ray runtime (cluster/service.py).
 
-It writes ``DATA_DIR/serve.json`` (``runtime`` "process", its pid, the HTTP URL, the Milvus
-URI) once the engine is built, serves until SIGTERM or SIGINT (``memlane serve --stop``), then
-lets running work finish, stops the Milvus Lite server (a clean close on SIGINT) and removes
+It writes ``DATA_DIR/serve.json`` (``runtime`` "process", its pid, the HTTP URL, the metrics
+port, which is the HTTP port, the Milvus URI) once the engine is built, serves until SIGTERM or
+SIGINT (``memlane serve --stop``), then lets running work finish, stops the Milvus Lite server (a clean close on SIGINT) and removes
 the state file. Its output, uvicorn's included, goes to ``DATA_DIR/serve.log``.
 """
 
@@ -77,6 +77,9 @@ def supervise_process(data_dir: Path, port: int) -> int:
             "pid": os.getpid(),
             "runtime": "process",
             "url": f"http://127.0.0.1:{port}",
+            # The port whose /metrics Prometheus scrapes, as under Ray: here the service's own
+            # (serve/process.py), with the ray_memlane_* metrics the dashboards query.
+            "metrics_export_port": port,
             "milvus_uri": uri,
             "data_dir": str(data_dir),
             # the CLI's commands go through the API: with a key only when auth is on

@@ -12,8 +12,10 @@ panel queries is exported by Ray.
 
 Every metric comes from Ray's metrics endpoint, so every name carries Ray's ``ray_`` prefix:
 Memlane's own (serve/metrics.py, actors/store_metrics.py, actors/retain.py,
-pipelines/backfill.py) and Ray Serve's. Queries aggregate away Ray's per-worker labels
-(WorkerId, SessionName, ...) and keep the ones a reader needs.
+pipelines/backfill.py) and Ray Serve's. ``memlane serve``'s one-process runtime, which has no
+Ray, serves Memlane's service and store metrics at its own ``/metrics`` under the same names
+(serve/process.py), so these queries read either runtime. Queries aggregate away Ray's
+per-worker labels (WorkerId, SessionName, ...) and keep the ones a reader needs.
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def service() -> Dashboard:
             "memlane-service",
             "Memlane / Service",
             "The online service (memlane serve, infra/rayservice-memlane.yaml): HTTP by route, "
-            "recall stages, banks held by recall replicas, and Ray Serve's replicas.",
+            "recall stages, banks held by recall replicas, and Ray Serve's replicas (the Ray "
+            "runtime only; the one-process runtime exports the rest at its /metrics).",
         )
         .with_row(Row("HTTP (Ingress, by route template)"))
         .with_panel(
@@ -330,8 +333,9 @@ def milvus() -> Dashboard:
             "memlane-milvus",
             "Memlane / Milvus (client side)",
             "The store of record as Memlane's clients see it (memlane.stores.milvus.observe, "
-            "recorded by actors/store_metrics.py in Serve replicas and backfill workers). Milvus "
-            "Lite exports no metrics; for a Milvus server's internals use Milvus's own dashboard.",
+            "recorded by actors/store_metrics.py in Serve replicas, backfill workers and the "
+            "one-process service). Milvus Lite exports no metrics; for a Milvus server's "
+            "internals use Milvus's own dashboard.",
         )
         .with_panel(
             timeseries(

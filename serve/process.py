@@ -6,7 +6,10 @@ is imported: no GCS, raylet, agents, dashboard, Serve controller or proxy, and n
 processes for a request (each a serialisation and an RPC under Ray Serve).
 
 The Ray runtime (serve/app.py) remains the path for many machines: replicas scaled apart,
-bank-affine routing, Ray's metrics. This one has no metrics exporter (serve/metrics.py).
+bank-affine routing. This one records the same metrics as Ray's (serve/metrics.py, the store's
+in actors/store_metrics.py) with prometheus_client and serves them at ``/metrics`` on its own
+port, under the names infra/grafana/'s dashboards query (``ray_memlane_http_requests_total``,
+...), each series labelled ``replica="process-<pid>"``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import os
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
     from serve.engine_host import MemoryWrites
     from serve.host import ServiceHost
 
@@ -29,12 +35,25 @@ class ProcessService:
     def __init__(self, store_ready: Callable[[], object] = lambda: None) -> None:
         """``store_ready``: returns once the store answers (the Milvus Lite server started
         beside this): the app's imports and the embedding model's load go first, meanwhile."""
+        from functools import partial
+
+        from prometheus_client import CollectorRegistry
+
         import serve.ingress  # noqa: F401 - the app's modules, imported while the store starts
+        from actors.store_metrics import StoreMetrics
+        from memlane.stores.milvus.observe import add_observer
         from serve.backend import LocalWrites
         from serve.engine_host import MemoryWrites, keep_torch_out, service_memory
         from serve.host import ServiceHost
-        from serve.metrics import NoMetrics
+        from serve.metrics import EndpointMetrics, PrometheusExport, RecallMetrics
 
+        replica = f"process-{os.getpid()}"
+        # This process's metrics, served at /metrics (see :meth:`run`); its own registry, not
+        # prometheus_client's global one, so a second service in one process starts clean.
+        self.registry = CollectorRegistry()
+        export = PrometheusExport(self.registry, {"replica": replica})
+        self.store_metrics = StoreMetrics(export)
+        add_observer(self.store_metrics)  # this process's Milvus calls, as ray_memlane_store_*
         engine = service_memory()  # the embedding model loads here; the store opens at first use
         store_ready()
         keep_torch_out(engine)  # this process's entry point, before spaCy loads: see keep_torch_out
@@ -44,20 +63,20 @@ class ProcessService:
         self.host: ServiceHost = ServiceHost(
             engine,
             LocalWrites(self.writes),
-            replica=f"process-{os.getpid()}",
-            endpoint_metrics=NoMetrics(),
-            recall_metrics=NoMetrics,
+            replica=replica,
+            endpoint_metrics=EndpointMetrics(export),
+            recall_metrics=partial(RecallMetrics, export=export),
         )
 
     def run(self, port: int) -> None:
         """Serve the app on 127.0.0.1:``port`` until SIGTERM or SIGINT (uvicorn's handlers:
-        running requests finish, then the app's lifespan ends)."""
+        running requests finish, then the app's lifespan ends), and the metrics at ``/metrics``."""
         import uvicorn
 
         from serve.ingress import api
 
         config = uvicorn.Config(
-            api,
+            with_metrics(api, self.registry),
             host="127.0.0.1",
             port=port,
             lifespan="on",
@@ -71,7 +90,30 @@ class ProcessService:
     def close(self) -> None:
         """Let a background retain finish, then run the engine's queued background jobs and
         close its clients and store."""
+        from memlane.stores.milvus.observe import remove_observer
+
         try:
             self.writes.close()
         finally:
-            self.host.engine.close()
+            try:
+                self.host.engine.close()
+            finally:
+                remove_observer(self.store_metrics)
+
+
+def with_metrics(app: ASGIApp, registry: CollectorRegistry) -> ASGIApp:
+    """``app``, with ``registry`` in Prometheus's text format at ``GET /metrics``, answered
+    before the app: no API key (Ray's metrics endpoint asks none either, and this service
+    listens on loopback only), not counted as a request, not in the OpenAPI schema. The Ray
+    runtime's metrics are on Ray's own endpoint; the app itself has no /metrics."""
+    from prometheus_client import make_asgi_app
+
+    metrics = make_asgi_app(registry)
+
+    async def app_with_metrics(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/metrics":
+            await metrics(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return app_with_metrics

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     # A budget of 3 banks for the derived state of every replica (recall.state_max_banks). The
-    # dashboards read Ray's metrics exporter: the Ray runtime (the one-process runtime records
-    # no metrics yet).
+    # Ray runtime: the service dashboard's Ray Serve panels and the per-deployment gauges below
+    # are Ray Serve's (the one-process runtime's metrics: tests/serving/test_process_metrics.py).
     with live_service(
         tmp_path_factory.mktemp("dashboards"),
         env={"MEMLANE_RECALL__STATE_MAX_BANKS": str(BUDGET)},
