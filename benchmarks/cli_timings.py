@@ -1,9 +1,12 @@
 """Wall time of the CLI commands a new user runs first, on two checkouts in the same run.
 
+    memlane bench cli-timings --before-rev COMMIT [--runs 3] [--only recall] [--service] [--json]
     python benchmarks/cli_timings.py --before /tmp/main-38a1f69 [--runs 3] [--service] [--json]
 
 ``--before`` is a checkout of the code to compare with (``git worktree add DIR COMMIT`` or
-``git archive COMMIT | tar -x -C DIR``); ``--after`` defaults to this checkout. Both run on this
+``git archive COMMIT | tar -x -C DIR``), ``--before-rev`` a commit of this repository (archived
+into the work directory for the run); with neither, one column: this checkout's.
+``--after`` defaults to this checkout. Both run on this
 Python (its installed packages), each command as ``python -c 'from cluster.cli import main'``
 from the checkout's root, before and after alternated ``--runs`` times on fresh copies of one
 prepared data directory. Per row: the median wall time (min-max), the median CPU time (user and
@@ -12,7 +15,8 @@ of the last run, the peak RSS (``/usr/bin/time`` where present) and whether a ba
 behind. The load average is printed at the start and the end: the figures are
 only comparable within one run.
 
-Rows: recall on a small bank (4 memories); three bad arguments (``--max-tokens -5``, a blank
+Rows: recall on a small bank (4 memories) and on the sample history's bank ``priya``
+(samples/conversations.jsonl, 81 turns); three bad arguments (``--max-tokens -5``, a blank
 query, an unknown bank); consolidate of that bank; retain and backfill of a file with one 5 MB
 turn; with ``--service``, recall without ``--url`` while ``memlane serve`` (the after checkout's,
 auth off) runs on the data directory.
@@ -42,6 +46,8 @@ TURNS = [
     ("Ben", "Porto is lovely in spring.", "2025-04-02T18:01:00Z", "s2"),
 ]
 BIG_TURN = 5_000_000  # bytes of one turn's text
+SAMPLES = ROOT / "samples" / "conversations.jsonl"
+SAMPLE_BANK = "priya"  # its turns: a history a new user recalls from first (README)
 
 
 @dataclass
@@ -116,11 +122,33 @@ def prepare(work: Path, after: Path) -> dict[str, Path]:
         )
         + "\n"
     )
+    sample = work / f"{SAMPLE_BANK}.jsonl"
+    sample.write_text(
+        "".join(
+            line for line in SAMPLES.read_text().splitlines(keepends=True) if _bank_of(line) == SAMPLE_BANK
+        )
+    )
     data = work / "prepared"
-    done = cli(after, ["retain", str(chat), "--bank", "ana", "--data-dir", str(data)])
-    if done.code != 0:
-        raise SystemExit("could not prepare the data directory (memlane retain failed)")
+    for file, bank in ((chat, "ana"), (sample, SAMPLE_BANK)):
+        done = cli(after, ["retain", str(file), "--bank", bank, "--data-dir", str(data)])
+        if done.code != 0:
+            raise SystemExit(f"could not prepare the data directory (memlane retain --bank {bank} failed)")
     return {"data": data, "chat": chat, "big": big, "big_corpus": big_corpus}
+
+
+def _bank_of(line: str) -> str | None:
+    return json.loads(line).get("bank_id") if line.strip() else None
+
+
+def archive(rev: str, into: Path) -> Path:
+    """A checkout of commit ``rev`` of this repository in ``into`` (``git archive``: no worktree
+    is registered in the repository)."""
+    into.mkdir(parents=True)
+    tar = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, timeout=300)
+    if tar.returncode != 0:
+        raise SystemExit(f"git archive {rev} failed: {tar.stderr.decode(errors='replace').strip()}")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar.stdout, check=True, timeout=300)
+    return into
 
 
 def bank_count(data: Path) -> int:
@@ -141,6 +169,10 @@ def bank_count(data: Path) -> int:
 def rows(files: dict[str, Path]) -> list[Row]:
     return [
         Row("recall, small bank", ["recall", "What is the name of the beagle?", "--bank", "ana"]),
+        Row(
+            f"recall, sample bank {SAMPLE_BANK}",
+            ["recall", "What is the name of Priya's dog?", "--bank", SAMPLE_BANK],
+        ),
         Row("bad argument: --max-tokens -5", ["recall", "dog", "--bank", "ana", "--max-tokens", "-5"]),
         Row("bad argument: blank query", ["recall", "   ", "--bank", "ana"]),
         Row("bad argument: unknown bank", ["recall", "dog", "--bank", "ghost"]),
@@ -227,18 +259,24 @@ def _cell(runs: list[Run]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", type=Path, required=True, help="checkout of the code to compare with")
+    ap.add_argument("--before", type=Path, help="checkout of the code to compare with")
+    ap.add_argument("--before-rev", help="commit of this repository to compare with (git archive)")
     ap.add_argument("--after", type=Path, default=ROOT, help="checkout measured (default: this one)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--service", action="store_true", help="also recall while memlane serve runs")
     ap.add_argument("--only", action="append", default=[], help="rows whose name contains this")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    if args.before and args.before_rev:
+        ap.error("--before and --before-rev exclude each other")
+    trees = {"before": args.before.resolve()} if args.before else {}
+    trees["after"] = args.after.resolve()
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cli-timings-") as tmp:
         work = Path(tmp)
+        if args.before_rev:
+            trees = {"before": archive(args.before_rev, work / "before"), "after": trees["after"]}
         files = prepare(work, trees["after"])
         table = [r for r in rows(files) if not args.only or any(o in r.name for o in args.only)]
         for row in table:
@@ -253,10 +291,10 @@ def main(argv: list[str] | None = None) -> None:
         "load_end": [round(x, 2) for x in load1],
         "minutes": round((time.perf_counter() - t0) / 60, 1),
         "runs": args.runs,
-        "before": str(trees["before"]),
+        "before": args.before_rev or (str(trees["before"]) if "before" in trees else None),
         "after": str(trees["after"]),
         "rows": [
-            {"row": r.name, "args": r.args, **{side: [vars(x) for x in rs] for side, rs in r.runs.items()}}
+            {"row": r.name, "args": r.args, **{side: [vars(x) for x in r.runs[side]] for side in trees}}
             for r in table
         ],
     }
@@ -265,12 +303,15 @@ def main(argv: list[str] | None = None) -> None:
         return
     print(
         f"{report['cpus']} CPUs; load average {load0[0]:.2f} at the start, {load1[0]:.2f} at the end; "
-        f"{args.runs} runs each, alternated; {report['minutes']} min"
+        f"{args.runs} runs each{', alternated' if len(trees) > 1 else ''}; {report['minutes']} min"
     )
-    print(f"before: {trees['before']}\nafter:  {trees['after']}\n")
-    print("| command | before | after |\n| --- | --- | --- |")
+    if "before" in trees:
+        print(f"before: {report['before']}")
+    print(f"after:  {trees['after']}\n")
+    sides = list(trees)
+    print(f"| command | {' | '.join(sides)} |\n| --- |{' --- |' * len(sides)}")
     for r in table:
-        print(f"| {r.name} | {_cell(r.runs['before'])} | {_cell(r.runs['after'])} |")
+        print(f"| {r.name} | {' | '.join(_cell(r.runs[side]) for side in sides)} |")
 
 
 if __name__ == "__main__":
