@@ -279,11 +279,13 @@ def __getattr__(name: str) -> typer.Typer:
 def main() -> None:
     from cluster import common
     from cluster.console import quiet_model_loading
-    from memlane.runtime import configure_process
 
     quiet_model_loading()
-    configure_process()
     alone = _ALONE.get(sys.argv[1]) if len(sys.argv) > 1 else None
+    if alone is not _register_recall:  # recall sets them once NumPy is loaded (recall_cmd.py)
+        from memlane.runtime import configure_process
+
+        configure_process()
     app = _register(alone) if alone else _register(*_REGISTRARS)
     try:
         app()

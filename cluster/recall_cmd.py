@@ -87,12 +87,18 @@ def recall(
         unknown_bank(bank, data_dir)
     from memlane.banks import require_bank
     from memlane.errors import BankNotFound
+    from memlane.runtime import configure_process
 
     with errors(), open_memory(data_dir, bank=bank) as memory:
         try:  # an unknown bank fails here, before the recall stack is built
             require_bank(memory.store, bank)
         except BankNotFound:
             unknown_bank(bank, data_dir)
+        # The process limits recall was measured with (one BLAS thread), set once the store has
+        # loaded NumPy: threadpoolctl limits the libraries loaded when it is called, and at the
+        # command's start (where the other commands set them) NumPy was not, so OpenBLAS kept a
+        # thread per core. A refusal never pays for threadpoolctl (5-7 ms of CPU).
+        configure_process(memory.settings)
         result = memory.recall(bank, request)
     # Read only, and the engine is closed. (Loading the embedder on a thread while the store
     # opens gained nothing here: 1.01-1.44 s against 1.12-1.49 s, 5 runs each, alternated.)

@@ -5,6 +5,7 @@ engine, models and Milvus Lite."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,6 +81,7 @@ def test_an_unknown_bank_exits_2_in_one_line_before_the_store_client_is_imported
     assert code == 2 and out == ""
     assert lines == [f"error: unknown bank 'ghost': `memlane banks --data-dir {data}` lists the banks"]
     assert not top_level(modules) & {"pymilvus", "milvus_lite", "pandas", "onnxruntime", *HEAVY}
+    assert "threadpoolctl" not in modules  # the process limits are set for a recall that runs
 
 
 def test_a_deleted_bank_is_refused_by_the_store_in_the_same_line(data):
@@ -107,6 +109,45 @@ def test_recall_on_a_small_bank_answers_without_the_heavy_modules(data):
     assert not {m for m in modules if m.startswith("cluster.") and m.endswith("_cmd")} - {
         "cluster.recall_cmd"
     }
+
+
+# Runs the CLI as the entry point does and, where it ends the process (os._exit, after the
+# recall closed everything), writes the BLAS libraries' thread counts on stderr.
+BLAS_AT_EXIT = """
+import json, os, sys
+from threadpoolctl import threadpool_info
+from cluster.cli import main
+end = os._exit
+def report(code):
+    threads = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    sys.stderr.write("blas threads " + json.dumps(threads) + "\\n")
+    sys.stderr.flush()
+    end(code)
+os._exit = report
+sys.argv[0] = "memlane"
+main()
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: OpenBLAS starts with one thread anyway")
+def test_recall_runs_numpy_on_one_blas_thread(data):
+    """memlane.runtime.configure_process's limit holds for the recall it was measured for: set
+    once NumPy is loaded (before, it was set before NumPy loaded, and OpenBLAS kept a thread per
+    core)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMLANE_", "OPENBLAS_", "OMP_"))}
+    p = subprocess.run(
+        [sys.executable, "-c", BLAS_AT_EXIT, "recall", "beagle", "--bank", "ana", "--data-dir", str(data)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "I adopted a beagle called Pixel" in p.stdout
+    [line] = [x for x in p.stderr.splitlines() if x.startswith("blas threads ")]
+    threads = json.loads(line.removeprefix("blas threads "))
+    assert threads and set(threads) == {1}  # NumPy's OpenBLAS and SciPy's
 
 
 def test_the_files_tell_a_bank_apart_only_when_no_row_of_it_is_stored(tmp_path, monkeypatch):
