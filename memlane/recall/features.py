@@ -17,29 +17,33 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from memlane.facts.cues import CUES, turn_cues
+from memlane.facts.cues import CUES
 from memlane.facts.ordering import successors
 from memlane.query.analysis import QueryAnalysis
-from memlane.query.sayer import asks_said, offers, sayer
-from memlane.query.words import content_stems, is_assistant
+from memlane.query.sayer import asks_said, sayer
+from memlane.query.words import is_assistant
 from memlane.recall.candidates import proximity_scale
 from memlane.recall.state import RecallState
-from memlane.stored_fields import json_value
+from memlane.recall.traits import TRAIT_FEATURES, question_share, said_text, speaker_of, traits_of
 from memlane.temporal import proximity
 from memlane.units import fields_interval
+
+# what memlane/recall/ranking.py reads of a memory's speaker and form (their home: traits.py)
+__all__ = [
+    "FEATURES",
+    "INDEX",
+    "boosts_into",
+    "candidate_features",
+    "question_share",
+    "said_by",
+    "said_text",
+    "speaker_of",
+]
 
 NAN = float("nan")
 DAY_S = 86400.0
 CHANNEL_NAMES = ("semantic", "lexical", "graph", "temporal")
 
-_SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
-# A capitalised word that does not start a sentence: a name, a place, an organisation.
-_INNER_CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
-_NUMBER = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-    r"hundred|thousand|twins?|dozen)\b",
-    re.I,
-)
 _WH = {
     "q_when": re.compile(r"\b(?:when|what date|what day|what time|how long ago)\b", re.I),
     "q_where": re.compile(r"\bwhere\b", re.I),
@@ -125,20 +129,19 @@ FEATURES = (
     "offers",
 )
 INDEX = {name: i for i, name in enumerate(FEATURES)}
-
-
-def speaker_of(fields: Mapping[str, Any]) -> str:
-    meta = json_value(fields.get("metadata")) or {}
-    return str(meta.get("speaker") or "") if isinstance(meta, dict) else ""
-
-
-def said_text(fields: Mapping[str, Any]) -> str:
-    """The memory's text without the ``"Speaker: "`` the turn's text starts with."""
-    text = str(fields.get("text") or "")
-    speaker = speaker_of(fields)
-    if speaker and text.startswith(f"{speaker}: "):
-        return text[len(speaker) + 2 :]
-    return text
+_TRAIT_COLUMNS = [INDEX[n] for n in TRAIT_FEATURES]
+_QUESTION_FEATURES = (
+    *_WH,
+    "q_asks_said",
+    "q_interval",
+    "q_past",
+    "q_now",
+    "q_aggregate",
+    "q_first_person",
+    "q_slot",
+    "q_words",
+)
+_QUESTION_COLUMNS = [INDEX[n] for n in _QUESTION_FEATURES]
 
 
 def said_by(speaker: str, who: str) -> bool:
@@ -150,14 +153,6 @@ def said_by(speaker: str, who: str) -> bool:
         return bool(speaker) and not is_assistant(speaker)
     low = speaker.casefold()
     return low == who.casefold() or low.split()[:1] == [who.casefold()]
-
-
-def question_share(text: str) -> float:
-    """The share of the text's sentences that are questions (0 for no sentence)."""
-    ends = _SENTENCE_END.findall(text.strip() + (" " if text.strip()[-1:].isalnum() else ""))
-    if not ends:
-        return 0.0
-    return sum(1 for e in ends if "?" in e) / len(ends)
 
 
 def asks_now(query: QueryAnalysis) -> bool:
@@ -191,135 +186,156 @@ def candidate_features(
     fields were fetched. ``lexical_parts``: each id's BM25 of text and context (the bank index
     gives them; absent: NaN); ``fills_slot``: whether each fills the slot the question asks;
     ``slots``: the slot classifier's signals per id (memlane/recall/learned.py SlotSignals:
-    ``p``, ``topic``, ``gate``; absent: no classifier for the bank's embedder)."""
+    ``p``, ``topic``, ``gate``; absent: no classifier for the bank's embedder).
+
+    Column by column: what a memory says whatever the question comes from its kept
+    :class:`~memlane.recall.traits.Traits`, the question's own figures are one value for every
+    row, and the rest is one list per column (the same expressions a loop per candidate wrote
+    before, so the same figures to the last bit)."""
     assert state.query is not None and state.reference is not None
     q = state.query
     ref = state.reference.timestamp()
     X = np.full((len(ids), len(FEATURES)), NAN, dtype=np.float64)
+    if not ids:
+        return X
+    rows = range(len(ids))
+    fields = [state.fields[c] for c in ids]
+    mine = [traits_of(f) for f in fields]
+    X[:, _TRAIT_COLUMNS] = np.stack([t.row for t in mine])
+    X[:, _QUESTION_COLUMNS] = _question_row(state)
+
+    def put(name: str, at: Sequence[int], values: Sequence[float]) -> None:
+        if len(at):
+            X[at, INDEX[name]] = values
+
+    def every(name: str, values: Sequence[float]) -> None:
+        X[:, INDEX[name]] = values
+
+    # fusion and the channels
     rrf = dict(state.fused)
     fused_rank = {doc: r for r, (doc, _) in enumerate(state.fused, start=1)}
+    every("rrf", [rrf.get(c, 0.0) for c in ids])
+    every("fused_rank", [_log_rank(fused_rank.get(c)) for c in ids])
     channel = {
         name: {h.id: (r, h.score) for r, h in enumerate(hs, start=1)} for name, hs in state.hits.items()
     }
     lex_top = max((h.score for h in state.hits.get("lexical", [])[:1]), default=0.0)
-    cross = state.cross
-    cross_rank = {c: r for r, c in enumerate(sorted(cross, key=lambda c: -cross[c]), start=1)}
-    when = {c: float(state.fields[c].get("mentioned_at") or NAN) for c in ids}
-    order = sorted(ids, key=lambda c: -(when[c] if not math.isnan(when[c]) else -1e18))
-    newest = {c: r for r, c in enumerate(order)}
+    for name in CHANNEL_NAMES:
+        got = channel.get(name, {})
+        at = [i for i in rows if ids[i] in got]
+        put(f"{name}_rank", at, [math.log1p(got[ids[i]][0]) for i in at])
+        scale = name == "lexical" and lex_top > 0
+        put(f"{name}_score", at, [got[ids[i]][1] / lex_top if scale else got[ids[i]][1] for i in at])
     parts = lexical_parts or {}
     text_top = max((p[0] for p in parts.values()), default=0.0)
-    now = asks_now(q)
-    q_words = len(q.text.split())
-    wh = {name: 1.0 if pattern.search(q.text) else 0.0 for name, pattern in _WH.items()}
-    signals = slots or {}
+    at = [i for i in rows if ids[i] in parts]
+    put("lex_text", at, [parts[ids[i]][0] / text_top if text_top > 0 else 0.0 for i in at])
+    put("lex_context", at, [parts[ids[i]][1] / text_top if text_top > 0 else 0.0 for i in at])
+    cross = state.cross
+    cross_rank = {c: r for r, c in enumerate(sorted(cross, key=lambda c: -cross[c]), start=1)}
+    at = [i for i in rows if ids[i] in cross]
+    put("cross", at, [cross[ids[i]] for i in at])
+    put("cross_rank", at, [math.log1p(cross_rank[ids[i]]) for i in at])
+
+    # time
+    when = {c: float(f.get("mentioned_at") or NAN) for c, f in zip(ids, fields)}
+    mentioned = [when[c] for c in ids]
+    order = sorted(ids, key=lambda c: -(when[c] if not math.isnan(when[c]) else -1e18))
+    newest = {c: r for r, c in enumerate(order)}
+    known = [i for i in rows if not math.isnan(mentioned[i])]
+    ages = [(ref - mentioned[i]) / DAY_S for i in known]
+    put("age_days", known, [math.copysign(math.log1p(abs(age)), age) for age in ages])
+    occ = [fields_interval(f) for f in fields]
+    every("future", [1.0 if o is not None and o[0] > ref + DAY_S else 0.0 for o in occ])
+    every("newest_rank", [newest[c] / max(1, len(ids) - 1) for c in ids])
+    timed = [(i, o) for i, o in enumerate(occ) if o is not None]
+    if state.interval is not None:
+        q0, q1 = state.interval[0].timestamp(), state.interval[1].timestamp()
+        near = proximity_scale(state.interval)
+        put(
+            "temporal_overlap", [i for i, _ in timed], [proximity(o[0], o[1], q0, q1, near) for _, o in timed]
+        )
+    both = [(i, o) for i, o in timed if not math.isnan(mentioned[i])]
+    put("dated", [i for i, _ in both], [1.0 if abs(o[0] - mentioned[i]) > DAY_S else 0.0 for i, o in both])
+
+    # what it says, against the question
+    if q.content:
+        every("content_overlap", [len(q.content & t.stems) / len(q.content) for t in mine])
+    if q.names:
+        names = [n.casefold() for n in q.names]
+        every("q_names_in_text", [sum(1 for n in names if n in t.folded) / len(q.names) for t in mine])
     who = sayer(q.text)
-    said_q = 1.0 if asks_said(q.text) else 0.0
+    if who is not None:
+        every("sayer_match", [1.0 if said_by(t.speaker, who) else 0.0 for t in mine])
+    if fills_slot is not None:
+        every("fills_asked_slot", [1.0 if fills_slot.get(c) else 0.0 for c in ids])
+    every(
+        "superseded",
+        [1.0 if any(k == "superseded" for k, _, _ in successors(f, q)) else 0.0 for f in fields],
+    )
+
+    # the turns before and after it, where among the candidates
     by_turn: dict[str, str] = {}
-    for c in ids:
-        for t in state.fields[c].get("source_turns") or ():
-            by_turn.setdefault(str(t), c)
+    for c, f in zip(ids, fields):
+        for turn in f.get("source_turns") or ():
+            by_turn.setdefault(str(turn), c)
+    semantic = channel.get("semantic", {})
+    lexical = channel.get("lexical", {})
+    for side, step in (("prev", -1), ("next", 1)):
+        others = [by_turn.get(_neighbour(f, step)) for f in fields]
+        at = [i for i, o in enumerate(others) if o is not None]
+        there = [o for o in others if o is not None]
+        put(f"{side}_semantic", at, [semantic[o][1] if o in semantic else 0.0 for o in there])
+        near_traits = [traits_of(state.fields[o]) for o in there]
+        put(f"{side}_question", at, [t.question for t in near_traits])
+        if side == "prev":
+            put(
+                "prev_lexical",
+                at,
+                [lexical[o][1] / lex_top if o in lexical and lex_top > 0 else 0.0 for o in there],
+            )
+            put("prev_assistant", at, [1.0 if t.assistant else 0.0 for t in near_traits])
+
+    # the slot classifier's signals
+    signals = slots or {}
+    person = {c: not t.assistant for c, t in zip(ids, mine)}
 
     def newest_first(test) -> dict[str, float]:
         """The candidates a person said that pass ``test`` (on their signals), by time: 0 the
         newest, 1 the oldest."""
-        said = [
-            c
-            for c in ids
-            if c in signals and test(signals[c]) and not is_assistant(speaker_of(state.fields[c]))
-        ]
+        said = [c for c in ids if c in signals and test(signals[c]) and person[c]]
         said.sort(key=lambda c: -(when[c] if not math.isnan(when[c]) else -1e18))
         return {c: r / max(1, len(said) - 1) for r, c in enumerate(said)}
 
-    slot_rank = newest_first(lambda s: s.p >= SLOT_STATEMENT)
-    topic_rank = newest_first(lambda s: s.topic >= SLOT_STATEMENT and s.gate >= SLOT_STATEMENT)
-    for i, c in enumerate(ids):
-        f = state.fields[c]
-        row = X[i]
-        row[INDEX["rrf"]] = rrf.get(c, 0.0)
-        row[INDEX["fused_rank"]] = _log_rank(fused_rank.get(c))
-        for name in CHANNEL_NAMES:
-            got = channel.get(name, {}).get(c)
-            if got is not None:
-                row[INDEX[f"{name}_rank"]] = math.log1p(got[0])
-                score = got[1] / lex_top if name == "lexical" and lex_top > 0 else got[1]
-                row[INDEX[f"{name}_score"]] = score
-        if c in parts:
-            t, x = parts[c]
-            row[INDEX["lex_text"]] = t / text_top if text_top > 0 else 0.0
-            row[INDEX["lex_context"]] = x / text_top if text_top > 0 else 0.0
-        if c in cross:
-            row[INDEX["cross"]] = cross[c]
-            row[INDEX["cross_rank"]] = math.log1p(cross_rank[c])
-        mentioned = when[c]
-        if not math.isnan(mentioned):
-            age = (ref - mentioned) / DAY_S
-            row[INDEX["age_days"]] = math.copysign(math.log1p(abs(age)), age)
-        occ = fields_interval(f)
-        row[INDEX["future"]] = 1.0 if occ is not None and occ[0] > ref + DAY_S else 0.0
-        row[INDEX["newest_rank"]] = newest[c] / max(1, len(ids) - 1)
-        if state.interval is not None and occ is not None:
-            q0, q1 = state.interval[0].timestamp(), state.interval[1].timestamp()
-            row[INDEX["temporal_overlap"]] = proximity(
-                occ[0], occ[1], q0, q1, proximity_scale(state.interval)
-            )
-        said = said_text(f)
-        if q.content:
-            row[INDEX["content_overlap"]] = len(q.content & content_stems(said)) / len(q.content)
-        row[INDEX["capitals"]] = math.log1p(len(_INNER_CAPITAL.findall(said)))
-        row[INDEX["number"]] = 1.0 if _NUMBER.search(said) else 0.0
-        if occ is not None and not math.isnan(mentioned):
-            row[INDEX["dated"]] = 1.0 if abs(occ[0] - mentioned) > DAY_S else 0.0
-        for side, step in (("prev", -1), ("next", 1)):
-            other = by_turn.get(_neighbour(f, step))
-            if other is not None:
-                o_sem = channel.get("semantic", {}).get(other)
-                row[INDEX[f"{side}_semantic"]] = o_sem[1] if o_sem is not None else 0.0
-                row[INDEX[f"{side}_question"]] = question_share(said_text(state.fields[other]))
-                if side == "prev":
-                    o_lex = channel.get("lexical", {}).get(other)
-                    row[INDEX["prev_lexical"]] = (
-                        o_lex[1] / lex_top if o_lex is not None and lex_top > 0 else 0.0
-                    )
-                    row[INDEX["prev_assistant"]] = (
-                        1.0 if is_assistant(speaker_of(state.fields[other])) else 0.0
-                    )
-        sig = signals.get(c)
-        if sig is not None:
-            row[INDEX["gate"]] = sig.gate
-            if not math.isnan(sig.p):
-                row[INDEX["slot_p"]] = sig.p
-                row[INDEX["slot_topic"]] = sig.topic
-                row[INDEX["slot_statements"]] = math.log1p(len(slot_rank))
-                row[INDEX["slot_newest"]] = slot_rank.get(c, NAN)
-                row[INDEX["topic_newest"]] = topic_rank.get(c, NAN)
-        for name, v in wh.items():
-            row[INDEX[name]] = v
-        speaker = speaker_of(f)
-        row[INDEX["assistant"]] = 1.0 if is_assistant(speaker) else 0.0
-        if who is not None:
-            row[INDEX["sayer_match"]] = 1.0 if said_by(speaker, who) else 0.0
-        row[INDEX["q_asks_said"]] = said_q
-        row[INDEX["offers"]] = 1.0 if offers(said) else 0.0
-        row[INDEX["question"]] = question_share(said)
-        row[INDEX["words"]] = math.log1p(len(said.split()))
-        cues = turn_cues(said)
-        for j, name in enumerate(CUES):
-            row[INDEX[f"cue_{name}"]] = cues[j]
-        if fills_slot is not None:
-            row[INDEX["fills_asked_slot"]] = 1.0 if fills_slot.get(c) else 0.0
-        row[INDEX["superseded"]] = 1.0 if any(k == "superseded" for k, _, _ in successors(f, q)) else 0.0
-        row[INDEX["q_interval"]] = 1.0 if state.interval is not None else 0.0
-        row[INDEX["q_past"]] = 1.0 if q.past else 0.0
-        row[INDEX["q_now"]] = 1.0 if now else 0.0
-        row[INDEX["q_aggregate"]] = 1.0 if q.aggregate else 0.0
-        row[INDEX["q_first_person"]] = 1.0 if q.first_person else 0.0
-        row[INDEX["q_slot"]] = 1.0 if q.asked_slots else 0.0
-        row[INDEX["q_words"]] = math.log1p(q_words)
-        if q.names:
-            low = said.casefold()
-            row[INDEX["q_names_in_text"]] = sum(1 for n in q.names if n.casefold() in low) / len(q.names)
+    if signals:
+        slot_rank = newest_first(lambda s: s.p >= SLOT_STATEMENT)
+        topic_rank = newest_first(lambda s: s.topic >= SLOT_STATEMENT and s.gate >= SLOT_STATEMENT)
+        at = [i for i in rows if ids[i] in signals]
+        put("gate", at, [signals[ids[i]].gate for i in at])
+        at = [i for i in at if not math.isnan(signals[ids[i]].p)]
+        put("slot_p", at, [signals[ids[i]].p for i in at])
+        put("slot_topic", at, [signals[ids[i]].topic for i in at])
+        put("slot_statements", at, [math.log1p(len(slot_rank))] * len(at))
+        put("slot_newest", at, [slot_rank.get(ids[i], NAN) for i in at])
+        put("topic_newest", at, [topic_rank.get(ids[i], NAN) for i in at])
     return X
+
+
+def _question_row(state: RecallState) -> list[float]:
+    """The question's own figures, :data:`_QUESTION_FEATURES` order."""
+    assert state.query is not None
+    q = state.query
+    return [
+        *(1.0 if pattern.search(q.text) else 0.0 for pattern in _WH.values()),
+        1.0 if asks_said(q.text) else 0.0,
+        1.0 if state.interval is not None else 0.0,
+        1.0 if q.past else 0.0,
+        1.0 if asks_now(q) else 0.0,
+        1.0 if q.aggregate else 0.0,
+        1.0 if q.first_person else 0.0,
+        1.0 if q.asked_slots else 0.0,
+        math.log1p(len(q.text.split())),
+    ]
 
 
 def boosts_into(X: np.ndarray, ids: Sequence[str], boosts: Mapping[str, Any]) -> None:
