@@ -23,9 +23,17 @@ from memlane.errors import ConfigError
 from memlane.models.onnx_session import padded_feed, shared_session
 from memlane.models.vectrix import vectrix_model_dir
 
-# Pairs per forward pass, sorted by length so a batch pads to similar lengths. Not measured
-# beyond the embedder's finding that small batches pay less padding on CPU (16 there).
-BATCH = 16
+# Pairs per forward pass: one. Measured, a bigger pass costs more per pair on long texts (the
+# session has no arena, memlane/models/onnx_session.py: a big pass's activations are probably
+# fresh pages each time), and the int8 model quantizes a pass's activations together, so one
+# pair a pass also gives a pair the same score whatever else the call holds (7e-4 apart in a
+# padded pass of 16). 20 LongMemEval long turns, 2 threads (Dec 2026, interleaved rounds, min
+# / median s, one / four / sixteen a pass), machine at load ~4: 1,000 chars 1.07 / 1.21, 1.62
+# / 3.18, 1.30 / 3.90; 500 chars 0.52 / 0.58, 0.61 / 0.72, 0.78 / 1.00; 150 chars 0.24 /
+# 0.24, 0.19 / 0.19, 0.17 / 0.24 (short texts pay ~0.05 s a pool). At load ~12: 1,000 chars
+# 2.12 / 4.81, 7.02 / 11.18, 12.38 / 15.72. Recall at budget high on 7 LongMemEval dev60
+# banks, p50 / p95: 11.5 / 15.4 s at sixteen, 2.7 / 4.5 s at one (benchmarks/rerank_cost.py).
+BATCH = 1
 SHIPPED_NAME = "ms-marco-MiniLM-L-12-v2"  # the name of "cross-encoder", the wheel's model
 
 

@@ -134,8 +134,17 @@ class RecallSettings(_Area):
     # model reads at most 512 tokens). At pool 20, w 1: LME 300 chars 1.000 / 0.788 / 0.833 / 4
     # of 5, 1,000 chars 1.000 / 0.792 / 0.833 / 5 of 5, 2,000 chars 1.000 / 0.797 / 0.800 / 5
     # of 5 at twice 1,000's cost; LoCoMo (w 0.5) 0.761 / 0.884 at 300 against 0.763 / 0.886.
-    # 300 cut the answer clause of about half of LongMemEval's evidence turns.
-    rerank_text_chars: int = Field(1000, gt=0)
+    # 300 cut the answer clause of about half of LongMemEval's evidence turns. 700 since Dec 7
+    # 2026: LongMemEval's long turns made budget high slow (recall is the cross-encoder's time).
+    # Recall at high on dev60's first 7 banks (one pair a forward pass, a loaded 2-core machine;
+    # p50 / p95 s; nDCG@10 learned / fused; session all@5 and turn all@10 1.000 in each):
+    # 1,000 chars 2.7 / 5.2, 0.8551 / 0.8833; 700 2.0 / 3.0, 0.8541 / 0.8826; 500 1.1 / 2.9,
+    # 0.8548 / 0.8815 (`benchmarks/rerank_cost.py`). The cross-encoder alone on each dev60
+    # question's evidence beside its 12 BM25 best turns (59 questions, 9 with an evidence turn
+    # over 500 chars), MRR / all@5 / all@5 of those 9: 1,000 0.724 / 0.763 / 1.000, 700 0.729 /
+    # 0.780 / 1.000, 500 0.737 / 0.763 / 0.889 (`benchmarks/rerank_text.py`). LoCoMo, whose
+    # turns are short, was not re-measured.
+    rerank_text_chars: int = Field(700, gt=0)
     # A question about the present (no past cue, no time window): among the memories whose
     # cross-encoder score is at least the floor (it judges they answer) and within the margin
     # of each other, the newest first (margin 0 turns it off). LongMemEval dev60 knowledge-update

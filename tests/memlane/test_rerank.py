@@ -73,6 +73,20 @@ def test_candidate_text_carries_date_and_speaker_and_is_bounded():
     assert candidate_text(said, 300) == "05 March 2024 user: I bought Stubb's sauce."
 
 
+def test_a_pairs_cross_encoder_score_does_not_depend_on_the_others_in_the_call(cross_encoder):
+    # The int8 model quantizes a pass's activations together: in one padded pass of 16 the
+    # answer's score moved by 7e-4 with its neighbours (measured). One pair a pass: none.
+    query = "How long have I had my cat, Luna?"
+    passages = [
+        "user: I got my cat Luna nine months ago.",
+        "assistant: " + " ".join(f"Tip {i}: drink some water before the trip." for i in range(20)),
+        "assistant: Here are some tips for your trip to Lisbon.",
+    ]
+    alone = [cross_encoder.rerank(query, [p], [0])[0] for p in passages]
+    assert cross_encoder.rerank(query, passages, [0, 1, 2]) == pytest.approx(alone, abs=1e-6)
+    assert alone[0] > alone[2]
+
+
 def test_newest_among_near_ties_goes_first_and_the_older_is_kept_as_earlier():
     t = {"old": 1.0, "new": 2.0, "far": 3.0}
     fields = {c: {"mentioned_at": v * 86400} for c, v in t.items()}
