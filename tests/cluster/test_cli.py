@@ -89,11 +89,22 @@ def test_recall_trace_shows_each_memorys_ranks_and_scores_by_scale(run, tmp_path
     assert lines[1].strip().startswith("channels: ") and "fused #" in lines[1]
     cross = lines[1].split("cross-encoder ")[1].split(";")[0]
     assert 0.5 < float(cross.split()[0]) < 1.0 and cross.endswith("(#1)")  # read, and ranked first
-    # a bank this small has fewer candidates than any question the shipped ranker was trained
-    # on: the fused order and the cross-encoder's join rank, and the line says no learned rank
-    assert "learned #" not in lines[1]
+    # three candidates: the learned ranker orders them (from 3, memlane/recall/learned.py)
+    # and the line names its rank
+    assert "learned #1" in lines[1]
     final = float(lines[1].split("final ")[1].split()[0])
     assert f"{final:.3f}" == lines[0].split()[0]  # the score the memory is printed with
+
+
+def test_recall_trace_of_a_two_memory_bank_has_no_learned_rank(run, tmp_path):
+    """Under three candidates the fused order ranks (the mid model put a two-memory bank's
+    second memory first): the trace line names no learned rank."""
+    run("retain", "--bank", "ana", str(write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS[:2])))
+    r = run("recall", "--bank", "ana", "What is the name of the beagle Ana adopted?", "--trace")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "Pixel" in lines[0] and "fused #" in lines[1]
+    assert "learned #" not in lines[1]
 
 
 def test_recall_trace_shows_the_learned_rank_on_a_bank_big_enough(run, tmp_path):
