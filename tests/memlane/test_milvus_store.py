@@ -705,12 +705,45 @@ def test_deferred_flushes_flush_each_written_collection_once_at_the_end(store):
             assert flushes == []  # nothing flushed inside the block
             # unflushed rows are read (Strong consistency): only searches get slower
             assert store.count_units("ana") == 4
-        assert len(flushes) == 2  # units and chunks, once each
+        # the units once (searched); the chunks, which no search reads, wait for more writes
+        assert len(flushes) == 1
         flushes.clear()
         store.upsert_units("ana", [unit("ana", "u9")])  # outside a block: flushed at once
         assert len(flushes) == 1
     finally:
         remove_observer(observe)
+
+
+def test_a_collection_no_search_reads_is_flushed_once_every_so_many_writes(store):
+    from memlane.stores.milvus.collections import UNSEARCHED_FLUSH_WRITES as N
+    from memlane.stores.milvus.observe import add_observer, remove_observer
+
+    flushes: list[int] = []
+
+    def observe(operation: str, seconds: float, ok: bool, rows: int) -> None:
+        if operation == "flush" and threading.current_thread() is me:
+            flushes.append(1)
+
+    lite_only(store)
+    me = threading.current_thread()
+    store.upsert_chunks("ana", [chunk("ana", "c0")])  # the bank's collections exist first
+    add_observer(observe)
+    try:
+        for i in range(2 * N):
+            store.upsert_chunks("ana", [chunk("ana", f"c{i + 1}")])
+        assert len(flushes) == 2  # 2N writes: one flush per N, wherever the count began
+        store.delete_chunks("ana", ["c1"])  # a deletion counts as a write too
+        for i in range(N - 1):
+            again = chunk("ana", f"c{i + 1}").model_copy(update={"text": f"again {i}"})
+            store.upsert_chunks("ana", [again])
+        assert len(flushes) == 3
+    finally:
+        remove_observer(observe)
+    # every row reads back, flushed or not, the deleted one written again included
+    got = {c.chunk_id: c.text for c in store.document_chunks("ana", "doc1")}
+    assert len(got) == 2 * N + 1
+    assert got["c1"] == "again 0" and got[f"c{N - 1}"] == f"again {N - 2}"
+    assert got[f"c{N}"] == f"raw text of c{N}"
 
 
 def test_the_client_does_not_ping_an_idle_lite_server(tmp_path):

@@ -48,8 +48,10 @@ Other facts verified here (and relied on below):
 * Rows still in Lite's memtable are searched by rebuilding a brute-force index per query:
   13k unflushed rows cost 0.4-1.2 s per dense or BM25 search against 18 ms / 11 ms once
   flushed, and flushing a 20-row batch costs 8-11 ms. So on Milvus Lite every write call ends
-  with a flush of the collections it touched (``flush_writes``); never on a server, where
-  flushes are rate-limited and segments seal by themselves.
+  with a flush of the units collection it touched (``flush_writes``), and of the collections no
+  search reads (chunks, entities, tree, revisions) once every few dozen writes
+  (``UNSEARCHED_FLUSH_WRITES`` in ``collections``); never on a server, where flushes are
+  rate-limited and segments seal by themselves.
 * ``ARRAY<VARCHAR>`` with ``array_contains_any`` / ``array_contains_all``, JSON fields,
   nullable VARCHAR with ``is null``, and ``count(*)`` (exact after upserts and deletes) work.
   Filter strings are escaped (``\\``, ``"``, ``\\n``, ``\\r``, ``\\t``: the escapes both Lite's

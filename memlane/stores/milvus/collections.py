@@ -39,6 +39,17 @@ log = logging.getLogger(__name__)
 MAX_TOPK = 16_384  # Milvus search topk / query result window
 WRITE_BATCH = 1000  # rows per upsert RPC (the benchmark's batch size)
 ID_BATCH = 1000  # ids per "id in [...]" expression
+# Collections no search reads (only queries and point lookups: Lite's slow memtable path is its
+# searches'): on Milvus Lite they are flushed after this many writes left rows in their
+# memtable, not after each. Rows are durable unflushed (Lite's write-ahead log), and a few
+# dozen write batches in a memtable cost its queries nothing measurable. Each Lite flush writes
+# a segment and queues its compaction, most of the Lite server's CPU in a retain: of a
+# peer-workload request's 4 flushes (units, chunks, entities, the revision) these were 3;
+# flushing the units alone took the Lite server from 79-93 to 53-65 ms of CPU a request and
+# the flush stage from 44-170 to 13-53 ms (benchmarks/retain_cost.py, 4 alternated pairs,
+# loaded 2-core machine, Dec 2026).
+UNSEARCHED = frozenset({"chunks", "entities", "tree", "revisions"})
+UNSEARCHED_FLUSH_WRITES = 32
 R = TypeVar("R")
 D = TypeVar("D")  # the default may differ in type from fn's result (``[]`` for a list of rows)
 
@@ -73,6 +84,8 @@ class Collections:
         self._write_lock = threading.RLock()
         self._deferred = threading.local()  # .names: collections to flush when the block ends
         self._ready: set[str] = set()  # collections known to exist and loaded in this process
+        self._kinds: dict[str, str] = {}  # collection name -> its kind, once loaded here
+        self._unflushed: dict[str, int] = {}  # unsearched collection -> writes since its flush
         self._closed = False
         self._banks = f"{prefix}_banks"
         self._revisions = f"{prefix}_revisions"
@@ -200,6 +213,7 @@ class Collections:
                             f"collection {name} holds {have}-d embeddings but the "
                             f"store was opened with dim={self.dim}"
                         )
+        self._kinds[name] = kind
         self._ready.add(name)
 
     def _open(self, name: str, kind: str) -> bool:
@@ -242,8 +256,20 @@ class Collections:
         if pending is not None:
             pending.update(dict.fromkeys(names))
             return
-        for name in dict.fromkeys(names):
-            self.client.flush(name)
+        with self._write_lock:
+            for name in dict.fromkeys(names):
+                if self._flush_due(name):
+                    self.client.flush(name)
+
+    def _flush_due(self, name: str) -> bool:
+        """Whether a write that left rows in ``name`` flushes it now: always a searched
+        collection, an unsearched one every :data:`UNSEARCHED_FLUSH_WRITES` writes (see
+        there). Called with the write lock held."""
+        if self._kinds.get(name) not in UNSEARCHED:
+            return True
+        writes = self._unflushed.get(name, 0) + 1
+        self._unflushed[name] = 0 if writes >= UNSEARCHED_FLUSH_WRITES else writes
+        return writes >= UNSEARCHED_FLUSH_WRITES
 
     def _upsert_rows(self, name: str, rows: list[dict[str, Any]], flush: bool = True) -> None:
         if not rows:

@@ -19,7 +19,8 @@ class MilvusStore(Search, UnitRecords, TreeRecords):
     default); banks, revisions and operations are global collections in both. Thread-safe: reads run concurrently, writes are serialised.
 
     ``flush_writes`` (default: True on Milvus Lite, False on a server) flushes the collections a
-    write call touched before it returns, which keeps Lite searches off its slow memtable path.
+    write call touched before it returns (those no search reads every few dozen writes), which
+    keeps Lite searches off its slow memtable path.
     """
 
     def __enter__(self) -> MilvusStore:
