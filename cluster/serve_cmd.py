@@ -95,4 +95,8 @@ def serve_command(
         typer.echo(f"memlane is serving on {state['url']} (API docs: {state['url']}/docs)")
         if state.get("dashboard_url"):
             typer.echo(f"Ray dashboard: {state['dashboard_url']} (token in ~/.ray/auth_token)")
+        if state.get("metrics_export_port"):
+            # what infra/prometheus/ scrapes (docs/operations.md): the service's own /metrics on
+            # the one-process runtime, Ray's metrics agent under --runtime ray
+            typer.echo(f"metrics (Prometheus): http://127.0.0.1:{state['metrics_export_port']}/metrics")
         typer.echo("stop it with: memlane serve --stop" + (f" --data-dir {root}" if data_dir else ""))
