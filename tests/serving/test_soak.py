@@ -1,6 +1,6 @@
 """The soak (benchmarks/soak.py): a bounded mixed workload (retain, recall, delete-document,
 reflect with the fake LLM, listing) through a live ``memlane serve`` for MEMLANE_SOAK_MINUTES
-(10 by default; .ci/run runs 5), then: no errors, every process's memory growth after
+(10 by default; .ci/run runs 3), then: no errors, every process's memory growth after
 warm-up bounded, ``memlane doctor --all`` clean. The figures go to test-artifacts/soak.json
 and soak.txt (the README's reliability table quotes them)."""
 
