@@ -53,6 +53,20 @@ class Footprint:
             todo.extend(children.get(pid, []))
         return out
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the process tree has used so far: a phase's difference
+        is its CPU cost, which other load on the machine moves far less than its wall time."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for pid in self._tree():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+            except (OSError, ValueError, IndexError):
+                continue  # exited meanwhile
+        return total / tick
+
     @staticmethod
     def _sample(pid: int) -> tuple[str, int, int] | None:
         try:

@@ -13,7 +13,9 @@ trivial Serve endpoint at the same concurrency (the floor Serve itself sets; Ray
 only). The footprint is the PSS (proportional set size: shared pages divided among the
 processes that map them) summed over every process of the service (the supervisor and its
 descendants: Ray's, Serve's, the Milvus Lite server), sampled every 0.5 s; its peak and what
-each process held then. ``--runtime``: the service's runtime (``memlane serve --runtime``:
+each process held then. Each phase also reports the service's CPU per request (or per turn
+retained): the user and system time of that process tree over the phase, which the client's
+and other load move far less than the rates. ``--runtime``: the service's runtime (``memlane serve --runtime``:
 ``ray``, the default here, or ``process``), or ``both``, one after the other on the same
 workload, with a table of the two beside each other.
 
@@ -39,7 +41,7 @@ import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -120,8 +122,15 @@ def _summary(latencies: list[float], errors: int, wall: float) -> dict[str, Any]
 
 
 async def _workload(
-    url: str, conversations: list[dict], recalls: int, concurrency: int, trivial_app: bool = True
+    url: str,
+    conversations: list[dict],
+    recalls: int,
+    concurrency: int,
+    trivial_app: bool = True,
+    cpu_s: Callable[[], float] = lambda: 0.0,
 ) -> dict[str, Any]:
+    """The workload; ``cpu_s()``: the service's CPU seconds so far (each phase reports its
+    CPU per request: the service's own cost, which this client's and other load moves little)."""
     import httpx
 
     out: dict[str, Any] = {}
@@ -133,7 +142,7 @@ async def _workload(
         bodies = [b for c in conversations for b in sessions(c)]
         turns = sum(len(b["items"]) for b in bodies)
         errors, per = 0, []
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s()
         for body in bodies:
             s = time.perf_counter()
             r = await http.post(f"/v1/banks/{BANK}/memories", json=body)
@@ -148,6 +157,7 @@ async def _workload(
             "req_p50_s": round(_pct(per, 0.5), 3),
             "req_p95_s": round(_pct(per, 0.95), 3),
             "errors": errors,
+            "cpu_ms_per_turn": round((cpu_s() - c0) * 1000 / turns, 1),
         }
         _say(f"retain: {json.dumps(out['retain'])}")
 
@@ -172,7 +182,7 @@ async def _workload(
         for q in qs[:5]:
             await call(recall_path, body(q))
         lat, errs, found, nodes = [], 0, [], []
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s()
         for q in qs:
             dt, ok, n, k = await call(recall_path, body(q))
             lat.append(dt)
@@ -180,6 +190,7 @@ async def _workload(
             found.append(n)
             nodes.append(k)
         out["recall_seq"] = _summary(lat, errs, time.perf_counter() - t0)
+        out["recall_seq"]["cpu_ms_per_request"] = round((cpu_s() - c0) * 1000 / len(qs), 1)
         out["recall_seq"]["mean_memories"] = round(statistics.mean(found), 1)
         # the temporal tree's nodes share the answer's token budget with the memories
         out["recall_seq"]["mean_tree_nodes"] = round(statistics.mean(nodes), 1)
@@ -192,10 +203,12 @@ async def _workload(
                 async with sem:
                     return await call(path, b)
 
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_s()
             res = await asyncio.gather(*(guarded(b) for b in bodies))
             wall = time.perf_counter() - t0
-            return _summary([r[0] for r in res if r[1]], sum(not r[1] for r in res), wall)
+            summary = _summary([r[0] for r in res if r[1]], sum(not r[1] for r in res), wall)
+            summary["cpu_ms_per_request"] = round((cpu_s() - c0) * 1000 / len(bodies), 1)
+            return summary
 
         out[f"recall_c{concurrency}"] = await at_concurrency(recall_path, [body(q) for q in qs])
         _say(f"recall {concurrency} at a time: {json.dumps(out[f'recall_c{concurrency}'])}")
@@ -250,7 +263,9 @@ def run(
 
                 run_it = workload(state["url"] + "/hindsight", convs, questions(convs, recalls), concurrency)
             else:
-                run_it = _workload(state["url"], convs, recalls, concurrency, runtime == "ray")
+                run_it = _workload(
+                    state["url"], convs, recalls, concurrency, runtime == "ray", cpu_s=footprint.cpu_s
+                )
             report.update(asyncio.run(run_it))
         fp = footprint.report()
         # The trivial app is the benchmark's, not the service's: its replica is left out.
