@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from memlane.interfaces import UnitFilter
-from memlane.records import TAG_MODES, FactType, Link, MemoryUnit, OpinionChange
+from memlane.records import TAG_MODES, FactType, MemoryUnit
 from memlane.stored_fields import (
     CANDIDATE_FIELDS,
     FACT_CODES,
@@ -361,10 +361,12 @@ def unit_from_fields(bank_id: str, id: str, fields: Mapping[str, Any]) -> Memory
     for key in TIME_FIELDS:
         if key in data:
             data[key] = to_dt(data[key])
+    # Links and opinion changes are validated with the unit, in one call: one model_validate a
+    # link took 66 us a unit of 30 links, against 21 us (timeit), and recall builds ~70 units.
     if "links" in data:
-        data["links"] = [Link.model_validate(json_value(x)) for x in json_value(data["links"])]
+        data["links"] = [x if isinstance(x, dict) else json_value(x) for x in json_value(data["links"])]
     if "history" in data:
-        data["history"] = [OpinionChange.model_validate(json_value(x)) for x in json_value(data["history"])]
+        data["history"] = [x if isinstance(x, dict) else json_value(x) for x in json_value(data["history"])]
     if "metadata" in data:
         data["metadata"] = json_value(data["metadata"]) or {}
     data["id"], data["bank_id"] = id, bank_id

@@ -76,12 +76,14 @@ def _ingress(request: Request) -> ServiceHost:
 _bearer = HTTPBearer(auto_error=False, description="an API key of MEMLANE_SERVE__API_KEYS")
 
 
-def principal(request: Request, _: Any = Security(_bearer)) -> Principal:
+# Both dependencies are async: they only read memory, and a sync one runs in a worker thread,
+# two thread hops a request (0.56 -> 0.36 ms a request of a trivial route, in-process client).
+async def principal(request: Request, _: Any = Security(_bearer)) -> Principal:
     ingress = _ingress(request)
     return admit(ingress.auth, ingress.limiter, request.headers.get("authorization"))
 
 
-def bank_access(bank_id: str = BankId, who: Principal = Depends(principal)) -> str:
+async def bank_access(bank_id: str = BankId, who: Principal = Depends(principal)) -> str:
     who.check(bank_id)
     return bank_id
 

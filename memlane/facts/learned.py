@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from memlane.facts.cues import CUES, sentence_cues, sentences
+from memlane.facts.cues import CUES, sentence_rows
 from memlane.facts.families import FAMILIES, family_of
 from memlane.facts.patterns import find_facts
 from memlane.facts.slot_weights import SlotWeights, sigmoid, strip_speaker
@@ -108,8 +108,7 @@ def candidate_features(
 ) -> np.ndarray:
     """(len(cands), len(FEATURES)) for the candidates of one turn (``text`` without the
     speaker); ``topic`` the turn's topic probabilities (FAMILIES order), ``gate`` its gate."""
-    sents = sentences(text)
-    cues = [sentence_cues(s) for _, s in sents]
+    sents, cues = sentence_rows(text)
     per_family: dict[str, list[Candidate]] = {}
     for c in cands:
         per_family.setdefault(c.family, []).append(c)
@@ -133,7 +132,7 @@ def candidate_features(
                 _logit(t),
                 _logit(gate),
                 _logit(t * gate),
-                *(cues[k] if cues else np.zeros(len(CUES))),
+                *(cues[k] if len(cues) else np.zeros(len(CUES))),
                 float(OTHERS_RE.search(before) is not None),
                 *(float(c.source == s) for s in SOURCES),
                 float(_PREV_AT.search(before) is not None),

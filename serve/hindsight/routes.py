@@ -35,19 +35,20 @@ def _ingress() -> Any:
     return current()
 
 
-def caller(request: Request) -> Principal:
-    """The key's principal, checked and rate-limited as on ``/v1``."""
+async def caller(request: Request) -> Principal:
+    """The key's principal, checked and rate-limited as on ``/v1`` (async, as there: no worker
+    thread for what only reads memory)."""
     ingress = _ingress()
     return admit(ingress.auth, ingress.limiter, request.headers.get("authorization"))
 
 
-def bank_access(bank_id: str, who: Principal = Depends(caller)) -> str:
+async def bank_access(bank_id: str, who: Principal = Depends(caller)) -> str:
     """Hindsight's bank id of the path, once the key may use its Memlane bank."""
     who.check(memlane_bank(bank_id))
     return bank_id
 
 
-def surface() -> Surface:
+async def surface() -> Surface:
     return Surface(IngressBackend(_ingress()))
 
 
