@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from cluster.cli import app
 from cluster.local import free_port
 from tests.cluster.test_cli import ROWS
+from tests.conftest import _purge_prefix, server_prefix
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +30,15 @@ def _needs_the_extra():
         if os.environ.get("MEMLANE_REQUIRE_MILVUS_SERVER") == "1":
             pytest.fail("MEMLANE_REQUIRE_MILVUS_SERVER=1 but the milvus package is not installed")
         pytest.skip("the milvus package is not installed (pip install -e '.[milvus-server]')")
+
+
+@pytest.fixture
+def shared(milvus_server_uri):
+    """The session server's prefix of the modules with engines on 384-dim models (a fresh
+    prefix costs ~18 s of collection loads: tests/conftest.py), emptied after the test."""
+    prefix = server_prefix("engine-384")
+    yield prefix
+    _purge_prefix(milvus_server_uri, prefix)
 
 
 @pytest.fixture
@@ -138,39 +148,31 @@ def test_serve_refuses_a_server_uri_that_does_not_answer_before_starting_anythin
 
 
 @pytest.mark.slow
-def test_the_service_runs_on_the_server_it_is_pointed_at(milvus_server_uri, tmp_path):
+def test_the_service_runs_on_the_server_it_is_pointed_at(milvus_server_uri, shared, tmp_path):
     """`memlane serve` with MEMLANE_STORE__MILVUS_URI: no Milvus Lite of its own; what it
     retains lands in the server (read back there by a store of this process) and recalls."""
     import httpx
     from live import live_service
-    from pymilvus import MilvusClient
 
     from memlane.settings import Settings
     from memlane.stores.milvus import MilvusStore
 
-    env = {"MEMLANE_STORE__MILVUS_URI": milvus_server_uri, "MEMLANE_STORE__COLLECTION_PREFIX": "svc"}
-    try:
-        with live_service(tmp_path, env=env) as state:
-            assert state["milvus_uri"] == milvus_server_uri
-            with httpx.Client(base_url=state["url"], timeout=120) as http:
-                assert http.put("/v1/banks/ada", json={"name": ""}).status_code == 201
-                item = {"content": "Ada keeps her bike in the shed by the river", "speaker": "Ada"}
-                assert http.post("/v1/banks/ada/memories", json={"items": [item]}).status_code == 200
-                found = http.post("/v1/banks/ada/recall", json={"query": "Where is the bike kept?"})
-                assert found.status_code == 200 and "shed by the river" in found.text
-            assert not list((tmp_path / "data").glob("**/*.db")), "the service opened a Milvus Lite"
-        settings = Settings(
-            data_dir=tmp_path / "reader", store={"milvus_uri": milvus_server_uri, "collection_prefix": "svc"}
-        )
-        with MilvusStore(settings, dim=settings.models.embedding_dim) as store:
-            texts = [u.text for batch in store.iter_units("ada") for u in batch]
-        assert any("shed by the river" in t for t in texts), texts
-    finally:
-        client = MilvusClient(uri=milvus_server_uri)
-        for name in client.list_collections():
-            if name.startswith("svc"):
-                client.drop_collection(name)
-        client.close()
+    env = {"MEMLANE_STORE__MILVUS_URI": milvus_server_uri, "MEMLANE_STORE__COLLECTION_PREFIX": shared}
+    with live_service(tmp_path, env=env) as state:
+        assert state["milvus_uri"] == milvus_server_uri
+        with httpx.Client(base_url=state["url"], timeout=120) as http:
+            assert http.put("/v1/banks/ada", json={"name": ""}).status_code == 201
+            item = {"content": "Ada keeps her bike in the shed by the river", "speaker": "Ada"}
+            assert http.post("/v1/banks/ada/memories", json={"items": [item]}).status_code == 200
+            found = http.post("/v1/banks/ada/recall", json={"query": "Where is the bike kept?"})
+            assert found.status_code == 200 and "shed by the river" in found.text
+        assert not list((tmp_path / "data").glob("**/*.db")), "the service opened a Milvus Lite"
+    settings = Settings(
+        data_dir=tmp_path / "reader", store={"milvus_uri": milvus_server_uri, "collection_prefix": shared}
+    )
+    with MilvusStore(settings, dim=settings.models.embedding_dim) as store:
+        texts = [u.text for batch in store.iter_units("ada") for u in batch]
+    assert any("shed by the river" in t for t in texts), texts
 
 
 def test_a_feature_the_server_is_too_old_for_and_a_contradicting_layout(run, tmp_path, milvus_server_uri):
@@ -217,7 +219,7 @@ def test_the_rest_api_names_an_unavailable_store():
 
 
 def test_a_cold_bank_on_milvus_2_3_is_answered_without_the_lexical_channel(
-    backend_settings, milvus_server_uri, embedder, extractor
+    backend_settings, milvus_server_uri, shared, embedder, extractor
 ):
     """The store answers a bank this process does not hold (recall.cold_bank=store); Milvus 2.3
     has no BM25, so that answer names the lexical channel as missing, and the warm answer after
@@ -225,7 +227,7 @@ def test_a_cold_bank_on_milvus_2_3_is_answered_without_the_lexical_channel(
     from memlane.engine import Memory
 
     settings = backend_settings(
-        store={"milvus_uri": milvus_server_uri, "collection_prefix": "cold_23"}, recall={"cold_bank": "store"}
+        store={"milvus_uri": milvus_server_uri, "collection_prefix": shared}, recall={"cold_bank": "store"}
     )
     turns = [
         {"content": r["text"], **{k: r[k] for k in ("speaker", "timestamp", "session_id")}} for r in ROWS
@@ -242,71 +244,55 @@ def test_a_cold_bank_on_milvus_2_3_is_answered_without_the_lexical_channel(
         assert "Pixel" in warm.memories[0].unit.text
 
 
-def test_the_jobs_and_export_reach_the_server_the_settings_name(run, tmp_path, milvus_server_uri):
+def test_the_jobs_and_export_reach_the_server_the_settings_name(run, tmp_path, milvus_server_uri, shared):
     """With MEMLANE_STORE__MILVUS_URI set, the backfill (and its consolidation), `export`,
     `doctor` and `status` all use that server, agree on what it holds, and open no Milvus Lite."""
-    from pymilvus import MilvusClient
-
     sample = Path(__file__).resolve().parents[2] / "samples" / "conversations.jsonl"
     rows = [json.loads(line) for line in sample.read_text().splitlines()]
     corpus = tmp_path / "priya.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows if r["bank_id"] == "priya"))
     env = {
         "MEMLANE_STORE__MILVUS_URI": milvus_server_uri,
-        "MEMLANE_STORE__COLLECTION_PREFIX": "jobs",
+        "MEMLANE_STORE__COLLECTION_PREFIX": shared,
         "MEMLANE_DATA_DIR": str(tmp_path / "data"),
     }
-    try:
-        done = run("backfill", str(corpus), "--consolidate", "--json", env=env)
-        assert done.exit_code == 0, done.output
-        summary = json.loads(done.stdout.strip().splitlines()[-1])
-        assert summary["banks"] == 1 and summary["memories"] > 0
-        exported = run("export", "--bank", "priya", env=env)
-        assert exported.exit_code == 0, exported.output
-        header = json.loads(exported.stdout.splitlines()[0])
-        assert header["counts"]["units"] == summary["memories"] and header["counts"]["tree_nodes"] > 0
-        doctor = json.loads(run("doctor", "--bank", "priya", "--json", env=env).stdout)
-        assert doctor["ok"] is True
-        status = json.loads(run("status", "--json", env=env).stdout)
-        assert [b["bank_id"] for b in status["banks"]["banks"]] == ["priya"]
-        assert not list((tmp_path / "data").glob("**/*.db")), "a command opened a Milvus Lite"
-    finally:
-        client = MilvusClient(uri=milvus_server_uri)
-        for name in client.list_collections():
-            if name.startswith("jobs"):
-                client.drop_collection(name)
-        client.close()
+    done = run("backfill", str(corpus), "--consolidate", "--json", env=env)
+    assert done.exit_code == 0, done.output
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["banks"] == 1 and summary["memories"] > 0
+    exported = run("export", "--bank", "priya", env=env)
+    assert exported.exit_code == 0, exported.output
+    header = json.loads(exported.stdout.splitlines()[0])
+    assert header["counts"]["units"] == summary["memories"] and header["counts"]["tree_nodes"] > 0
+    doctor = json.loads(run("doctor", "--bank", "priya", "--json", env=env).stdout)
+    assert doctor["ok"] is True
+    status = json.loads(run("status", "--json", env=env).stdout)
+    assert [b["bank_id"] for b in status["banks"]["banks"]] == ["priya"]
+    assert not list((tmp_path / "data").glob("**/*.db")), "a command opened a Milvus Lite"
 
 
-def test_a_small_consolidate_runs_in_process_on_the_milvus_uri_given(run, tmp_path, milvus_server_uri):
+def test_a_small_consolidate_runs_in_process_on_the_milvus_uri_given(
+    run, tmp_path, milvus_server_uri, shared
+):
     """`--milvus-uri` alone (no MEMLANE_STORE__MILVUS_URI): the in-process job opens that server,
     not the empty data directory."""
-    from pymilvus import MilvusClient
-
-    env = {"MEMLANE_STORE__MILVUS_URI": milvus_server_uri, "MEMLANE_STORE__COLLECTION_PREFIX": "uri_given"}
+    env = {"MEMLANE_STORE__MILVUS_URI": milvus_server_uri, "MEMLANE_STORE__COLLECTION_PREFIX": shared}
     sample = write_jsonl_fixture(tmp_path / "chat.jsonl", ROWS)
     data = str(tmp_path / "elsewhere")
-    try:
-        assert run("retain", str(sample), "--bank", "ana", "--data-dir", data, env=env).exit_code == 0
-        only_prefix = {"MEMLANE_STORE__COLLECTION_PREFIX": "uri_given", "MEMLANE_STORE__MILVUS_URI": ""}
-        r = run(
-            "consolidate",
-            "--bank",
-            "ana",
-            "--milvus-uri",
-            milvus_server_uri,
-            "--json",
-            "--data-dir",
-            data,
-            env=only_prefix,
-        )
-        assert r.exit_code == 0, r.stderr
-        summary = json.loads(r.stdout.strip().splitlines()[-1])
-        assert summary["workers"] == 1 and summary["banks"] == 1 and summary["leaves"] == len(ROWS)
-        assert not (tmp_path / "elsewhere" / "milvus.db").exists()
-    finally:
-        client = MilvusClient(uri=milvus_server_uri)
-        for name in client.list_collections():
-            if name.startswith("uri_given"):
-                client.drop_collection(name)
-        client.close()
+    assert run("retain", str(sample), "--bank", "ana", "--data-dir", data, env=env).exit_code == 0
+    only_prefix = {"MEMLANE_STORE__COLLECTION_PREFIX": shared, "MEMLANE_STORE__MILVUS_URI": ""}
+    r = run(
+        "consolidate",
+        "--bank",
+        "ana",
+        "--milvus-uri",
+        milvus_server_uri,
+        "--json",
+        "--data-dir",
+        data,
+        env=only_prefix,
+    )
+    assert r.exit_code == 0, r.stderr
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["workers"] == 1 and summary["banks"] == 1 and summary["leaves"] == len(ROWS)
+    assert not (tmp_path / "elsewhere" / "milvus.db").exists()

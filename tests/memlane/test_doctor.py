@@ -12,6 +12,9 @@ import pytest
 from memlane.errors import BankNotFound
 from memlane.records import Chunk, Entity, FactType, Link, LinkType, MemoryUnit
 
+# the server prefix it shares with the other modules of engines on 384-dim models (tests/conftest.py)
+SERVER_COLLECTIONS = "engine-384"
+
 ITEMS = [
     {"content": "Ana adopted a beagle called Pixel in Porto.", "speaker": "Ana", "session_id": "s1"},
     {"content": "Ben visited Ana in Porto in March.", "speaker": "Ben", "session_id": "s1"},

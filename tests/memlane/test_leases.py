@@ -11,6 +11,9 @@ import pytest
 
 from memlane.leases import BankLeases, LeaseTimeout
 
+# the server prefix it shares with the other modules of 8-dim stores (tests/conftest.py)
+SERVER_COLLECTIONS = "dim-8"
+
 
 @pytest.fixture
 def settings(backend_settings, backend):

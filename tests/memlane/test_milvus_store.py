@@ -33,6 +33,8 @@ from memlane.settings import Settings
 from memlane.stores.milvus import MilvusStore, collection_names, escape_string, filter_expr, unit_from_fields
 
 DIM = 8
+# the server prefix it shares with the other modules of 8-dim stores (tests/conftest.py)
+SERVER_COLLECTIONS = "dim-8"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 

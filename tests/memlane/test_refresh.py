@@ -14,6 +14,9 @@ from memlane import revlog
 from memlane.engine import Memory
 from memlane.records import FactType, Link, LinkType, MemoryUnit, now_utc
 
+# the server prefix it shares with the other modules of engines on 384-dim models (tests/conftest.py)
+SERVER_COLLECTIONS = "engine-384"
+
 QUERIES = ["Mochi the cat", "kayak on the lake", "garden mouse", "Lisbon trip in May", "violin"]
 
 

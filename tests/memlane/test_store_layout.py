@@ -15,6 +15,9 @@ from memlane.stores.milvus.layout import MARKER_ID
 from memlane.stores.milvus.migrate import bank_counts, migrate_layout
 from tests.memlane.test_milvus_store import DIM, chunk, day, unit, vec
 
+# the server prefix it shares with the other modules of 8-dim stores (tests/conftest.py)
+SERVER_COLLECTIONS = "dim-8"
+
 
 def _settings(tmp_path, layout: str = "auto") -> Settings:
     return Settings(data_dir=tmp_path / "data", store={"layout": layout}, models={"embedding_dim": DIM})
