@@ -27,8 +27,11 @@ from memlane.units import (
     unit_fields,
     unit_from_fields,
 )
+from tests.conftest import _purge_prefix, server_prefix
 
 DIM = 8
+# the server prefix it shares with the other modules of 8-dim stores (tests/conftest.py)
+SERVER_COLLECTIONS = "dim-8"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
@@ -181,7 +184,7 @@ def milvus(request, tmp_path_factory):
     if request.param == "server":
         store_settings = {
             "milvus_uri": request.getfixturevalue("milvus_server_uri"),
-            "collection_prefix": "units_table",
+            "collection_prefix": server_prefix(SERVER_COLLECTIONS),
         }
     settings = Settings(data_dir=tmp_path_factory.mktemp("units") / "data", store=store_settings)
     store = MilvusStore(settings, dim=DIM)
@@ -191,6 +194,8 @@ def milvus(request, tmp_path_factory):
     for bank in ("f", "t"):
         store.delete_bank(bank)
     store.close()
+    if request.param == "server":
+        _purge_prefix(store_settings["milvus_uri"], store_settings["collection_prefix"])
 
 
 def interval_bank() -> list[MemoryUnit]:
