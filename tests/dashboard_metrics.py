@@ -59,8 +59,13 @@ def grouping_labels(expr: str) -> set[str]:
 
 # Ray's agent drops a gauge no process refreshed within two export intervals (2 x 10 s by
 # default; actors/gauges.py). The live tests scrape this long after their workload, so a gauge
-# that is only set once, and would vanish from Prometheus, fails them.
-GAUGE_TTL_S = 25.0
+# that is only set once, and would vanish from Prometheus, fails them. Their Ray exports every
+# 5 s (RAY_ENV, in every Ray process through the environment): a 10 s TTL, still 3 s more
+# than the longest gap between two exports of a gauge actors/gauges.py re-sets every 2 s, and
+# 12.5 s of waiting where the default interval took 25 s.
+REPORT_INTERVAL_MS = 5000
+RAY_ENV = {"RAY_metrics_report_interval_ms": str(REPORT_INTERVAL_MS)}
+GAUGE_TTL_S = 2.5 * REPORT_INTERVAL_MS / 1000
 
 
 def dashboard_files() -> list[Path]:

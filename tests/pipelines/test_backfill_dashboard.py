@@ -8,7 +8,16 @@ from __future__ import annotations
 import time
 
 import pytest
-from dashboard_metrics import GAUGE_TTL_S, GRAFANA, missing, queried, scrape, wait_for
+from dashboard_metrics import (
+    GAUGE_TTL_S,
+    GRAFANA,
+    RAY_ENV,
+    REPORT_INTERVAL_MS,
+    missing,
+    queried,
+    scrape,
+    wait_for,
+)
 from fixtures import write_jsonl_fixture
 
 pytestmark = pytest.mark.slow
@@ -25,11 +34,15 @@ def cluster(tmp_path_factory):
     server = MilvusLiteServer(tmp_path_factory.mktemp("milvus"))
     server.start()
     try:
-        ctx = start_local_ray(num_cpus=2)
-        try:
-            yield server.uri, ctx.address_info["metrics_export_port"]
-        finally:
-            ray.shutdown()
+        with pytest.MonkeyPatch.context() as env:
+            for key, value in RAY_ENV.items():
+                env.setenv(key, value)
+            ctx = start_local_ray(num_cpus=2)
+            try:
+                assert ray._config.metrics_report_interval_ms() == REPORT_INTERVAL_MS
+                yield server.uri, ctx.address_info["metrics_export_port"]
+            finally:
+                ray.shutdown()
     finally:
         server.stop()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from dashboard_metrics import GAUGE_TTL_S, GRAFANA, queried, scrape, wait_for
+from dashboard_metrics import GAUGE_TTL_S, GRAFANA, RAY_ENV, queried, scrape, wait_for
 from live import live_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def service(tmp_path_factory):
     # are Ray Serve's (the one-process runtime's metrics: tests/serving/test_process_metrics.py).
     with live_service(
         tmp_path_factory.mktemp("dashboards"),
-        env={"MEMLANE_RECALL__STATE_MAX_BANKS": str(BUDGET)},
+        env={"MEMLANE_RECALL__STATE_MAX_BANKS": str(BUDGET), **RAY_ENV},
         runtime="ray",
     ) as state:
         yield state
