@@ -8,12 +8,15 @@ as a failure, not as a silently skipped metric."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 GRAFANA = Path(__file__).resolve().parents[1] / "infra" / "grafana"
 
@@ -66,6 +69,17 @@ def grouping_labels(expr: str) -> set[str]:
 REPORT_INTERVAL_MS = 5000
 RAY_ENV = {"RAY_metrics_report_interval_ms": str(REPORT_INTERVAL_MS)}
 GAUGE_TTL_S = 2.5 * REPORT_INTERVAL_MS / 1000
+
+
+@contextlib.contextmanager
+def ray_env() -> Iterator[None]:
+    """RAY_ENV in this process's environment while a Ray started inside runs (its processes
+    inherit it); a test that waits for a metric to reach the node's endpoint waits one export
+    interval, 5 s instead of 10."""
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in RAY_ENV.items():
+            env.setenv(key, value)
+        yield
 
 
 def dashboard_files() -> list[Path]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from dashboard_metrics import ray_env
 from fixtures import write_jsonl_fixture, write_locomo_fixture
 from typer.testing import CliRunner
 
@@ -205,11 +206,12 @@ def cluster(tmp_path_factory):
     server = MilvusLiteServer(tmp_path_factory.mktemp("milvus"))
     server.start()
     try:
-        start_local_ray(num_cpus=2, include_dashboard=False)
-        try:
-            yield server
-        finally:
-            ray.shutdown()
+        with ray_env():  # test_metrics_reach_the_prometheus_endpoint waits one export interval
+            start_local_ray(num_cpus=2, include_dashboard=False)
+            try:
+                yield server
+            finally:
+                ray.shutdown()
     finally:
         server.stop()
 

@@ -11,10 +11,10 @@ import pytest
 from dashboard_metrics import (
     GAUGE_TTL_S,
     GRAFANA,
-    RAY_ENV,
     REPORT_INTERVAL_MS,
     missing,
     queried,
+    ray_env,
     scrape,
     wait_for,
 )
@@ -34,9 +34,7 @@ def cluster(tmp_path_factory):
     server = MilvusLiteServer(tmp_path_factory.mktemp("milvus"))
     server.start()
     try:
-        with pytest.MonkeyPatch.context() as env:
-            for key, value in RAY_ENV.items():
-                env.setenv(key, value)
+        with ray_env():
             ctx = start_local_ray(num_cpus=2)
             try:
                 assert ray._config.metrics_report_interval_ms() == REPORT_INTERVAL_MS
