@@ -53,19 +53,23 @@ class Footprint:
             todo.extend(children.get(pid, []))
         return out
 
-    def cpu_s(self) -> float:
-        """CPU seconds (user + system) the process tree has used so far: a phase's difference
-        is its CPU cost, which other load on the machine moves far less than its wall time."""
+    def cpu_s(self) -> dict[str, float]:
+        """CPU seconds (user + system) each process of the tree has used so far, by its command
+        line (80 characters): a phase's difference is its CPU cost, which other load on the
+        machine moves far less than its wall time."""
         tick = os.sysconf("SC_CLK_TCK")
-        total = 0
+        out: dict[str, float] = {}
         for pid in self._tree():
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    name = f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:80]
             except (OSError, ValueError, IndexError):
                 continue  # exited meanwhile
-        return total / tick
+            # utime, stime (stat fields 14 and 15)
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        return out
 
     @staticmethod
     def _sample(pid: int) -> tuple[str, int, int] | None:

@@ -127,10 +127,17 @@ async def _workload(
     recalls: int,
     concurrency: int,
     trivial_app: bool = True,
-    cpu_s: Callable[[], float] = lambda: 0.0,
+    cpu_s: Callable[[], dict[str, float]] = dict,
 ) -> dict[str, Any]:
-    """The workload; ``cpu_s()``: the service's CPU seconds so far (each phase reports its
-    CPU per request: the service's own cost, which this client's and other load moves little)."""
+    """The workload; ``cpu_s()``: the CPU seconds of each of the service's processes so far
+    (each phase reports its CPU per request, in all and by process: the service's own cost,
+    which this client's and other load moves little)."""
+
+    def cpu_ms(before: dict[str, float], count: int) -> dict[str, Any]:
+        now = cpu_s()
+        by = {name: (now[name] - before.get(name, 0.0)) * 1000 / count for name in now}
+        return {"all": round(sum(by.values()), 1), "by_process": {k: round(v, 1) for k, v in by.items()}}
+
     import httpx
 
     out: dict[str, Any] = {}
@@ -157,7 +164,7 @@ async def _workload(
             "req_p50_s": round(_pct(per, 0.5), 3),
             "req_p95_s": round(_pct(per, 0.95), 3),
             "errors": errors,
-            "cpu_ms_per_turn": round((cpu_s() - c0) * 1000 / turns, 1),
+            "cpu_ms_per_turn": cpu_ms(c0, turns),
         }
         _say(f"retain: {json.dumps(out['retain'])}")
 
@@ -190,7 +197,7 @@ async def _workload(
             found.append(n)
             nodes.append(k)
         out["recall_seq"] = _summary(lat, errs, time.perf_counter() - t0)
-        out["recall_seq"]["cpu_ms_per_request"] = round((cpu_s() - c0) * 1000 / len(qs), 1)
+        out["recall_seq"]["cpu_ms_per_request"] = cpu_ms(c0, len(qs))
         out["recall_seq"]["mean_memories"] = round(statistics.mean(found), 1)
         # the temporal tree's nodes share the answer's token budget with the memories
         out["recall_seq"]["mean_tree_nodes"] = round(statistics.mean(nodes), 1)
@@ -207,7 +214,7 @@ async def _workload(
             res = await asyncio.gather(*(guarded(b) for b in bodies))
             wall = time.perf_counter() - t0
             summary = _summary([r[0] for r in res if r[1]], sum(not r[1] for r in res), wall)
-            summary["cpu_ms_per_request"] = round((cpu_s() - c0) * 1000 / len(bodies), 1)
+            summary["cpu_ms_per_request"] = cpu_ms(c0, len(bodies))
             return summary
 
         out[f"recall_c{concurrency}"] = await at_concurrency(recall_path, [body(q) for q in qs])
