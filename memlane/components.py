@@ -307,7 +307,9 @@ class Components:
         if self._curated is None:
             from memlane.curated.service import CuratedService
 
-            self._curated = CuratedService(self.store, self.embedder, self.recall, self.consolidator)
+            self._curated = CuratedService(
+                self.store, self.embedder, self.recall, self.consolidator, writer=self.writer
+            )
         return self._curated
 
     @property

@@ -153,6 +153,12 @@ class BankWrite:
             if upserts:
                 self.store.upsert_tree_nodes(self.bank_id, upserts)
 
+    def curated(self) -> None:
+        """Record that the caller changed the bank's mental models (memlane/curated/): no state
+        derived here, but the revision moves, so that a process keeping them per revision (the
+        models recall returns) reads them again."""
+        self.changed = True
+
     def delete_chunks(self, ids: Sequence[str]) -> int:
         """Delete chunk records by id (not derived state; their units are the caller's to
         delete). Returns how many existed."""

@@ -10,7 +10,10 @@ the user's (lowercase slugs), so a PUT is idempotent.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Protocol, Sequence
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 from pydantic import ValidationError
@@ -23,6 +26,9 @@ from memlane.interfaces import Embedder, VectorStore
 from memlane.records import Directive, MentalModel, RecalledModel, RecallRequest, RecallResult, now_utc
 from memlane.tree.consolidators import Consolidator
 
+if TYPE_CHECKING:
+    from memlane.writes import BankWriter
+
 log = logging.getLogger(__name__)
 
 # Per bank: every model is compared with each recall's query and checked after each retain,
@@ -30,6 +36,10 @@ log = logging.getLogger(__name__)
 MAX_PER_BANK = 100
 # Internal fields of a model's record, never part of the MentalModel answered.
 _VECTOR, _SEEN = "_vector", "_seen"
+# Banks whose models recall keeps per revision (most have none: an empty list each). Reading
+# them was a query of the operations collection every recall: 1.1 ms of the service's CPU and
+# its Milvus Lite server's own, ~5% of a recall's (py-spy, the peer workload, Dec 2026).
+KEPT_BANKS = 256
 
 
 class CuratedStore(VectorStore, Protocol):
@@ -50,12 +60,30 @@ class CuratedService:
         embedder: Embedder,
         recall: Callable[..., RecallResult],
         consolidator: Callable[[], Consolidator],
+        writer: BankWriter | None = None,
     ) -> None:
-        """``recall`` is the engine's Memory.recall; ``consolidator()`` the settings' one."""
+        """``recall`` is the engine's Memory.recall; ``consolidator()`` the settings' one;
+        ``writer`` the engine's write path: a model written or deleted moves the bank's
+        revision, which recall keeps the models by (without it, recall reads them every time)."""
         self.store = store
         self.embedder = embedder
         self.recall = recall
         self.consolidator = consolidator
+        self.writer = writer
+        # bank -> (revision, its models' records and vectors), least recent first
+        self._kept: OrderedDict[str, tuple[str, list[dict[str, Any]], np.ndarray]] = OrderedDict()
+        self._kept_lock = threading.Lock()
+
+    @contextmanager
+    def _models_written(self, bank_id: str) -> Iterator[Callable[[], None]]:
+        """The block of a model write, as a write to the bank (memlane/writes.py: its lease
+        held, its revision bumped once at the end) when there is a writer; the block calls what
+        it yields when it changed a model, so that every process's recall reads them again."""
+        if self.writer is None:
+            yield lambda: None
+            return
+        with self.writer.write(bank_id) as w:
+            yield w.curated
 
     # mental models ----------------------------------------------------------------------
     def put_mental_model(self, bank_id: str, model_id: str, question: str) -> tuple[MentalModel, bool]:
@@ -86,7 +114,11 @@ class CuratedService:
     def delete_mental_model(self, bank_id: str, model_id: str) -> None:
         """Delete one model. Raises NotFound."""
         require_bank(self.store, bank_id)
-        if not self.store.delete_curated("model", bank_id, model_id):
+        with self._models_written(bank_id) as changed:
+            deleted = self.store.delete_curated("model", bank_id, model_id)
+            if deleted:
+                changed()
+        if not deleted:
             raise NotFound(f"mental model {model_id!r} is not in bank {bank_id!r}", "model_id")
 
     def refresh_mental_model(self, bank_id: str, model_id: str) -> MentalModel:
@@ -133,12 +165,14 @@ class CuratedService:
         if record.get("refreshed_at") and (current is None or current["question"] != question):
             # deleted or re-asked while this refresh ran: its answer is for nothing that exists
             return _model(current) if current else out
-        self.store.put_curated(
-            "model",
-            bank_id,
-            out.id,
-            {**out.model_dump(mode="json"), _VECTOR: [round(float(x), 6) for x in vector], _SEEN: seen},
-        )
+        with self._models_written(bank_id) as changed:
+            self.store.put_curated(
+                "model",
+                bank_id,
+                out.id,
+                {**out.model_dump(mode="json"), _VECTOR: [round(float(x), 6) for x in vector], _SEEN: seen},
+            )
+            changed()
         return out
 
     # after a write: refresh the models new facts touch -------------------------------------
@@ -163,14 +197,17 @@ class CuratedService:
         return done
 
     # recall: the models close to the query come first ------------------------------------
-    def with_mental_models(self, bank_id: str, req: RecallRequest, result: RecallResult) -> RecallResult:
+    def with_mental_models(
+        self, bank_id: str, req: RecallRequest, result: RecallResult, revision: str = ""
+    ) -> RecallResult:
         """Fill ``result.mental_models``: the bank's models whose question's cosine to the
-        query is at least MODEL_RECALL_COSINE, best first."""
-        records = [r for r in self.store.list_curated("model", bank_id) if r.get(_VECTOR)]
+        query is at least MODEL_RECALL_COSINE, best first. ``revision``: the bank's revision
+        token as the recall read it; the models are kept per token (a model write moves it),
+        and read from the store for a bank never written to ("") or a stale state."""
+        records, vectors = self._models(bank_id, revision)
         if not records:
             return result
         query = self.embedder.embed_queries([req.query])[0]
-        vectors = np.asarray([r[_VECTOR] for r in records], dtype=np.float32)
         scores = vectors @ np.asarray(query, dtype=np.float32)
         order = sorted(range(len(records)), key=lambda i: (-float(scores[i]), records[i]["id"]))
         result.mental_models = [
@@ -179,6 +216,27 @@ class CuratedService:
             if scores[i] >= MODEL_RECALL_COSINE
         ]
         return result
+
+    def _models(self, bank_id: str, revision: str) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """The bank's model records with a vector, and their vectors; read once per revision
+        while there is a writer to move it (a token read before the list: a write between the
+        two leaves a newer list under the older token, read again at the next token)."""
+        keep = self.writer is not None and revision not in ("", "stale")
+        if keep:
+            with self._kept_lock:
+                kept = self._kept.get(bank_id)
+                if kept is not None and kept[0] == revision:
+                    self._kept.move_to_end(bank_id)
+                    return kept[1], kept[2]
+        records = [r for r in self.store.list_curated("model", bank_id) if r.get(_VECTOR)]
+        vectors = np.asarray([r[_VECTOR] for r in records], dtype=np.float32)
+        if keep:
+            with self._kept_lock:
+                self._kept[bank_id] = (revision, records, vectors)
+                self._kept.move_to_end(bank_id)
+                while len(self._kept) > KEPT_BANKS:
+                    self._kept.popitem(last=False)
+        return records, vectors
 
     # directives -------------------------------------------------------------------------
     def put_directive(

@@ -71,4 +71,4 @@ class RecallService:
             result = self.recaller.recall(bank_id, req, revision, embedder=embedder)
         if waited:
             result.timings_ms["facts_wait"] = round(waited * 1000.0, 1)
-        return self.curated.with_mental_models(bank_id, req, result)
+        return self.curated.with_mental_models(bank_id, req, result, revision)

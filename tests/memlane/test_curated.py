@@ -116,6 +116,33 @@ def test_recall_returns_a_model_first_when_the_query_asks_its_question(engine):
     assert engine.recall("priya", "Where does Priya work?").mental_models == []
 
 
+@pytest.mark.parametrize("backend", ["server"], indirect=True)
+def test_a_model_written_by_another_engine_reaches_this_ones_recall(
+    backend, backend_settings, embedder, extractor
+):
+    """Recall keeps a bank's models per revision: a model put or deleted through another engine
+    (another process, a replica) on the same store moves the revision, and the next recall here
+    answers with it, then without it."""
+    settings = backend_settings(background={"tree": False})
+    with Memory(settings, embedder=embedder, extractor=extractor) as here:
+        here.create_bank("priya", name="")
+        here.retain_items("priya", _items(TRAVEL + OTHER), document_id="chat-1")
+        here.wait_background()
+        query = "What are Priya's travel preferences?"
+        assert here.recall("priya", query).mental_models == []
+        before = here.store.get_revision("priya")
+        with Memory(settings, embedder=embedder, extractor=extractor) as there:
+            model, _ = there.curated.put_mental_model("priya", "travel", QUESTION)
+            assert here.store.get_revision("priya") != before  # the model write moved it
+            assert [m.model for m in here.recall("priya", query).mental_models] == [model]
+            there.curated.delete_mental_model("priya", "travel")
+        assert here.recall("priya", query).mental_models == []
+        # and this engine's own writes, kept across recalls in between
+        mine, _ = here.curated.put_mental_model("priya", "travel", QUESTION)
+        assert [m.model for m in here.recall("priya", query).mental_models] == [mine]
+        assert [m.model for m in here.recall("priya", query).mental_models] == [mine]
+
+
 def test_a_retained_fact_near_the_question_refreshes_the_model(engine):
     model, _ = engine.curated.put_mental_model("priya", "travel", QUESTION)
     engine.retain_items("priya", _items(["We had pasta with tomato sauce for dinner tonight."], day=2))
