@@ -63,8 +63,7 @@ class Footprint:
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    name = f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:80]
+                name = _cmdline(pid)
             except (OSError, ValueError, IndexError):
                 continue  # exited meanwhile
             # utime, stime (stat fields 14 and 15)
@@ -80,8 +79,7 @@ class Footprint:
                     parts = line.split()
                     if parts and parts[0] in ("Pss:", "Rss:"):
                         fields[parts[0]] = int(parts[1]) * 1024
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                name = f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:80]
+            name = _cmdline(pid)
         except OSError:
             return None
         return name, fields.get("Pss:", 0), fields.get("Rss:", 0)
@@ -118,3 +116,9 @@ class Footprint:
                 if p >= 2**20
             ],
         }
+
+
+def _cmdline(pid: int) -> str:
+    """A process's command line, its first 80 characters (how reports name it)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:80]

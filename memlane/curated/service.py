@@ -203,7 +203,7 @@ class CuratedService:
         """Fill ``result.mental_models``: the bank's models whose question's cosine to the
         query is at least MODEL_RECALL_COSINE, best first. ``revision``: the bank's revision
         token as the recall read it; the models are kept per token (a model write moves it),
-        and read from the store for a bank never written to ("") or a stale state."""
+        and read from the store for a bank never written to ("")."""
         records, vectors = self._models(bank_id, revision)
         if not records:
             return result
@@ -221,7 +221,7 @@ class CuratedService:
         """The bank's model records with a vector, and their vectors; read once per revision
         while there is a writer to move it (a token read before the list: a write between the
         two leaves a newer list under the older token, read again at the next token)."""
-        keep = self.writer is not None and revision not in ("", "stale")
+        keep = self.writer is not None and bool(revision)
         if keep:
             with self._kept_lock:
                 kept = self._kept.get(bank_id)
