@@ -308,7 +308,7 @@ class Components:
             from memlane.curated.service import CuratedService
 
             self._curated = CuratedService(
-                self.store, self.embedder, self.recall, self.consolidator, writer=self.writer
+                self.store, self.embedder, self.recall, self.consolidator, writer=lambda: self.writer
             )
         return self._curated
 
