@@ -101,11 +101,20 @@ class BankEmbedders:
     def for_bank(self, bank_id: str, revision: str = "") -> Embedder:
         """:meth:`of` the bank ``bank_id`` at ``revision`` (BankNotFound for an unknown one);
         without a revision its record is read again."""
+        return self.of(self._bank(bank_id, revision))
+
+    def writing(self, bank_id: str, revision: str = "") -> str:
+        """The name of the embedder whose vectors a write to ``bank_id`` carries (the one a
+        re-embed moves it to, while it runs), without loading it; read as :meth:`for_bank`."""
+        bank = self._bank(bank_id, revision)
+        return bank.reembedding or bank_embedder(bank)[0]
+
+    def _bank(self, bank_id: str, revision: str) -> Bank:
         seen = self._seen.get(bank_id)
         if seen is None or seen[0] != revision or not revision:
             seen = (revision, require_bank(self.store, bank_id))
             self._seen[bank_id] = seen
-        return self.of(seen[1])
+        return seen[1]
 
 
 def valid_bank_id(bank_id: str) -> str:

@@ -7,6 +7,7 @@ stays small."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from memlane.background import Kind, Scheduler
@@ -121,6 +122,7 @@ class Components:
     def writer(self) -> BankWriter:
         """The one write path to banks: store, derived state, revision (memlane/writes.py)."""
         if self._writer is None:
+            from memlane.facts.classifier import write_slots
             from memlane.facts.resolver import restore_superseded
             from memlane.leases import BankLeases
             from memlane.reflect.observations import prune_observations
@@ -135,6 +137,7 @@ class Components:
                 on_delete=[prune_observations, prune_tree, restore_superseded],
                 leases=leases,
                 relink=self.linker.relink,
+                signals=partial(write_slots, self.embedders.writing),
             )
         return self._writer
 

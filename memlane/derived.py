@@ -28,7 +28,7 @@ import numpy as np
 
 from memlane.interfaces import GraphNode, GraphStore, Hit, UnitFilter, VectorStore
 from memlane.recall.index import DEFAULT_ANN_THRESHOLD, BankIndex
-from memlane.records import MemoryUnit
+from memlane.records import MemoryUnit, UnitSlots
 from memlane.revlog import RevisionDelta, between
 from memlane.units import effective_interval
 
@@ -402,6 +402,10 @@ class DerivedState:
     def vectors(self, bank_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of the present ids (see BankIndex.vectors)."""
         return self.index(bank_id).vectors(ids)
+
+    def unit_slots(self, bank_id: str, ids: Sequence[str]) -> dict[str, UnitSlots]:
+        """The stored slot signals of the present ids (see BankIndex.unit_slots)."""
+        return self.index(bank_id).unit_slots(ids)
 
     def search_time(
         self,

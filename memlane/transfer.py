@@ -130,7 +130,8 @@ def export_bank(memory: Engine, bank_id: str, *, vectors: bool = False) -> Itera
         yield {"kind": "entity", **e.model_dump(mode="json")}
     for units in store.iter_units(bank_id, with_embedding=vectors, batch_size=BATCH):
         for u in units:
-            record = {"kind": "unit", **u.model_dump(mode="json", exclude={"embedding"})}
+            # the slot signals are derived (the import's write computes them again)
+            record = {"kind": "unit", **u.model_dump(mode="json", exclude={"embedding", "slots"})}
             if vectors:
                 record["embedding"] = u.embedding
             yield record

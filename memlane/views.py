@@ -9,6 +9,8 @@ Hidden from every client:
 - a unit's ``context``: the neighbouring turns stored beside the fact only so that lexical
   search finds it (a stand-in for coreference resolution, memlane/retain/). It is not the
   memory: a client reads those turns as the neighbouring memories, or with ``include_chunks``;
+- a unit's ``slots``: what the slot classifier read of it when it was written, kept for the
+  learned ranker (memlane/facts/classifier.py);
 - a node's ``signature``: the hash the consolidator compares to skip an unchanged window.
 """
 
@@ -24,7 +26,7 @@ from memlane.records import LEVEL_NAMES, Entity, MemoryUnit, RecalledMemory, Rec
 if TYPE_CHECKING:  # memlane.reflect's package imports the reflect service; a view needs none
     from memlane.reflect.requests import ReflectResult
 
-UNIT_HIDDEN = frozenset({"embedding", "context"})
+UNIT_HIDDEN = frozenset({"embedding", "context", "slots"})
 NODE_HIDDEN = frozenset({"embedding", "signature"})
 
 # The same rules as pydantic exclude specs over the answers that nest units and nodes, so a

@@ -50,6 +50,9 @@ DeleteHook = Callable[[VectorStore, str, frozenset[str]], None]
 # pruned: chooses their links again among the units left (memlane/retain/relink.py), so a
 # bank's links do not depend on what it once held. Returns how many it rewrote.
 Relink = Callable[["BankWrite", set[str]], int]
+# Called with (bank, the revision the write began at, units) before units are written: the
+# units with what the learned ranker reads of each alone (memlane/facts/classifier.py).
+UnitSignals = Callable[[str, str, Sequence[MemoryUnit]], list[MemoryUnit]]
 # The units retain writes: what an entity's first and last sighting are read from.
 _SAID = (FactType.world, FactType.experience)
 
@@ -64,12 +67,14 @@ class BankWriter:
         on_delete: Sequence[DeleteHook] = (),
         leases: BankLeases | None = None,
         relink: Relink | None = None,
+        signals: UnitSignals | None = None,
     ) -> None:
         self.store = store
         self.derived = derived
         self.on_delete = list(on_delete)
         self.leases = leases if leases is not None else BankLeases(store)
         self.relink = relink
+        self.signals = signals
 
     @contextmanager
     def write(self, bank_id: str) -> Iterator[BankWrite]:
@@ -130,6 +135,9 @@ class BankWrite:
         """Write units to the store and into this process's index and graph."""
         if units:
             self.changed = True
+            if self.writer.signals is not None:
+                with stage("signals"):
+                    units = self.writer.signals(self.bank_id, self.seen, units)
             with stage("store_write"):
                 self.store.upsert_units(self.bank_id, units)
             self.upserted.update(u.id for u in units)

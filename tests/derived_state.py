@@ -5,9 +5,10 @@ re-retain tests) compare with a fresh bank fed the same final input.
 Everything a bank holds is compared: every memory unit's fields (its validity, supersession
 pointers and metadata, slot and resolution state included), its links, its vector, the chunks,
 the entities, the tree nodes with their children and intervals. What legitimately differs is
-normalised and nothing else: vectors and link weights are compared to 1e-5 (the same text
-embedded in another batch differs in the last bits of a float32; a cosine computed in a batch
-or by a search, likewise); the bank record's own times and revision tokens are not read.
+normalised and nothing else: vectors, link weights and the slot signals read from a unit's
+vector are compared to 1e-5 (the same text embedded in another batch differs in the last bits
+of a float32; a cosine computed in a batch or by a search, likewise); the bank record's own
+times and revision tokens are not read.
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ def tree_subset_differences(got: dict[str, Any], want: dict[str, Any]) -> list[s
 def _same(field: str, x: Any, y: Any) -> bool:
     if field == "vector":
         return x.shape == y.shape and bool(np.allclose(x, y, atol=TOLERANCE, rtol=0))
+    if field == "slots":
+        return (x is None) == (y is None) and (
+            x is None
+            or (
+                x["weights"] == y["weights"]
+                and bool(np.allclose(x["best"], y["best"], atol=TOLERANCE, rtol=0))
+                and abs(x["gate"] - y["gate"]) <= TOLERANCE
+            )
+        )
     if field == "links":
         return len(x) == len(y) and all(
             (a[0], a[1]) == (b[0], b[1]) and abs(a[2] - b[2]) <= TOLERANCE for a, b in zip(x, y)

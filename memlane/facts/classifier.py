@@ -22,15 +22,17 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
+from memlane.errors import BankNotFound
 from memlane.facts.families import FAMILIES
-from memlane.facts.learned import LearnedExtractor
+from memlane.facts.learned import LearnedExtractor, Scored
 from memlane.facts.slot_weights import SlotWeights, WeightsError, strip_speaker, unit_rows, weights_path
+from memlane.records import MemoryUnit, UnitSlots
 
-__all__ = ["FAMILIES", "SlotClassifier", "WeightsError", "weights_path"]
+__all__ = ["FAMILIES", "SlotClassifier", "WeightsError", "weights_path", "with_slots", "write_slots"]
 
 # A turn without a candidate value: its turn-level probability, halved. Not measured beyond
 # keeping such a turn under a 0.5 cut, so that the figures above hold at 0.5.
@@ -71,30 +73,134 @@ class SlotClassifier:
     def dim(self) -> int:
         return self.weights.dim
 
+    @property
+    def version(self) -> str:
+        """The weights' version, as a memory's stored signals name it."""
+        return self.weights.version
+
+    def unit_slots(self, texts: Sequence[str], vectors: np.ndarray) -> list[UnitSlots]:
+        """What :meth:`signals` reads of each text alone, to store with the memory when it is
+        written (memlane/writes.py): its best candidate score per family and its gate."""
+        # One text at a time, and not from the kept scores: BLAS sums a batch's rows in another
+        # order than a single row's, and a memory's signals must not depend on what it was
+        # written (or earlier recalled) with: a bank is the same whichever path wrote it.
+        out = []
+        for text, vector in zip(texts, np.asarray(vectors, dtype=np.float32)):
+            gate = self.weights.gate([text], vector[None, :])
+            scored = self._scorer.score([strip_speaker(text)], [""], unit_rows(vector))[0]
+            out.append(UnitSlots(weights=self.version, best=_best_row(scored).tolist(), gate=float(gate[0])))
+        return out
+
+    def signals(
+        self, texts: Sequence[str], vectors: np.ndarray, stored: Sequence[UnitSlots | None] = ()
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each text's gate (n,), family probabilities (n, F: :meth:`probabilities`, but
+        calibrated with the gate of the text as given: that one strips a speaker prefix twice)
+        and topic (n, F), reading ``stored[i]`` (the memory's signals as written) where it names
+        these weights instead of scoring the text again."""
+        v = unit_rows(vectors)
+        mine = self._mine(stored, len(texts))
+        gate = self.gates(texts, vectors, mine)
+        todo = [i for i, s in enumerate(mine) if s is None]
+        best = np.empty((len(texts), len(FAMILIES)))
+        if todo:
+            best[todo] = self._best_rows([strip_speaker(texts[i]) for i in todo], v[todo])
+        for i, s in enumerate(mine):
+            if s is not None:
+                best[i] = s.best
+        topic = self.weights.topic(vectors)
+        out = self.weights.calibrated(topic, gate) * NO_VALUE_FACTOR
+        return gate, np.where(best >= 0, best, out).astype(np.float32), topic
+
+    def gates(
+        self, texts: Sequence[str], vectors: np.ndarray, stored: Sequence[UnitSlots | None] = ()
+    ) -> np.ndarray:
+        """Each text's gate (n,): as :meth:`signals` gives it, without the rest."""
+        mine = self._mine(stored, len(texts))
+        todo = [i for i, s in enumerate(mine) if s is None]
+        gate = np.empty(len(texts), dtype=np.float32)
+        if todo:
+            gate[todo] = self.weights.gate([texts[i] for i in todo], np.asarray(vectors)[todo])
+        for i, s in enumerate(mine):
+            if s is not None:
+                gate[i] = s.gate
+        return gate
+
+    def _mine(self, stored: Sequence[UnitSlots | None], n: int) -> list[UnitSlots | None]:
+        """``stored`` padded to ``n``, without the signals that other weights wrote."""
+        mine = [s if s is not None and s.weights == self.version else None for s in stored]
+        return mine + [None] * (n - len(mine))
+
     def probabilities(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         """(n, len(FAMILIES)) probabilities, FAMILIES order (see the module docstring).
         ValueError for vectors of another dimension or a count that differs from the texts'."""
         bare = [strip_speaker(t) for t in texts]
         v = unit_rows(vectors)
         out = self.weights.turn_probabilities(bare, v) * NO_VALUE_FACTOR
+        best = self._best_rows(bare, v) if bare else np.full(out.shape, -1.0)
+        return np.where(best >= 0, best, out).astype(np.float32)
+
+    def _best_rows(self, bare: Sequence[str], v: np.ndarray) -> np.ndarray:
+        """(n, F): each text's best candidate score per family, -1 where it has none."""
         with self._lock:
             known = {t: self._best[t] for t in bare if t in self._best}
         todo = [i for i, t in enumerate(bare) if t not in known]
         if todo:
             scored_rows = self._scorer.score([bare[i] for i in todo], [""] * len(todo), v[todo])
             for i, scored in zip(todo, scored_rows):
-                row = np.full(len(FAMILIES), -1.0)
-                for s in scored:
-                    j = FAMILIES.index(s.candidate.family)
-                    row[j] = max(row[j], s.score)
-                known[bare[i]] = row
+                known[bare[i]] = _best_row(scored)
             with self._lock:
                 for i in todo:
                     self._best[bare[i]] = known[bare[i]]
                 while len(self._best) > BEST_KEPT:
                     self._best.popitem(last=False)
-        best = np.stack([known[t] for t in bare]) if bare else np.full(out.shape, -1.0)
-        return np.where(best >= 0, best, out).astype(np.float32)
+        return np.stack([known[t] for t in bare]) if bare else np.zeros((0, len(FAMILIES)))
+
+
+def _best_row(scored: Sequence[Scored]) -> np.ndarray:
+    """(F,): a text's best candidate score per family, -1 where it has none."""
+    row = np.full(len(FAMILIES), -1.0)
+    for s in scored:
+        j = FAMILIES.index(s.candidate.family)
+        row[j] = max(row[j], s.score)
+    return row
+
+
+def with_slots(classifier: SlotClassifier | None, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+    """``units``, those with a vector of the classifier's dimension given the signals it reads
+    of them (:meth:`SlotClassifier.unit_slots`) where theirs are missing or name other
+    weights; the rest as they are. The write path calls it (memlane/writes.py), so recall
+    reads what a memory alone gives instead of scoring it again."""
+    out = list(units)
+    if classifier is None:
+        return out
+    todo = [
+        i
+        for i, u in enumerate(out)
+        if u.embedding is not None
+        and len(u.embedding) == classifier.dim
+        and (u.slots is None or u.slots.weights != classifier.version)
+    ]
+    if todo:
+        vectors = np.asarray([out[i].embedding for i in todo], dtype=np.float32)
+        slots = classifier.unit_slots([out[i].text for i in todo], vectors)
+        for i, s in zip(todo, slots):
+            out[i] = out[i].model_copy(update={"slots": s})
+    return out
+
+
+def write_slots(
+    embedder_of: Callable[[str, str], str], bank_id: str, revision: str, units: Sequence[MemoryUnit]
+) -> list[MemoryUnit]:
+    """The write path's signals (memlane.writes.UnitSignals): :func:`with_slots` with the
+    classifier of the embedder whose vectors a write to the bank carries (``embedder_of(bank,
+    revision)``: memlane.banks.BankEmbedders.writing); a bank without a record yet (the
+    writes that create it), none."""
+    try:
+        name = embedder_of(bank_id, revision)
+    except BankNotFound:
+        return list(units)
+    return with_slots(SlotClassifier.for_embedder(name), units)
 
 
 @lru_cache(maxsize=8)

@@ -14,6 +14,7 @@ scikit-learn at run time). The public interface is memlane/facts/classifier.py.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -67,9 +68,13 @@ class SlotWeights:
     gate_w: np.ndarray  # (D + 2 * len(CUES),)
     gate_b: float
     arrays: dict[str, np.ndarray]  # everything the file holds (the candidate scorer's too)
+    # "<embedder>:<digest of the file>": what a memory's stored signals name (memlane.records
+    # UnitSlots), so that signals from other weights are never read as these ones'
+    version: str = ""
 
     @classmethod
     def load(cls, path: Path) -> SlotWeights:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         if int(arrays["format"]) != FORMAT:
@@ -87,6 +92,7 @@ class SlotWeights:
             gate_w=arrays["gate_w"].astype(np.float32),
             gate_b=float(arrays["gate_b"]),
             arrays=arrays,
+            version=f"{arrays['embedder']}:{digest}",
         )
 
     @classmethod
@@ -128,7 +134,10 @@ class SlotWeights:
         fitted on cross-fitted training predictions (a calibrated probability that the turn
         states the speaker's own value of the family, whatever the value)."""
         v = self._check(texts, vectors)
-        topic, gate = self.topic(v), self.gate(texts, v)
+        return self.calibrated(self.topic(v), self.gate(texts, v))
+
+    def calibrated(self, topic: np.ndarray, gate: np.ndarray) -> np.ndarray:
+        """:meth:`turn_probabilities` from the turns' topic (n, F) and gate (n,)."""
         w, b = self.arrays["turn_w"], self.arrays["turn_b"]
         out = np.empty_like(topic)
         for j in range(topic.shape[1]):

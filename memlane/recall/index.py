@@ -33,7 +33,7 @@ from memlane.recall.bm25 import Postings, combined, query_terms, unit_tokens
 from memlane.recall.dense import AnnGraphs, DenseSearch
 from memlane.recall.index_rows import IndexRows
 from memlane.recall.rwlock import RWLock
-from memlane.records import MemoryUnit
+from memlane.records import MemoryUnit, UnitSlots
 from memlane.units import CANDIDATE_FIELDS
 
 #: Live units from which dense search goes through the HNSW graph (RecallSettings.ann_threshold
@@ -325,6 +325,13 @@ class BankIndex:
         with self._lock.read():
             pos, vec = self.rows.pos, self.rows.vec
             return {i: vec[pos[i]].copy() for i in ids if i in pos}
+
+    def unit_slots(self, ids: Iterable[str]) -> dict[str, UnitSlots]:
+        """Each present id's stored slot signals, where it has some."""
+        with self._lock.read():
+            pos, rows = self.rows.pos, self.rows
+            found = {i: rows.slots_at(pos[i]) for i in ids if i in pos}
+        return {i: s for i, s in found.items() if s is not None}
 
     def mentioned_at(self, ids: Iterable[str]) -> dict[str, float]:
         """Each present id's mention time (epoch seconds)."""

@@ -15,8 +15,9 @@ from typing import Sequence
 
 import numpy as np
 
+from memlane.facts.families import FAMILIES
 from memlane.interfaces import Hit, UnitFilter
-from memlane.records import FactType, MemoryUnit
+from memlane.records import FactType, MemoryUnit, UnitSlots
 from memlane.units import (
     CANDIDATE_FIELDS,
     FACT_CODES,
@@ -26,6 +27,10 @@ from memlane.units import (
     nan_if_none,
     unit_fields,
 )
+
+#: A row of stored slot signals (memlane.records.UnitSlots): the gate, then the best score per
+#: family; kept as one float array beside the fields (as a record per unit it was ~5x the bytes).
+SLOT_WIDTH = 1 + len(FAMILIES)
 
 #: The scalar columns, one float per row (NaN for a missing time).
 COLUMNS = (
@@ -91,6 +96,9 @@ class IndexRows:
         # the few ids a recall asks for (the engine benchmark's rss_bytes_per_memory).
         self.fields: list[tuple] = []
         self.tags: list[frozenset[str]] = []
+        # Each row's stored slot signals and the weights they name ("": none stored).
+        self.slot_vals = np.zeros((0, SLOT_WIDTH))
+        self.slot_weights: list[str] = []
         self.n = 0  # rows used (alive or dead)
         self.alive_n = 0
         # The live rows' token counts of text and of context (BM25's average field lengths).
@@ -122,6 +130,7 @@ class IndexRows:
             c["ftype"][i] = FACT_CODES[FactType(u.fact_type).value]
             c["dl"][i], c["dlc"][i] = length
             self.fields.append(_fields(u))
+            self._put_slots(i, u.slots)
             self.docs.append(u.document_id)
             self.tags.append(frozenset(u.tags))
             self.alive_n += 1
@@ -157,6 +166,8 @@ class IndexRows:
         self.ids.extend(u.id for u in units)
         self.pos.update((u.id, lo + j) for j, u in enumerate(units))
         self.fields.extend(_fields(u) for u in units)
+        for j, u in enumerate(units):
+            self._put_slots(lo + j, u.slots)
         self.docs.extend(u.document_id for u in units)
         self.tags.extend(frozenset(u.tags) for u in units)
         self.n = hi
@@ -191,6 +202,26 @@ class IndexRows:
             grown = np.zeros(new)
             grown[:cap] = col
             self.cols[name] = grown
+        slots = np.zeros((new, SLOT_WIDTH))
+        slots[:cap] = self.slot_vals
+        self.slot_vals = slots
+
+    def _put_slots(self, i: int, slots: UnitSlots | None) -> None:
+        """Row ``i``'s stored slot signals (rows are written in order: ``i`` is the next one)."""
+        if slots is None or len(slots.best) != SLOT_WIDTH - 1:
+            self.slot_weights.append("")
+            return
+        self.slot_weights.append(sys.intern(slots.weights))
+        self.slot_vals[i, 0] = slots.gate
+        self.slot_vals[i, 1:] = slots.best
+
+    def slots_at(self, i: int) -> UnitSlots | None:
+        """Row ``i``'s stored slot signals, if any."""
+        weights = self.slot_weights[i]
+        if not weights:
+            return None
+        row = self.slot_vals[i]
+        return UnitSlots.model_construct(weights=weights, best=row[1:].tolist(), gate=float(row[0]))
 
     def compact(self) -> list[int]:
         """Renumber the live rows 0, 1, ... in their order, dropping the dead ones; returns the
@@ -202,6 +233,7 @@ class IndexRows:
         docs = [self.docs[i] for i in kept]
         tags = [self.tags[i] for i in kept]
         fields = [self.fields[i] for i in kept]
+        slot_vals, slot_weights = self.slot_vals[kept], [self.slot_weights[i] for i in kept]
         self.clear()
         m = len(kept)
         self.grow(m)
@@ -209,6 +241,7 @@ class IndexRows:
         for k, col in cols.items():
             self.cols[k][:m] = col
         self.ids, self.docs, self.tags, self.fields = ids, docs, tags, fields
+        self.slot_vals[:m], self.slot_weights = slot_vals, slot_weights
         self.pos = {uid: i for i, uid in enumerate(ids)}
         self.n = self.alive_n = m
         for length in cols["dl"]:  # summed in row order, as appends sum it

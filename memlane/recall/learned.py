@@ -94,17 +94,24 @@ def slot_signals(state: RecallState, ids: list[str]) -> dict[str, SlotSignals] |
         return None
     texts = [str(state.fields[c].get("text") or "") for c in have]
     vectors = np.stack([found[c] for c in have])
-    gate = weights.gate(texts, vectors)
     asked = {family_of(a) for a in state.query.asked_slots}
     cols = [FAMILIES.index(f) for f in sorted(f for f in asked if f is not None)]
+    # What depends on the memory alone was stored when it was written (memlane/writes.py); a
+    # memory written before that is scored here, and the process's one classifier of the
+    # embedder keeps its value-pattern scores (a classifier built per call kept them for that
+    # call only: 102 ms of a 247 ms recall p50 on the sample bank, cProfile). Scoring the
+    # candidates first seen was 52 of the 62 ms of the LoCoMo recalls at p95 (mid, in
+    # process, loaded 2-core machine, Dec 2026).
+    classifier = SlotClassifier.for_embedder(weights.embedder) or SlotClassifier(weights)
+    stored_of = getattr(state.search, "unit_slots", None)
+    stored = stored_of(state.bank_id, have) if stored_of is not None else {}
+    mine = [stored.get(c) for c in have]
     if cols:
-        # the process's one classifier of the embedder: it keeps each text's value-pattern
-        # scores, which depend on the memory alone (a classifier built per call kept them for
-        # that call only: 102 ms of a 247 ms recall p50 on the sample bank, cProfile)
-        classifier = SlotClassifier.for_embedder(weights.embedder) or SlotClassifier(weights)
-        p = classifier.probabilities(texts, vectors)[:, cols].max(axis=1)
-        topic = weights.topic(vectors)[:, cols].max(axis=1)
+        gate, probabilities, topics = classifier.signals(texts, vectors, mine)
+        p = probabilities[:, cols].max(axis=1)
+        topic = topics[:, cols].max(axis=1)
     else:
+        gate = classifier.gates(texts, vectors, mine)
         p = topic = np.full(len(have), np.nan)
     return {c: SlotSignals(float(p[i]), float(topic[i]), float(gate[i])) for i, c in enumerate(have)}
 

@@ -213,6 +213,25 @@ class OpinionChange(_Strict):
     evidence_id: str | None = None
 
 
+#: The key under which a store keeps a unit's :class:`UnitSlots` in its metadata column (no new
+#: column: every existing store would need migrating); no client's metadata may use it.
+SLOTS_KEY = "_slots"
+
+
+class UnitSlots(BaseModel):
+    """What the slot classifier reads of a memory alone (memlane/facts/classifier.py), computed
+    once when it is written: for each slot family (FAMILIES order) the best score of the
+    family's candidate values in its text (-1: none), and its gate (it states its speaker's own
+    current situation). ``weights`` names the weights they came from; recall recomputes them
+    where another set is shipped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weights: str = Field(min_length=1)
+    best: list[float]
+    gate: float = Field(ge=0.0, le=1.0)
+
+
 class MemoryUnit(_Strict):
     """A memory: one narrative fact of one network, with its time, provenance and links."""
 
@@ -242,6 +261,17 @@ class MemoryUnit(_Strict):
     invalid_at: datetime | None = None
     superseded_by: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Set by the write path (memlane/writes.py), hidden from clients (memlane/views.py).
+    slots: UnitSlots | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _no_slots_key(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if SLOTS_KEY in v:
+            raise ValueError(
+                f"metadata key {SLOTS_KEY!r} is reserved (the store keeps the slot signals there)"
+            )
+        return v
 
     @field_validator("occurred_start", "occurred_end", "mentioned_at", "valid_from", "invalid_at")
     @classmethod

@@ -35,11 +35,12 @@ def test_one_memory_looks_the_same_through_the_engine_mcp_and_cli(settings, embe
         memory.retain_items("ana", ITEMS, document_id="chat", tags=["pets"])
         units, _ = memory.browse.list_memories("ana")
         unit = next(u for u in units if "beagle" in u.text)
-        # What the projection hides is there to hide: the neighbouring turns and the vector.
+        # What the projection hides is there to hide: the neighbouring turns, the vector and
+        # the slot signals stored for the ranker.
         stored = memory.browse.get_memory("ana", unit.id)
-        assert "Pixel settling in" in stored.context
+        assert "Pixel settling in" in stored.context and stored.slots is not None
         view = unit_view(stored)
-        assert "context" not in view and "embedding" not in view
+        assert "context" not in view and "embedding" not in view and "slots" not in view
         assert view["text"] == "Ana: I adopted a beagle called Pixel last week." and view["tags"] == ["pets"]
         assert [unit_view(u) for u in units if u.id == unit.id] == [view]
 

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from memlane.records import (
+    SLOTS_KEY,
     Bank,
     Chunk,
     Disposition,
@@ -92,7 +93,8 @@ def row_fields(raw: dict[str, Any], keys: Sequence[str] = HIT_FIELDS) -> dict[st
         f[key] = list(raw.get(key) or [])
     f["links"] = list(json_value(raw.get("links")) or [])
     f["history"] = list(json_value(raw.get("history")) or [])
-    f["metadata"] = json_value(raw.get("metadata")) or {}
+    meta = json_value(raw.get("metadata")) or {}
+    f["metadata"] = {k: v for k, v in meta.items() if k != SLOTS_KEY} if SLOTS_KEY in meta else meta
     f["proof_count"] = int(raw.get("proof_count") or 0)
     return f
 
@@ -105,6 +107,7 @@ def row_unit(bank_id: str, raw: dict[str, Any], with_embedding: bool) -> MemoryU
     data["links"] = [Link.model_validate(x) for x in data["links"]]
     data["history"] = [OpinionChange.model_validate(x) for x in data["history"]]
     data["id"], data["bank_id"] = raw["id"], bank_id
+    data["slots"] = (json_value(raw.get("metadata")) or {}).get(SLOTS_KEY)
     if with_embedding and raw.get("embedding") is not None:
         data["embedding"] = [float(x) for x in raw["embedding"]]
     return MemoryUnit.model_validate(data)
@@ -188,7 +191,12 @@ def unit_row(
         ),
         "links": [{"target_id": x.target_id, "type": x.type.value, "weight": x.weight} for x in u.links],
         "history": check_json(f"{what} history", [h.model_dump(mode="json") for h in u.history]),
-        "metadata": check_json(f"{what} metadata", u.metadata),
+        # the slot signals ride in the metadata column (memlane.records.SLOTS_KEY); read back
+        # into the unit by row_unit, and left out of hit fields by row_fields
+        "metadata": check_json(
+            f"{what} metadata",
+            u.metadata if u.slots is None else {**u.metadata, SLOTS_KEY: u.slots.model_dump()},
+        ),
     }
     if caps.bm25:  # the BM25 function's input; a Milvus without one has no such field
         row["lexical"] = truncate_bytes(analyze(f"{u.text} {u.context}"), MAX_TEXT_BYTES)
