@@ -87,14 +87,20 @@ class Scored:
     category: str  # favourite:<category> / owns:<thing>, "" for other families
 
 
+# Compiled once: through re's module functions they were compiled again whenever other
+# patterns had pushed them out of re's cache (0.08 of 0.59 s scoring 419 LoCoMo turns, cProfile).
+_COUNTED = re.compile(r"\S+\s+(?:[\w'’-]+\s+){0,2}?([a-z][\w-]*)\b", re.I)
+_FAVOURITE_OF = re.compile(r"\b(?:favou?rite|fav|fave)\s+(?:[a-z]+\s+)??([a-z]+)\b", re.I)
+
+
 def _category(c: Candidate, text: str) -> str:
     if c.family == "count":
-        m = re.match(r"\S+\s+(?:[\w'’-]+\s+){0,2}?([a-z][\w-]*)\b", text[c.start :], re.I)
+        m = _COUNTED.match(text[c.start :])
         noun = (m.group(1) if m else "things").lower()
         single = PLURALS.get(noun, noun[:-1] if noun.endswith("s") else noun)
         return COUNTABLE.get(single, noun)
     if c.family == "favourite":
-        m = re.search(r"\b(?:favou?rite|fav|fave)\s+(?:[a-z]+\s+)??([a-z]+)\b", text, re.I)
+        m = _FAVOURITE_OF.search(text)
         return m.group(1).lower() if m else "thing"
     return ""
 

@@ -174,10 +174,14 @@ def _job_chunks(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
+# A partner word, then perhaps a name; compiled once (joined and looked up in re's cache per
+# call, the alternation was compiled again whenever other patterns had pushed it out).
+_PARTNER = re.compile(r"\b(?i:(?P<w>" + "|".join(vocab.PARTNERS) + r"))\b(?:\s*,?\s+(?P<name>[A-Z][a-z]+))?")
+
+
 def _relationship(text: str) -> list[tuple[str, int, int]]:
     out = []
-    name = r"(?:\s*,?\s+(?P<name>[A-Z][a-z]+))?"
-    for m in re.finditer(r"\b(?i:(?P<w>" + "|".join(vocab.PARTNERS) + r"))\b" + name, text):
+    for m in _PARTNER.finditer(text):
         status = vocab.PARTNERS[m.group("w").lower()]
         who = m.group("name")
         if who and who in _NOT_PROPER:

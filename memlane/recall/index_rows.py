@@ -29,7 +29,8 @@ from memlane.units import (
 )
 
 #: A row of stored slot signals (memlane.records.UnitSlots): the gate, then the best score per
-#: family; kept as one float array beside the fields (as a record per unit it was ~5x the bytes).
+#: family; kept as one float array beside the fields: 88 bytes a row, against ~890 for a UnitSlots
+#: per unit (tracemalloc, 10,000 parsed from their stored JSON).
 SLOT_WIDTH = 1 + len(FAMILIES)
 
 #: The scalar columns, one float per row (NaN for a missing time).

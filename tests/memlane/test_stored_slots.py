@@ -146,3 +146,33 @@ def test_recall_ranks_alike_with_the_signals_stored_and_without(
             assert [m.score for m in a.memories] == pytest.approx([m.score for m in b.memories], abs=1e-6)
     finally:
         plain.close()
+
+
+def test_the_bank_index_keeps_each_rows_signals_through_writes_and_compaction():
+    """The index keeps the signals as one array beside the fields (memlane/recall/index_rows.py):
+    each row keeps its own through appends one by one and in bulk, replacements, removals and
+    the compaction that renumbers the rows; a unit without signals has none."""
+    from memlane.facts.families import FAMILIES
+    from memlane.recall.index import BankIndex
+    from tests.memlane.test_ann_index import DIM, clustered, make_units
+
+    def signals(i: int) -> UnitSlots:
+        return UnitSlots(
+            weights=f"w{i % 3}", best=[i + j / 100 for j in range(len(FAMILIES))], gate=(i % 100) / 100
+        )
+
+    units = [
+        u.model_copy(update={"slots": None if i % 7 == 0 else signals(i)})
+        for i, u in enumerate(make_units(clustered(1300)))
+    ]
+    idx = BankIndex(DIM)
+    idx.bulk_load(units[:1200])  # one column at a time
+    for lo in range(1200, 1300, 4):
+        idx.upsert(units[lo : lo + 4])  # one row at a time
+    replaced = units[5].model_copy(update={"slots": signals(5000)})
+    idx.upsert([replaced])
+    idx.remove([u.id for u in units[10:800]])  # over half the rows dead: compacted
+    assert idx.rows.n < 1300
+    left = [replaced, *units[:5], *units[6:10], *units[800:]]
+    got = idx.unit_slots([u.id for u in left] + ["absent", units[20].id])
+    assert got == {u.id: u.slots for u in left if u.slots is not None}
