@@ -166,11 +166,20 @@ def _best_row(scored: Sequence[Scored]) -> np.ndarray:
     return row
 
 
+# Texts up to this long get their signals when written; a longer one is read at recall, as
+# before, kept per text in the process. Scoring grows faster than the text: 4-5 ms at 200
+# characters, 10-23 ms at 1,000, 26-87 ms at 2,000, 0.5-1.2 s at 20,000 (words / random
+# characters, one memory, this 2-core machine; with no bound the API's fuzz tests, which
+# retain long junk, took 23 s more). Every LoCoMo turn is shorter (462 characters at most).
+STORED_TEXT_CHARS = 1_000
+
+
 def with_slots(classifier: SlotClassifier | None, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
-    """``units``, those with a vector of the classifier's dimension given the signals it reads
-    of them (:meth:`SlotClassifier.unit_slots`) where theirs are missing or name other
-    weights; the rest as they are. The write path calls it (memlane/writes.py), so recall
-    reads what a memory alone gives instead of scoring it again."""
+    """``units``, those with a vector of the classifier's dimension and a text of at most
+    :data:`STORED_TEXT_CHARS` given the signals it reads of them
+    (:meth:`SlotClassifier.unit_slots`) where theirs are missing or name other weights; the
+    rest as they are. The write path calls it (memlane/writes.py), so recall reads what a
+    memory alone gives instead of scoring it again."""
     out = list(units)
     if classifier is None:
         return out
@@ -179,6 +188,7 @@ def with_slots(classifier: SlotClassifier | None, units: Sequence[MemoryUnit]) -
         for i, u in enumerate(out)
         if u.embedding is not None
         and len(u.embedding) == classifier.dim
+        and len(u.text) <= STORED_TEXT_CHARS
         and (u.slots is None or u.slots.weights != classifier.version)
     ]
     if todo:

@@ -176,3 +176,13 @@ def test_the_bank_index_keeps_each_rows_signals_through_writes_and_compaction():
     left = [replaced, *units[:5], *units[6:10], *units[800:]]
     got = idx.unit_slots([u.id for u in left] + ["absent", units[20].id])
     assert got == {u.id: u.slots for u in left if u.slots is not None}
+
+
+def test_a_long_text_is_left_to_recall(written, embedder):
+    from memlane.facts.classifier import STORED_TEXT_CHARS
+
+    classifier = SlotClassifier.for_embedder(embedder.name)
+    unit = _units(written)[0]
+    long = unit.model_copy(update={"text": "Ines: " + "I work at the hospital. " * 100, "slots": None})
+    assert len(long.text) > STORED_TEXT_CHARS
+    assert with_slots(classifier, [long]) == [long]  # no signals: recall scores it, as before
