@@ -62,3 +62,13 @@ _OFFERS = re.compile(
 def offers(text: str) -> bool:
     """Whether a turn puts something forward (a recommendation or a suggestion)."""
     return _OFFERS.search(text) is not None
+
+
+# A turn that opens by turning an option down: "not the blue one", "don't buy the cheap one",
+# "avoid the ring road". The choice it rejects is not what was suggested.
+_REJECTS = re.compile(r"^\W*(?:not|don['’]?t|do not|never|avoid|skip)\b", re.I)
+
+
+def rejects(text: str) -> bool:
+    """Whether a turn opens by turning an option down."""
+    return _REJECTS.match(text) is not None

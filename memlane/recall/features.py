@@ -21,8 +21,8 @@ from memlane.facts.cues import CUES
 from memlane.facts.ordering import successors
 from memlane.query.analysis import QueryAnalysis
 from memlane.query.sayer import asks_said, sayer
-from memlane.query.words import is_assistant
 from memlane.recall.candidates import proximity_scale
+from memlane.recall.exchanges import neighbour, said_by
 from memlane.recall.state import RecallState
 from memlane.recall.traits import TRAIT_FEATURES, question_share, said_text, speaker_of, traits_of
 from memlane.temporal import proximity
@@ -144,30 +144,9 @@ _QUESTION_FEATURES = (
 _QUESTION_COLUMNS = [INDEX[n] for n in _QUESTION_FEATURES]
 
 
-def said_by(speaker: str, who: str) -> bool:
-    """Whether ``speaker`` is the one :func:`memlane.query.sayer.sayer` names: the assistant,
-    the user (any speaker but the assistant) or a person by (first) name."""
-    if who == "assistant":
-        return is_assistant(speaker)
-    if who == "user":
-        return bool(speaker) and not is_assistant(speaker)
-    low = speaker.casefold()
-    return low == who.casefold() or low.split()[:1] == [who.casefold()]
-
-
 def asks_now(query: QueryAnalysis) -> bool:
     """The question asks for the present value: a "now" word, no past cue and no time window."""
     return query.now is not None and not query.past and query.interval is None
-
-
-def _neighbour(fields: Mapping[str, Any], step: int) -> str:
-    """The id of the turn ``step`` places from the memory's first source turn in its session
-    ("D3:4" -> "D3:3" for -1), "" when its turn id has no "<session>:<n>" form."""
-    turns = fields.get("source_turns") or ()
-    if not turns:
-        return ""
-    session, sep, n = str(turns[0]).rpartition(":")
-    return f"{session}:{int(n) + step}" if sep and n.isdigit() else ""
 
 
 def _log_rank(rank: int | None) -> float:
@@ -282,7 +261,7 @@ def candidate_features(
     semantic = channel.get("semantic", {})
     lexical = channel.get("lexical", {})
     for side, step in (("prev", -1), ("next", 1)):
-        others = [by_turn.get(_neighbour(f, step)) for f in fields]
+        others = [by_turn.get(neighbour(f, step)) for f in fields]
         at = [i for i, o in enumerate(others) if o is not None]
         there = [o for o in others if o is not None]
         put(f"{side}_semantic", at, [semantic[o][1] if o in semantic else 0.0 for o in there])

@@ -14,9 +14,8 @@ from typing import Any, Callable
 from memlane.facts.ordering import order as supersession_order
 from memlane.facts.query import current_values_first
 from memlane.interfaces import Embedder, Reranker
-from memlane.query.sayer import sayer
 from memlane.recall.candidates import Candidate, score
-from memlane.recall.features import said_by, speaker_of
+from memlane.recall.exchanges import replies_first, sayer_first
 from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
 from memlane.recall.rerank import (
@@ -295,32 +294,13 @@ def ordered(
     ``facts.slot_first``) the slot asked about first. Reorders, never drops."""
     assert state.query is not None
     at = {x.id: x for x in scored}
-    ids = sayer_first(ranking or [x.id for x in scored], state.fields, state.query.text)
+    ids = replies_first(ranking or [x.id for x in scored], state.fields)
+    ids = sayer_first(ids, state.fields, state.query.text)
     ids = supersession_order(ids, state.fields, state.query, state.history)
     if slot_first and settings.facts.slot_first and not state.history:  # "before Leeds": an older value
         when = state.reference.timestamp() if state.reference is not None else None
         ids = current_values_first(ids, state.fields, state.query, when)
     return [at[c] for c in ids]
-
-
-def sayer_first(ids: list[str], fields: dict[str, dict[str, Any]], question: str) -> list[str]:
-    """``ids`` with the memories of the one the question names as having said it first ("What
-    book did you recommend?": the assistant's; "What did Sam suggest?": Sam's), each group in
-    its own order; unchanged when the question names no one or none of them is theirs.
-
-    A rule, not a feature alone: the learned ranker reads the same signal (``sayer_match``),
-    but trained without the assistant-heavy answer set it had few such questions, and the
-    assistant's turns were mostly traps in the rest. Leave-one-source-out at mid (rows of
-    d0f350b, docs/results.md): that set's ``assistant_said`` questions 0/14 first -> 14/14,
-    no other set's P@1 changed (LoCoMo 0.446, the team's 0.557, the friends' 0.417)."""
-    who = sayer(question)
-    if who is None:
-        return list(ids)
-    theirs = [c for c in ids if said_by(speaker_of(fields.get(c) or {}), who)]
-    if not theirs or len(theirs) == len(ids):
-        return list(ids)
-    mine = set(theirs)
-    return theirs + [c for c in ids if c not in mine]
 
 
 def monotone(ranking: list[Candidate]) -> tuple[list[Candidate], set[str]]:

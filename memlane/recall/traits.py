@@ -28,7 +28,31 @@ from memlane.query.sayer import offers
 from memlane.query.words import content_stems, is_assistant
 from memlane.stored_fields import json_value
 
-_SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
+# Sentences: split after their end marks; a text's unpunctuated tail is a sentence too.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# How a question opens without its "?" (terse texting leaves it off): a question word, not an
+# exclamation ("what a day", "how cool"); an auxiliary before a subject pronoun or article
+# ("are u", "did the"), which statements do not open with; "you" and a verb in -ing ("you
+# coming to the match"). After a few openers ("ok", "so"), or after a name the question is
+# addressed to ("Pia what time do we set up", "jo you coming to the match"), where only the forms
+# that a statement after a name would not take count ("Sarah is the new manager" states).
+_ASKED = (
+    r"(?:what|which|whose|who|whom|where|why)\b(?!\s+(?:a|an)\b)"
+    r"|how\s+(?:is|are|was|were|do|does|did|many|much|long|often|come|far|old|about)\b"
+    r"|when\s+(?:is|are|was|were|do|does|did|will|can|should|r)\b"
+    r"|(?:u|you)\s+\w+ing\b"
+)
+_AUX = r"(?:are|is|was|were|am|do|does|did|have|has|can|could|will|would|should|shall|r)\s+"
+_NOT_A_NAME = (
+    r"(?:i|we|you|u|he|she|it|they|this|that|there|then|so|and|but|or|if|not|just|also|now|yes|no|"
+    r"yeah|ok|okay|well|because|cos|what|which|who|where|why|how|when)\b"
+)
+_INTERROGATIVE = re.compile(
+    r"^\W*(?:(?:ok|okay|so|and|but|wait|also|hey|oh|btw|lol|um|hmm|then)\b\W*)*"
+    rf"(?:{_ASKED}|{_AUX}(?:u|you|ya|i|we|they|he|she|it|there|ur|your|his|her|their|our|my|the|any|anyone|"
+    rf"anybody)\b|(?!{_NOT_A_NAME})[a-z]+,?\s+(?:{_ASKED}|{_AUX}(?:u|you|ya|we|they|he|she)\b))",
+    re.I,
+)
 # A capitalised word that does not start a sentence: a name, a place, an organisation.
 _INNER_CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
 _NUMBER = re.compile(
@@ -69,11 +93,42 @@ def _said(text: str, speaker: str) -> str:
 
 
 def question_share(text: str) -> float:
-    """The share of the text's sentences that are questions (0 for no sentence)."""
-    ends = _SENTENCE_END.findall(text.strip() + (" " if text.strip()[-1:].isalnum() else ""))
-    if not ends:
+    """The share of the text's sentences that are questions (0 for no sentence): those that end
+    with "?" and, as people text, those left unpunctuated that open like a question
+    (:func:`opens_a_question`)."""
+    parts = [p for p in _SENTENCE.split(text.strip()) if p.strip()]
+    if not parts:
         return 0.0
-    return sum(1 for e in ends if "?" in e) / len(ends)
+    return sum(1 for p in parts if _asks(p)) / len(parts)
+
+
+def opens_a_question(sentence: str) -> bool:
+    """Whether a sentence opens like a question: a question word ("which hostel for tuesday"), or
+    an auxiliary before its subject ("r u driving up", "did you book it")."""
+    return _INTERROGATIVE.match(sentence.strip()) is not None
+
+
+def asking_share(text: str) -> float:
+    """The share of the text's sentences that ask outright: a question that opens like one
+    ("Do you have shoes yet?", "which hostel for tuesday"). A statement that ends by asking
+    ("I'm moving on the 5th, can you help me plan?") or a tag ("never the way, ya know?")
+    states something of its own."""
+    parts = [p for p in _SENTENCE.split(text.strip()) if p.strip()]
+    if not parts:
+        return 0.0
+    return sum(1 for p in parts if _asks(p) and opens_a_question(p)) / len(parts)
+
+
+def only_asks(text: str) -> bool:
+    """Whether every sentence of the text asks outright (:func:`asking_share`)."""
+    return asking_share(text) == 1.0
+
+
+def _asks(sentence: str) -> bool:
+    s = sentence.rstrip()
+    if "?" in s[-3:]:
+        return True
+    return not s.endswith((".", "!")) and opens_a_question(s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +138,7 @@ class Traits:
     speaker: str
     assistant: bool
     question: float  # its share of sentences that are questions
+    asking: float  # its share of sentences that ask outright (asking_share)
     stems: frozenset[str]  # its content stems (memlane/query/words.py content_stems)
     folded: str  # its said text, casefolded (the question's names are looked up in it)
     row: np.ndarray  # TRAIT_FEATURES' values, read-only
@@ -112,4 +168,6 @@ def traits(text: str, speaker: str) -> Traits:
         dtype=np.float64,
     )
     row.setflags(write=False)
-    return Traits(speaker, assistant, question, frozenset(content_stems(said)), said.casefold(), row)
+    return Traits(
+        speaker, assistant, question, asking_share(said), frozenset(content_stems(said)), said.casefold(), row
+    )

@@ -42,7 +42,7 @@ def test_said_by_matches_the_speaker_asked_about() -> None:
 
 
 def test_the_sayers_memories_come_first_each_in_its_own_order() -> None:
-    from memlane.recall.ranking import sayer_first
+    from memlane.recall.exchanges import sayer_first
 
     fields = {
         "ask": {"metadata": {"speaker": "Odile"}},
