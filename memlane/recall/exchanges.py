@@ -1,12 +1,12 @@
 """Who said what, and the exchange a reply belongs to: the ordering rules recall applies after
 its model, on the memories' turn ids, speakers and forms.
 
-* A question answered in the next turn: "r u driving up or getting the coach" /
+* A question answered in one of the next turns: "r u driving up or getting the coach" /
   "coach". The question holds the words a memory question repeats, the reply holds the answer;
   the two read as one exchange, ranked where its better member is, the reply first.
 * The one the question names as having said it ("What did you suggest?": the assistant) first,
   and among their memories what they put forward before what they turned down ("not the blue
-  one") or only asked ("Do you have shoes yet?").
+  one") or mostly asked ("Do you have shoes yet?").
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from memlane.recall.traits import said_text, speaker_of, traits_of
 # often comes between ("Pia what time do we set up" / "has anyone seen the van keys" / "11").
 # No measurement picked 3 over another value.
 REPLY_WITHIN = 3
-# A reply short enough that its own words cannot match the question it answers ("coach", "just
-# me", "the 9:40, the early one's too early"): a longer one is ranked by its own words, and
+# A reply short enough that its own words cannot match the question it answers ("coach", "the
+# blue one, obviously"): a longer one is ranked by its own words, and
 # lifting it to its question's place put an assistant's answer to a follow-up question above
 # its recommendation (2 of the assistant set's 14 "what did you suggest" questions). No
 # measurement picked 8 over another value.
@@ -55,10 +55,11 @@ def neighbour(fields: Mapping[str, Any], step: int) -> str:
 
 
 def replies_first(ids: list[str], fields: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """``ids`` with each turn that only asks (memlane/recall/traits.py ``only_asks``) preceded
+    """``ids`` with each turn that only asks (every sentence asked outright: memlane/recall/traits.py
+    ``asking_share``) preceded
     by its short reply where the reply is among them: one of the next turns, by another
-    speaker, not itself asking (:func:`_reply`). The pair takes the better place of the two; everything else
-    keeps its order.
+    speaker, not itself asking (:func:`_reply`). The pair takes the better place of the two;
+    everything else keeps its order.
 
     Only a turn that asks and states nothing gives way: "which hostel for tuesday" has no answer
     of its own, while "Bouldering is a great start. Do you have shoes yet?" and "I'm moving on

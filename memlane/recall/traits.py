@@ -119,11 +119,6 @@ def asking_share(text: str) -> float:
     return sum(1 for p in parts if _asks(p) and opens_a_question(p)) / len(parts)
 
 
-def only_asks(text: str) -> bool:
-    """Whether every sentence of the text asks outright (:func:`asking_share`)."""
-    return asking_share(text) == 1.0
-
-
 def _asks(sentence: str) -> bool:
     s = sentence.rstrip()
     if "?" in s[-3:]:

@@ -10,7 +10,7 @@ import pytest
 
 from memlane.query.sayer import rejects
 from memlane.recall.exchanges import replies_first, sayer_first
-from memlane.recall.traits import only_asks, question_share
+from memlane.recall.traits import asking_share, question_share
 from memlane.records import Turn
 
 
@@ -42,12 +42,13 @@ def test_a_question_without_its_mark_counts_as_one(text: str, share: float) -> N
     assert question_share(text) == share
 
 
-def test_a_turn_only_asks_when_each_sentence_is_a_question_that_opens_like_one() -> None:
-    assert only_asks("Do you have a tent yet?") and only_asks("which hostel for tuesday")
-    assert only_asks("So, how did the move go?")
-    assert not only_asks("Hey! How did the move go?")  # the greeting is no question
-    assert not only_asks("I'm moving on the 5th and the van is booked, can you help me plan the day?")
-    assert not only_asks("coach") and not only_asks("")
+def test_a_sentence_asks_outright_when_it_is_a_question_that_opens_like_one() -> None:
+    assert asking_share("Do you have a tent yet?") == 1.0 == asking_share("which hostel for tuesday")
+    assert asking_share("So, how did the move go?") == 1.0
+    assert asking_share("Hey! How did the move go?") == 0.5  # the greeting is no question
+    assert asking_share("I'm moving on the 5th and the van is booked, can you help me plan the day?") == 0.0
+    assert asking_share("The coach is cheaper, ya know?") == 0.0  # a tag, not a question asked
+    assert asking_share("coach") == 0.0 == asking_share("")
 
 
 def _turn(speaker: str, text: str, turn: str) -> dict:
