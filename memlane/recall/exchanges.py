@@ -11,7 +11,8 @@ its model, on the memories' turn ids, speakers and forms.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import re
+from typing import Any, Iterable, Mapping
 
 from memlane.query.sayer import offers, rejects, sayer
 from memlane.query.words import is_assistant
@@ -66,10 +67,7 @@ def replies_first(ids: list[str], fields: Mapping[str, Mapping[str, Any]]) -> li
     the 5th, can you help me plan?" keep their place (they state something). Measured on BEAM,
     where users ask in long one-sentence questions that carry the facts asked about later,
     counting every turn whose sentences all end in "?" moved 3 answers from first place."""
-    by_turn: dict[str, str] = {}
-    for c in ids:
-        for turn in fields.get(c, {}).get("source_turns") or ():
-            by_turn.setdefault(str(turn), c)
+    by_turn = turns_of(ids, fields)
     out: list[str] = []
     placed: set[str] = set()
     for c in ids:
@@ -83,6 +81,40 @@ def replies_first(ids: list[str], fields: Mapping[str, Mapping[str, Any]]) -> li
         out.append(c)
         placed.add(c)
     return out
+
+
+def turns_of(ids: Iterable[str], fields: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Each source turn id of ``ids``' memories -> the first memory holding it."""
+    by_turn: dict[str, str] = {}
+    for c in ids:
+        for turn in fields.get(c, {}).get("source_turns") or ():
+            by_turn.setdefault(str(turn), c)
+    return by_turn
+
+
+def asked_of(
+    reply: Mapping[str, Any], fields: Mapping[str, Mapping[str, Any]], by_turn: Mapping[str, str]
+) -> str | None:
+    """The candidate a short reply answers (:data:`SHORT_REPLY` words at most): the nearest of
+    the :data:`REPLY_WITHIN` turns before it among the candidates said by another speaker
+    that asks (half its sentences questions), the one that names the replier first, or None. The cross-encoder reads the two as one
+    text: "coach" alone answers nothing."""
+    if _words(reply) > SHORT_REPLY:
+        return None
+    speaker = traits_of(reply).speaker
+    name = speaker.casefold().split()[:1]
+    asking: list[tuple[str, Any]] = []
+    for step in range(1, REPLY_WITHIN + 1):
+        c = by_turn.get(neighbour(reply, -step))
+        if c is None:
+            continue
+        said = traits_of(fields.get(c) or {})
+        if said.speaker != speaker and said.question >= ASKS:
+            asking.append((c, said))
+    # the one addressed to the replier by name ("Pia what time do we set up"), else the nearest
+    named = [c for c, said in asking if name and re.search(rf"\b{re.escape(name[0])}\b", said.folded)]
+    first = named or [c for c, _ in asking]
+    return first[0] if first else None
 
 
 def _reply(

@@ -15,7 +15,7 @@ from memlane.facts.ordering import order as supersession_order
 from memlane.facts.query import current_values_first
 from memlane.interfaces import Embedder, Reranker
 from memlane.recall.candidates import Candidate, score
-from memlane.recall.exchanges import replies_first, sayer_first
+from memlane.recall.exchanges import asked_of, replies_first, sayer_first, turns_of
 from memlane.recall.fusion import fuse
 from memlane.recall.packing import pack
 from memlane.recall.rerank import (
@@ -128,7 +128,12 @@ class RerankStage:
             state.scores = {c: Scores(fused=v, cross=None, final=v) for c, v in fused.items()}
             return
         assert state.reference is not None
-        texts = [candidate_text(state.fields[c], r.rerank_text_chars) for c in head]
+        by_turn = turns_of(state.fields, state.fields)
+        asked = {c: asked_of(state.fields[c], state.fields, by_turn) for c in head}
+        texts = [
+            candidate_text(state.fields[c], r.rerank_text_chars, state.fields.get(asked[c] or ""))
+            for c in head
+        ]
         out = self.reranker.rerank(state.req.query, texts, list(range(len(head))))
         cross = dict(zip(head, out))
         top = score(

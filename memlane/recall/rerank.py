@@ -1,10 +1,11 @@
-"""The cross-encoder stage of recall (issue 25 items 3 and 5): which candidates it reads, what
-text it reads for each, how its score joins the fused one, and the current value first among
-memories it judges about equally good.
+"""The cross-encoder stage of recall: which candidates it reads, what text it reads for each,
+how its score joins the fused one, and the current value first among memories it judges about
+equally good.
 
 * **pool** (:func:`pool`): the fused top N plus each channel's own best, so a memory that only
   one channel finds (a lexical-only hit fusion ranked low) still reaches the cross-encoder.
-* **text** (:func:`candidate_text`): "date speaker: text", cut to a bounded length.
+* **text** (:func:`candidate_text`): "date speaker: text", cut to a bounded length; a short
+  reply after the question it answers.
 * **join** (:func:`joined`): ``w * cross-encoder + (1 - w) * fallback``, the fallback being the
   RRF-rank score of the pool's fused order (memlane/models/reranker.py's RRFRankReranker).
 * **current first** (:func:`newest_among_ties`): a question about the present prefers, among the
@@ -41,9 +42,12 @@ def pool(fused: Sequence[str], hits: Mapping[str, Sequence[Hit]], n: int, per_ch
 FALLBACK = "rrf-fallback"
 
 
-def candidate_text(fields: Mapping[str, Any], max_chars: int) -> str:
+def candidate_text(fields: Mapping[str, Any], max_chars: int, asked: Mapping[str, Any] | None = None) -> str:
     """What the cross-encoder reads for a memory: its date and speaker, then its text, cut
-    to ``max_chars`` characters (about 4 a token: 1,000 chars ~ 256 tokens)."""
+    to ``max_chars`` characters (about 4 a token: 1,000 chars ~ 256 tokens). ``asked``: the
+    fields of the question a short reply answers (memlane/recall/exchanges.py ``asked_of``),
+    read before the reply ("Ilse: r u driving up or getting the coach Noor: coach"), cut to
+    half of ``max_chars``."""
     parts = []
     when = to_dt(fields.get("occurred_start") or fields.get("mentioned_at"))
     if when is not None:
@@ -52,6 +56,8 @@ def candidate_text(fields: Mapping[str, Any], max_chars: int) -> str:
     text = str(fields.get("text") or "")
     if speaker and text.lower().startswith(f"{str(speaker).lower()}:"):
         speaker = None  # the text names its speaker already ("user: ..."): not twice
+    if asked is not None:
+        parts.append(str(asked.get("text") or "")[: max_chars // 2])
     head = " ".join(parts + ([f"{speaker}:"] if speaker else []))
     out = f"{head} {text}" if head else text
     return out[:max_chars]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memlane.query.sayer import rejects
-from memlane.recall.exchanges import replies_first, sayer_first
+from memlane.recall.exchanges import asked_of, replies_first, sayer_first, turns_of
 from memlane.recall.traits import asking_share, question_share
 from memlane.records import Turn
 
@@ -67,7 +67,7 @@ FIELDS = {
     "asks": _turn("Noor", "when does it start", "s4:1"),
     "long_ask": _turn("Noor", "I land at 6 and the hostel opens at 9, what should I do in between?", "s6:1"),
     "long_reply": _turn("Ilse", "Breakfast at the market.", "s6:2"),
-    "g_ask": _turn("Wren", "Pia what time do we set up", "s7:1"),
+    "g_ask": _turn("Wren", "Pia, what time do we set up", "s7:1"),
     "g_other": _turn("Olu", "has anyone seen the van keys", "s7:2"),
     "g_reply": _turn("Pia", "11", "s7:3"),
     "what_if": _turn("Noor", "what if it rains", "s8:1"),
@@ -119,6 +119,16 @@ def test_the_sayers_statements_come_before_their_questions_when_asked_what_they_
     ]
     # a question that names no one as having said it: the order stands
     assert sayer_first(ids, FIELDS, "Where is Noor going?") == ids
+
+
+def test_a_short_reply_knows_the_question_it_answers() -> None:
+    ids = list(FIELDS)
+    by_turn = turns_of(ids, FIELDS)
+    assert asked_of(FIELDS["reply"], FIELDS, by_turn) == "ask"
+    assert asked_of(FIELDS["g_reply"], FIELDS, by_turn) == "g_ask"  # another question between
+    # a long answer, and a turn after the same speaker's question, answer nothing asked
+    assert asked_of(FIELDS["long_answer"], FIELDS, by_turn) is None
+    assert asked_of(FIELDS["own_next"], FIELDS, by_turn) is None
 
 
 def test_what_the_sayer_turned_down_comes_after_what_they_put_forward() -> None:

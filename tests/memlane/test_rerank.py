@@ -73,6 +73,14 @@ def test_candidate_text_carries_date_and_speaker_and_is_bounded():
     assert candidate_text(said, 300) == "05 March 2024 user: I bought Stubb's sauce."
 
 
+def test_a_short_reply_is_read_after_the_question_it_answers():
+    reply = {"text": "Noor: coach", "metadata": {"speaker": "Noor"}}
+    asked = {"text": "Ilse: r u driving up or getting the coach", "metadata": {"speaker": "Ilse"}}
+    assert candidate_text(reply, 300, asked) == "Ilse: r u driving up or getting the coach Noor: coach"
+    # the question is cut to half the length, so the reply is always read
+    assert candidate_text(reply, 30, asked) == "Ilse: r u drivi Noor: coach"
+
+
 def test_a_pairs_cross_encoder_score_does_not_depend_on_the_others_in_the_call(cross_encoder):
     # The int8 model quantizes a pass's activations together: in one padded pass of 16 the
     # answer's score moved by 7e-4 with its neighbours (measured). One pair a pass: none.
