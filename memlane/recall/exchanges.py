@@ -23,10 +23,10 @@ from memlane.recall.traits import said_text, speaker_of, traits_of
 # No measurement picked 3 over another value.
 REPLY_WITHIN = 3
 # A reply short enough that its own words cannot match the question it answers ("coach", "the
-# blue one, obviously"): a longer one is ranked by its own words, and
-# lifting it to its question's place put an assistant's answer to a follow-up question above
-# its recommendation (2 of the assistant set's 14 "what did you suggest" questions). No
-# measurement picked 8 over another value.
+# blue one, obviously"): a longer one is ranked by its own words, and lifting it to its
+# question's place put an assistant's answer to a follow-up question above its recommendation
+# (2 of the assistant set's 14 "what did you suggest" questions). No measurement picked 8 over
+# another value.
 SHORT_REPLY = 8
 # A turn counts as asking from half its sentences questions asked outright ("Great start. Do
 # you have shoes yet?"; memlane/recall/traits.py asking_share), or for a reply, half its
@@ -56,11 +56,10 @@ def neighbour(fields: Mapping[str, Any], step: int) -> str:
 
 
 def replies_first(ids: list[str], fields: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """``ids`` with each turn that only asks (every sentence asked outright: memlane/recall/traits.py
-    ``asking_share``) preceded
-    by its short reply where the reply is among them: one of the next turns, by another
-    speaker, not itself asking (:func:`_reply`). The pair takes the better place of the two;
-    everything else keeps its order.
+    """``ids`` with each turn that only asks (every sentence asked outright: ``asking_share`` of
+    memlane/recall/traits.py) preceded by its short reply where the reply is among them: one of
+    the next turns, by another speaker, not itself asking (:func:`_reply`). The pair takes the
+    better place of the two; everything else keeps its order.
 
     Only a turn that asks and states nothing gives way: "which hostel for tuesday" has no answer
     of its own, while "Bouldering is a great start. Do you have shoes yet?" and "I'm moving on
@@ -97,8 +96,8 @@ def asked_of(
 ) -> str | None:
     """The candidate a short reply answers (:data:`SHORT_REPLY` words at most): the nearest of
     the :data:`REPLY_WITHIN` turns before it among the candidates said by another speaker
-    that asks (half its sentences questions), the one that names the replier first, or None. The cross-encoder reads the two as one
-    text: "coach" alone answers nothing."""
+    that asks (half its sentences questions), the one that names the replier first, or None.
+    The cross-encoder reads the two as one text: "coach" alone answers nothing."""
     if _words(reply) > SHORT_REPLY:
         return None
     speaker = traits_of(reply).speaker
@@ -149,11 +148,11 @@ def _words(fields: Mapping[str, Any]) -> int:
 def sayer_first(ids: list[str], fields: Mapping[str, Mapping[str, Any]], question: str) -> list[str]:
     """``ids`` with the memories of the one the question names as having said it first ("What
     book did you recommend?": the assistant's; "What did Sam suggest?": Sam's), each group in
-    its own order, except that their turns that turn an option down ("not the blue one") and
-    then those that mostly ask outright come after those that state: neither says what was
-    suggested, unless the question suggests ("How about the coach?") (a
-    question names a sayer only with a verb or noun of saying: "suggest", "recommendation").
-    Unchanged when the question names no one or none of them is theirs.
+    its own order, except that their turns that turn an option down ("not the blue one"), then
+    those that mostly ask outright, come after those that state: neither says what was
+    suggested, unless the question itself suggests ("How about the coach?"). A question names
+    a sayer only with a verb or noun of saying ("suggest", "recommendation"). Unchanged when
+    the question names no one or none of them is theirs.
 
     A rule, not a feature alone: the learned ranker reads the same signal (``sayer_match``),
     but trained without the assistant-heavy answer set it had few such questions, and the
