@@ -96,10 +96,15 @@ def question_share(text: str) -> float:
     """The share of the text's sentences that are questions (0 for no sentence): those that end
     with "?" and, as people text, those left unpunctuated that open like a question
     (:func:`opens_a_question`)."""
-    parts = [p for p in _SENTENCE.split(text.strip()) if p.strip()]
-    if not parts:
-        return 0.0
-    return sum(1 for p in parts if _asks(p)) / len(parts)
+    return _shares(text)[0]
+
+
+def asking_share(text: str) -> float:
+    """The share of the text's sentences that ask outright: a question that opens like one
+    ("Do you have shoes yet?", "which hostel for tuesday"). A statement that ends by asking
+    ("I'm moving on the 5th, can you help me plan?") or a tag ("never the way, ya know?")
+    states something of its own."""
+    return _shares(text)[1]
 
 
 def opens_a_question(sentence: str) -> bool:
@@ -108,22 +113,18 @@ def opens_a_question(sentence: str) -> bool:
     return _INTERROGATIVE.match(sentence.strip()) is not None
 
 
-def asking_share(text: str) -> float:
-    """The share of the text's sentences that ask outright: a question that opens like one
-    ("Do you have shoes yet?", "which hostel for tuesday"). A statement that ends by asking
-    ("I'm moving on the 5th, can you help me plan?") or a tag ("never the way, ya know?")
-    states something of its own."""
-    parts = [p for p in _SENTENCE.split(text.strip()) if p.strip()]
+def _shares(text: str) -> tuple[float, float]:
+    """(:func:`question_share`, :func:`asking_share`) of ``text``, one pass over its sentences."""
+    parts = [p.rstrip() for p in _SENTENCE.split(text.strip()) if p.strip()]
     if not parts:
-        return 0.0
-    return sum(1 for p in parts if _asks(p) and opens_a_question(p)) / len(parts)
-
-
-def _asks(sentence: str) -> bool:
-    s = sentence.rstrip()
-    if "?" in s[-3:]:
-        return True
-    return not s.endswith((".", "!")) and opens_a_question(s)
+        return 0.0, 0.0
+    questions = asked = 0
+    for p in parts:
+        opens = opens_a_question(p)
+        if "?" in p[-3:] or (opens and not p.endswith((".", "!"))):
+            questions += 1
+            asked += opens
+    return questions / len(parts), asked / len(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,7 @@ def traits(text: str, speaker: str) -> Traits:
     """The :class:`Traits` of a memory of ``text`` said by ``speaker`` ("" for none)."""
     said = _said(text, speaker)
     assistant = is_assistant(speaker)
-    question = question_share(said)
+    question, asking = _shares(said)
     row = np.array(
         [
             1.0 if assistant else 0.0,
@@ -163,6 +164,4 @@ def traits(text: str, speaker: str) -> Traits:
         dtype=np.float64,
     )
     row.setflags(write=False)
-    return Traits(
-        speaker, assistant, question, asking_share(said), frozenset(content_stems(said)), said.casefold(), row
-    )
+    return Traits(speaker, assistant, question, asking, frozenset(content_stems(said)), said.casefold(), row)
