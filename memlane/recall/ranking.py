@@ -14,6 +14,7 @@ from typing import Any, Callable
 from memlane.facts.ordering import order as supersession_order
 from memlane.facts.query import current_values_first
 from memlane.interfaces import Embedder, Reranker
+from memlane.recall.answer_form import answer_form_first
 from memlane.recall.candidates import Candidate, score
 from memlane.recall.exchanges import asked_of, replies_first, sayer_first, turns_of
 from memlane.recall.fusion import fuse
@@ -300,6 +301,7 @@ def ordered(
     assert state.query is not None
     at = {x.id: x for x in scored}
     ids = replies_first(ranking or [x.id for x in scored], state.fields)
+    ids = answer_form_first(ids, state.fields, state.query.text)
     ids = sayer_first(ids, state.fields, state.query.text)
     ids = supersession_order(ids, state.fields, state.query, state.history)
     if slot_first and settings.facts.slot_first and not state.history:  # "before Leeds": an older value
