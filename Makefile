@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint install clean browser local-llm
+.PHONY: demo test lint install clean browser local-llm llama-wheel
 
 # pip's output goes to a log (its tail is shown when it fails): the terminal gets one line.
 $(STAMP): pyproject.toml
@@ -48,15 +48,30 @@ install: $(DEV_STAMP)
 ## the CPU has it, and a kernel that does not grant AMX state kills the server at its first
 ## matrix product (seen on these machines: a general protection fault in ggml_backend_amx_mul_mat).
 ## Its multimodal library is not built (unused). 4 min on 2 cores the first time; pip caches the wheel.
+## A wheel that `make llama-wheel` built into $(LLAMA_WHEELS) is installed instead of building again.
 LOCAL_LLM_STAMP := $(VENV)/.local-llm
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
+LLAMA_WHEELS := $(VENV)/wheels
+# The pin, read from the local-llm extra in pyproject.toml (its one home).
+LLAMA_PIN := $(shell sed -n 's/.*"llama-cpp-python\[server\]\(==[0-9.]*\)".*/llama-cpp-python\1/p' pyproject.toml | head -n 1)
 $(LOCAL_LLM_STAMP): $(STAMP)
 	@echo "installing the local-llm extra into $(VENV) (log: $(VENV)/install-local-llm.log)"
-	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e ".[local-llm]" > $(VENV)/install-local-llm.log 2>&1 \
+	@PIP_FIND_LINKS="$(LLAMA_WHEELS) $$PIP_FIND_LINKS" CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+	  $(BIN)/pip install -e ".[local-llm]" > $(VENV)/install-local-llm.log 2>&1 \
 	  || { tail -n 40 $(VENV)/install-local-llm.log; echo "install failed: see $(VENV)/install-local-llm.log"; exit 1; }
 	@touch $(LOCAL_LLM_STAMP)
 
 local-llm: $(LOCAL_LLM_STAMP)
+
+## llama.cpp's wheel alone, into $(LLAMA_WHEELS), with the interpreter's own pip (pip builds it in
+## an isolated environment: no .venv needed). .ci/run starts it first, so that the compile
+## overlaps `make install`'s downloads and `make lint` instead of following them.
+llama-wheel:
+	@mkdir -p $(LLAMA_WHEELS)
+	@test -n "$(LLAMA_PIN)" || { echo "llama-wheel: no llama-cpp-python pin in pyproject.toml"; exit 1; }
+	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel --no-deps "$(LLAMA_PIN)" -w $(LLAMA_WHEELS) \
+	  > $(LLAMA_WHEELS)/build.log 2>&1 \
+	  || { tail -n 40 $(LLAMA_WHEELS)/build.log; echo "llama-wheel failed: see $(LLAMA_WHEELS)/build.log"; exit 1; }
 
 ## The main job on the embedded default: a Ray Data backfill of the bundled sample history on a
 ## local Ray (127.0.0.1) into Milvus Lite + igraph, then a recall from one of its banks. It
