@@ -65,7 +65,7 @@ local-llm: $(LOCAL_LLM_STAMP)
 
 ## llama.cpp's wheel alone, into $(LLAMA_WHEELS), with the interpreter's own pip (pip builds it in
 ## an isolated environment: no .venv needed). .ci/run starts it first, so that the compile
-## overlaps `make install`'s downloads and `make lint` instead of following them.
+## overlaps `make install` and `make lint` instead of following them.
 llama-wheel:
 	@mkdir -p $(LLAMA_WHEELS)
 	@test -n "$(LLAMA_PIN)" || { echo "llama-wheel: no llama-cpp-python pin in pyproject.toml"; exit 1; }
