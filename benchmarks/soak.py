@@ -39,11 +39,15 @@ def rss_mb(pid: int) -> float | None:
 
 
 def _name(pid: int) -> str:
+    """The process's command line, 80 characters at most, each absolute path in it cut to its
+    last part: "python3 milvus-lite server ..." whatever directory the checkout is in (a long
+    one cut the server's name off the end)."""
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return "?"
-    return " ".join(raw.split())[:80]
+    args = [Path(a).name if a.startswith("/") else a for a in raw.split("\0") if a]
+    return " ".join(" ".join(args).split())[:80]
 
 
 def _items(rng: random.Random) -> list[dict[str, Any]]:
