@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from benchmarks.soak import _name
@@ -19,10 +18,9 @@ def test_a_process_is_named_by_its_programs_not_their_directories(tmp_path) -> N
     script.write_text("import time\ntime.sleep(30)\n")
     proc = subprocess.Popen([sys.executable, str(script), "server", "--port", "19530"])
     try:
-        time.sleep(0.5)
-        name = _name(proc.pid)
+        name = _name(proc.pid)  # Popen returns once the program is exec'd: its command line is set
     finally:
         proc.kill()
         proc.wait(timeout=10)
     assert name == f"{Path(sys.executable).name} milvus-lite server --port 19530"
-    assert _name(2**22 + 7) == "?"  # above pid_max's default: no such process
+    assert _name(2**22 + 7) == "?"  # above the kernel's largest pid (2**22): no such process
