@@ -9,7 +9,8 @@ applies after its model, on the candidates' texts.
   turn that says something. A yes/no question ("Did I buy shoes?") keeps it where it is.
 
 The learned ranker reads neither: a one-word reply after a matching question scores high by its
-neighbours ("prev_lexical"), whatever the question asks for.
+neighbours' words (the lexical channel reads a turn's context: "No." ranked lexical #5 for a
+question none of its own words match), whatever the question asks for.
 """
 
 from __future__ import annotations
