@@ -86,8 +86,5 @@ def answer_form_first(ids: list[str], fields: Mapping[str, Mapping[str, Any]], q
         naming = [i for i, c in enumerate(out[:NAMING_WITHIN]) if names_something(said(c))]
         if naming and naming[0] > 0:
             out.insert(0, out.pop(naming[0]))
-    bare = [c for c in out if bare_reply(said(c))]
-    if not bare or len(bare) == len(out):
-        return out
-    gone = set(bare)
-    return [c for c in out if c not in gone] + bare
+    bare = {c for c in out if bare_reply(said(c))}
+    return [c for c in out if c not in bare] + [c for c in out if c in bare]
